@@ -1,0 +1,2 @@
+//! Placeholder until the pps benchmark lands.
+fn main() {}

@@ -1,0 +1,2 @@
+//! Placeholder until the RAS benchmark lands.
+fn main() {}

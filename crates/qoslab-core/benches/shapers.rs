@@ -1,0 +1,2 @@
+//! Placeholder until the shapers benchmark lands.
+fn main() {}

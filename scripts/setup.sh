@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian machine for qoslab: a virtualenv in .venv with the
+# Python package (and its Rust extension, built by maturin) installed editable.
+# Needs only python3 (with venv) and a Rust toolchain; everything else comes
+# from PyPI / crates.io / Debian.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! python3 -m venv --help >/dev/null 2>&1; then
+  apt-get update -q && apt-get install -y -q python3-venv
+fi
+for c in rustfmt clippy; do
+  command -v "cargo-${c/rustfmt/fmt}" >/dev/null 2>&1 || rustup component add "$c" || true
+done
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q 'maturin>=1.7,<2'
+.venv/bin/pip install -q -e '.[dev]'
+echo "qoslab is set up: activate with 'source .venv/bin/activate'"

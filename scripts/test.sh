@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# All of qoslab's tests: Rust format, lints and tests; Python lints and tests.
+# Run scripts/setup.sh once first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH"
+
+echo "== cargo fmt --check"; cargo fmt --all --check
+echo "== cargo clippy";      cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo test";        cargo test --workspace --exclude qoslab-py
+echo "== rebuild extension"; pip install -q -e '.[dev]'
+echo "== ruff";              ruff check python tests && ruff format --check python tests
+echo "== pytest";            pytest -q tests
