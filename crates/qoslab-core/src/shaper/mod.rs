@@ -9,12 +9,17 @@
 //!
 //! Members, one file each, each citing its source:
 //! (added by the shaper modules)
+//! - [`ras`] — rate adaptive shapers srRAS, trRAS, G-srRAS, G-trRAS, RFC 2963.
 //!
 //! Hot paths dispatch through the [`AnyShaper`] enum (no `Box<dyn>`).
+
+pub mod ras;
 
 use crate::packet::Packet;
 use crate::params::{ConfigError, Params};
 use crate::time::Instant;
+
+pub use ras::{Ras, RasKind};
 
 /// Why a conditioner discarded a packet: feeds per-reason counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,38 +72,78 @@ pub trait Shaper {
 
 /// Every shaper, for enum dispatch.
 #[derive(Clone, Debug)]
-pub enum AnyShaper {}
+pub enum AnyShaper {
+    /// RFC 2963 srRAS / trRAS / G-srRAS / G-trRAS (one type, [`RasKind`]).
+    Ras(Ras),
+}
 
 /// (kind, one-line description) of every shaper [`AnyShaper::from_params`] builds.
-pub const SHAPER_KINDS: &[(&str, &str)] = &[];
+pub const SHAPER_KINDS: &[(&str, &str)] = &[
+    (
+        "srras",
+        "single-rate rate adaptive shaper (RFC 2963 §2.1): cir, mir|line_rate, cir_th, mir_th, buffer, k",
+    ),
+    (
+        "trras",
+        "two-rate rate adaptive shaper (RFC 2963 §2.4): cir, pir, mir|line_rate, cir_th, pir_th, mir_th, buffer, k",
+    ),
+    (
+        "g-srras",
+        "green srRAS feeding an srTCM (RFC 2963 §3.2): srras keys + cbs, ebs",
+    ),
+    (
+        "g-trras",
+        "green trRAS feeding a trTCM (RFC 2963 §3.4): trras keys + cbs, pbs",
+    ),
+];
 
 impl AnyShaper {
     /// Builds shaper `kind` from string parameters and rejects unknown keys.
     pub fn from_params(kind: &str, p: Params) -> Result<Self, ConfigError> {
         // Each shaper module adds its arm here: `"tbf" => AnyShaper::Tbf(Tbf::from_params(&mut p)?)`.
         let kind = kind.to_ascii_lowercase();
-        let _ = p;
-        Err(crate::meter::unknown_kind("shaper", &kind, SHAPER_KINDS))
+        let mut p = p;
+        let s = match kind.as_str() {
+            "srras" | "trras" | "g-srras" | "g-trras" => {
+                let k = RasKind::parse(&kind).expect("listed kind");
+                AnyShaper::Ras(Ras::from_params(k, &mut p)?)
+            }
+            _ => return Err(crate::meter::unknown_kind("shaper", &kind, SHAPER_KINDS)),
+        };
+        p.finish()?;
+        Ok(s)
     }
 }
 
 impl Shaper for AnyShaper {
-    fn enqueue(&mut self, _now: Instant, _pkt: Packet) -> Result<(), Dropped> {
-        match *self {}
+    fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
+        match self {
+            AnyShaper::Ras(s) => s.enqueue(now, pkt),
+        }
     }
-    fn dequeue(&mut self, _now: Instant) -> Option<Packet> {
-        match *self {}
+    fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        match self {
+            AnyShaper::Ras(s) => s.dequeue(now),
+        }
     }
-    fn next_ready(&self, _now: Instant) -> Option<Instant> {
-        match *self {}
+    fn next_ready(&self, now: Instant) -> Option<Instant> {
+        match self {
+            AnyShaper::Ras(s) => s.next_ready(now),
+        }
     }
     fn backlog_packets(&self) -> usize {
-        match *self {}
+        match self {
+            AnyShaper::Ras(s) => s.backlog_packets(),
+        }
     }
     fn backlog_bytes(&self) -> u64 {
-        match *self {}
+        match self {
+            AnyShaper::Ras(s) => s.backlog_bytes(),
+        }
     }
     fn describe(&self) -> Vec<(&'static str, String)> {
-        match *self {}
+        match self {
+            AnyShaper::Ras(s) => s.describe(),
+        }
     }
 }
