@@ -78,9 +78,11 @@
 //! fixed sequence of IEEE-754 additions, multiplications and divisions
 //! only (which are correctly rounded on every platform; Rust does not
 //! contract them into FMAs). `f64::exp` is **not** used: its result depends
-//! on the platform's libm. Our own [`exp_neg`] reduces x = n·ln 2 + r
-//! (|r| ≤ ln 2 / 2, ln 2 split in two parts as in Cody–Waite) and sums a
-//! degree-13 Taylor polynomial of e^(−r), relative error below 10⁻¹⁵. The
+//! on the platform's libm. Our own [`exp_neg`] reduces x = m·ln 2/32 + r
+//! (|r| ≤ ln 2/64, ln 2 split in two parts as in Cody–Waite), takes
+//! 2^(−m/32) from a table of correctly rounded constants and an exponent
+//! shift, and e^(−r) from a degree-6 Taylor polynomial: relative error
+//! below 10⁻¹⁵ (tested against the platform's `exp`). The
 //! same trace therefore gives the same EAR bits, and the same schedule, on
 //! every machine. EAR enters the schedule as `floor(EAR)` bit/s.
 //!
@@ -709,9 +711,16 @@ impl Ras {
     pub fn f_bps(&self, q: u64) -> u64 {
         #[inline(always)]
         fn lin(q: u64, x0: u64, y0: u64, x1: u64, y1: u64) -> u64 {
-            // x0 <= q < x1 here, so x1 > x0; y1 >= y0 (validated).
-            let num = (y1 - y0) as u128 * (q - x0) as u128;
-            y0 + (num / (x1 - x0) as u128) as u64
+            // x0 <= q < x1 here, so x1 > x0; y1 >= y0 (validated). Floor.
+            // u64 when the product fits (always, for rates < 10 Gbit/s and
+            // occupancies < 1 GB); u128 otherwise.
+            match (y1 - y0).checked_mul(q - x0) {
+                Some(num) => y0 + num / (x1 - x0),
+                None => {
+                    let num = (y1 - y0) as u128 * (q - x0) as u128;
+                    y0 + (num / (x1 - x0) as u128) as u64
+                }
+            }
         }
         if q >= self.mir_th {
             self.mir_bps
@@ -760,7 +769,7 @@ impl Ras {
         };
         let r = self.shaping_rate_bps(self.backlog);
         self.head_rate_bps = r;
-        let t1 = t.saturating_add(Rate::from_bps(r).tx_time(Bytes::new(b as u64)));
+        let t1 = t.saturating_add(Duration::from_ns(tx_ns(b, r)));
         self.head_t1 = t1;
         let t2 = match &self.meter {
             MeterModel::None => Instant::NEVER,
@@ -768,6 +777,16 @@ impl Ras {
             MeterModel::Tr(m) => m.green_at(t, b),
         };
         self.head_at = t1.min(t2);
+    }
+}
+
+/// ceil(B · 8·10⁹ / R) ns, = [`Rate::tx_time`] (tested), with a u64 fast
+/// path: B·8·10⁹ fits in u64 for every B < 2³¹ bytes. `r_bps` > 0.
+#[inline(always)]
+fn tx_ns(b: u32, r_bps: u64) -> u64 {
+    match (b as u64).checked_mul(8_000_000_000) {
+        Some(bit_ns) => bit_ns.div_ceil(r_bps),
+        None => Rate::from_bps(r_bps).tx_time(Bytes::new(b as u64)).as_ns(),
     }
 }
 
@@ -897,9 +916,9 @@ impl Shaper for Ras {
 
 // ---- Deterministic exponential (see "Floats" in the module doc) ----------
 
-/// 1/n! for n = 0..=14, as the nearest f64 (literal constants, so every
+/// 1/n! for n = 0..=8, as the nearest f64 (literal constants, so every
 /// platform uses the same bits).
-const INV_FACT: [f64; 15] = [
+const INV_FACT: [f64; 9] = [
     1.0,
     1.0,
     0.5,
@@ -909,16 +928,47 @@ const INV_FACT: [f64; 15] = [
     0.001388888888888889,
     0.0001984126984126984,
     2.48015873015873e-05,
-    2.7557319223985893e-06,
-    2.755731922398589e-07,
-    2.505210838544172e-08,
-    2.08767569878681e-09,
-    1.6059043836821613e-10,
-    1.1470745597729725e-11,
+];
+
+/// 2^(−j/32) for j = 0..32, each the correctly rounded f64 (computed to 60
+/// digits and rounded once).
+const EXP2_NEG_32: [f64; 32] = [
+    1.0,
+    0.9785720620877001,
+    0.9576032806985737,
+    0.93708381705515,
+    0.9170040432046712,
+    0.8973545375015536,
+    0.8781260801866497,
+    0.859309649061239,
+    0.8408964152537145,
+    0.8228777390769825,
+    0.8052451659746271,
+    0.7879904225539432,
+    0.7711054127039704,
+    0.7545822137967114,
+    0.7384130729697497,
+    0.7225904034885233,
+    std::f64::consts::FRAC_1_SQRT_2, // 2^(−16/32)
+    0.691954940981916,
+    0.6771277734684463,
+    0.6626183215798707,
+    0.6484197773255048,
+    0.6345254785958666,
+    0.620928906036742,
+    0.6076236799902345,
+    0.5946035575013605,
+    0.5818624293887887,
+    0.5693943173783458,
+    0.5571933712979462,
+    0.5452538663326288,
+    0.5335702003384118,
+    0.5221368912137069,
+    0.5109485743270583,
 ];
 
 /// ln 2 in two parts (Cody–Waite): `LN2_HI` has its low 32 bits zero, so
-/// n·LN2_HI is exact for every n used here (n < 1024).
+/// m·LN2_HI/32 is exact for every m used here (m < 2¹⁵).
 const LN2_HI: f64 = 0.693_147_180_369_123_8; // bits 0x3fe62e42fee00000
 const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 const LOG2_E: f64 = std::f64::consts::LOG2_E;
@@ -926,6 +976,12 @@ const LOG2_E: f64 = std::f64::consts::LOG2_E;
 /// e^(−x) for x ≥ 0 using only +, −, ×, ÷ and exact power-of-two scaling,
 /// so the result is the same on every IEEE-754 platform. 0 for x ≥ 708
 /// (below the smallest normal double) and for NaN.
+///
+/// x = m·ln2/32 + r with m = round(32x/ln2), |r| ≤ ln2/64; then
+/// e^(−x) = 2^(−⌊m/32⌋) · 2^(−(m mod 32)/32) · e^(−r), the middle factor
+/// from a table and e^(−r) from its degree-6 Taylor polynomial
+/// (|r|⁷/7! < 4·10⁻¹⁸), evaluated in Estrin's scheme (short dependency
+/// chains: this runs at nearly every arrival).
 pub fn exp_neg(x: f64) -> f64 {
     if x.is_nan() || x >= 708.0 {
         return 0.0;
@@ -933,37 +989,34 @@ pub fn exp_neg(x: f64) -> f64 {
     if x <= 0.0 {
         return 1.0;
     }
-    // x = n·ln2 + r, |r| <= ln2/2 (n = round(x / ln2), x > 0).
-    let n = (x * LOG2_E + 0.5) as u64;
-    let nf = n as f64;
-    let r = (x - nf * LN2_HI) - nf * LN2_LO;
-    // e^(−r) = Σ (−r)^i / i!, Horner, degree 13: |r|^14/14! < 5e-18.
+    let m = (x * (32.0 * LOG2_E) + 0.5) as u64;
+    let mf = m as f64;
+    let r = (x - mf * (LN2_HI / 32.0)) - mf * (LN2_LO / 32.0);
     let y = -r;
-    let mut s = INV_FACT[13];
-    let mut i = 13;
-    while i > 0 {
-        i -= 1;
-        s = s * y + INV_FACT[i];
-    }
-    // × 2^(−n): an exact exponent change (1023 − n ≥ 2 since n ≤ 1022).
-    s * f64::from_bits((1023 - n) << 52)
+    let y2 = y * y;
+    let y4 = y2 * y2;
+    let c = &INV_FACT;
+    let p = (c[0] + c[1] * y) + y2 * (c[2] + c[3] * y) + y4 * ((c[4] + c[5] * y) + y2 * c[6]);
+    let n = m >> 5;
+    // × 2^(−n): an exact exponent change (1023 − n ≥ 2 since n ≤ 1021).
+    (EXP2_NEG_32[(m & 31) as usize] * p) * f64::from_bits((1023 - n) << 52)
 }
 
-/// (e^(−x), g(x) = (1 − e^(−x))/x) for x > 0. g uses its own Taylor series
-/// below 0.25 to avoid the cancellation in 1 − e^(−x).
+/// (e^(−x), g(x) = (1 − e^(−x))/x) for x > 0. Below x = 1/32, g comes from
+/// its own Taylor series, Σ (−x)ⁿ/(n+1)! to degree 7 (x⁸/9! < 3·10⁻¹⁸),
+/// avoiding the cancellation in 1 − e^(−x); above, (1 − e^(−x))/x loses at
+/// most a factor 32 of e^(−x)'s rounding error (relative error < 10⁻¹⁴).
 #[inline(always)]
 fn decay(x: f64) -> (f64, f64) {
     let e = exp_neg(x);
-    let g = if x < 0.25 {
-        // g(x) = Σ_{n≥0} (−x)^n / (n+1)!, degree 12: x^13/14! < 2e-19.
+    let g = if x < 1.0 / 32.0 {
         let y = -x;
-        let mut s = INV_FACT[13];
-        let mut n = 12;
-        while n > 0 {
-            s = s * y + INV_FACT[n];
-            n -= 1;
-        }
-        s
+        let y2 = y * y;
+        let y4 = y2 * y2;
+        let c = &INV_FACT;
+        (c[1] + c[2] * y)
+            + y2 * (c[3] + c[4] * y)
+            + y4 * ((c[5] + c[6] * y) + y2 * (c[7] + c[8] * y))
     } else {
         (1.0 - e) / x
     };
@@ -1149,16 +1202,33 @@ mod tests {
         while x < 700.0 {
             let want = (-x).exp();
             let got = exp_neg(x);
-            assert!((got - want).abs() <= 4e-16 * want, "x={x}: {got} vs {want}");
+            assert!((got - want).abs() <= 1e-15 * want, "x={x}: {got} vs {want}");
             x = x * 1.01 + 1e-6;
         }
         assert_eq!(exp_neg(0.0), 1.0);
         assert_eq!(exp_neg(800.0), 0.0);
         assert_eq!(exp_neg(f64::NAN), 0.0);
-        for x in [1e-12, 1e-6, 0.01, 0.2, 0.249, 0.25, 0.3, 1.0, 5.0] {
+        for x in [1e-12, 1e-6, 0.01, 0.031, 0.03125, 0.032, 0.2, 0.3, 1.0, 5.0] {
             let (_, g) = decay(x);
             let want = -(-x).exp_m1() / x;
-            assert!((g - want).abs() <= 1e-15 * want, "g({x}) = {g} vs {want}");
+            assert!((g - want).abs() <= 1e-14 * want, "g({x}) = {g} vs {want}");
+        }
+    }
+
+    #[test]
+    fn tx_ns_equals_rate_tx_time() {
+        for (b, r) in [
+            (1u32, 3u64),
+            (1500, 1_000_000),
+            (u32::MAX, 7),
+            (2_147_483_647, 10_000_000_000_000),
+            (40, 999_999_937),
+        ] {
+            assert_eq!(
+                tx_ns(b, r),
+                Rate::from_bps(r).tx_time(Bytes::new(b as u64)).as_ns(),
+                "{b} {r}"
+            );
         }
     }
 
