@@ -142,9 +142,9 @@
 //! zero delay between the shaper and the meter (they sit in the same box,
 //! RFC 2963 Figure 4) and a colour-blind meter that sees only this shaper's
 //! output. The models are private mirrors of the meters in integer token
-//! arithmetic ([`crate::bucket`]): [`SrtcmModel`] mirrors
+//! arithmetic ([`crate::bucket`]): `SrtcmModel` mirrors
 //! [`crate::meter::Srtcm`] (tested against it packet by packet) and
-//! [`TrtcmModel`] mirrors RFC 2698 §3 (to be tested against
+//! `TrtcmModel` mirrors RFC 2698 §3 (to be tested against
 //! `meter/trtcm.rs` once that lands). Both start with full buckets, like
 //! the meters (RFC 2697 §3, RFC 2698 §3).
 //!
