@@ -35,10 +35,12 @@
 //!   - `ios` (classic IOS, e.g. 3725): CIR ≥ 320 kbit/s → Tc = 25 ms,
 //!     Bc = CIR·25 ms; CIR < 320 kbit/s → Bc = 8000 bits, Tc = Bc/CIR;
 //!     Be = Bc (networkjutsu, oznetnerd, packetlife 3725 output). Queue
-//!     limit 64 packets: the HQF class-queue default (IOS 12.4(20)T and
-//!     later). The packetlife 3725 showed a depth of 69 because pre-HQF
-//!     shaping queued into WFQ (64 per conversation, 1000 in all), which a
-//!     single FIFO cannot model; 64 is the documented class default.
+//!     limit 64 packets: the class `queue-limit` default, "64 packets on
+//!     most platforms" (Cisco IOS in a Nutshell, `queue-limit`,
+//!     oreilly.com/library/view/cisco-ios-in/0596008694/re702.html). The
+//!     packetlife 3725 showed a depth of 69: class-default there queued
+//!     into WFQ (per-conversation threshold 64, more in all), which a
+//!     single FIFO cannot model; we take the documented class default.
 //!   - `ios-xe` (ISR 4000, ASR 1000): Tc = 4 ms, Bc = Be = CIR·4 ms (ISR 4000
 //!     at 20 Mbit/s prints `bc 80000, be 80000`); queue limit = 50 ms of
 //!     1500-byte packets at the shape rate, at least 64 (IOS XE 16.12
