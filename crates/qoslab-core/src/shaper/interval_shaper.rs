@@ -132,6 +132,9 @@ pub struct IntervalShaper {
     /// negative after an oversize packet).
     credit_bits: i64,
     interval: u64,
+    /// Start of interval `interval + 1`, ns: until then the interval index
+    /// is known without the 128-bit division (the per-packet fast path).
+    next_start_ns: u64,
     profile: Profile,
     bc_explicit: bool,
     queue_limit_explicit: bool,
@@ -209,7 +212,7 @@ impl IntervalShaper {
             None => profile.default_queue_limit(c).min(MAX_QUEUE_LIMIT),
         };
         let cap = (bc_bits + be_bits) as i64;
-        Ok(IntervalShaper {
+        let mut s = IntervalShaper {
             // The queue never holds more than queue-limit packets.
             queue: VecDeque::with_capacity(ql as usize),
             backlog_bytes: 0,
@@ -220,10 +223,13 @@ impl IntervalShaper {
             cap_bits: cap,
             credit_bits: cap,
             interval: 0,
+            next_start_ns: 0,
             profile,
             bc_explicit: bc.is_some(),
             queue_limit_explicit: queue_limit.is_some(),
-        })
+        };
+        s.next_start_ns = s.interval_start(1).as_ns();
+        Ok(s)
     }
 
     /// Reads `cir`, `bc`, `be` (bits), `queue-limit` (packets), `profile`.
@@ -263,6 +269,14 @@ impl IntervalShaper {
     /// behind the last one used (a caller clock stepping back).
     #[inline(always)]
     fn interval_at(&self, now: Instant) -> u64 {
+        if now.as_ns() < self.next_start_ns {
+            return self.interval;
+        }
+        self.interval_at_slow(now)
+    }
+
+    #[cold]
+    fn interval_at_slow(&self, now: Instant) -> u64 {
         let k = now.as_ns() as u128 * self.cir_bps as u128 / (self.bc_bits as u128 * 1_000_000_000);
         (k.min(u64::MAX as u128) as u64).max(self.interval)
     }
@@ -327,8 +341,11 @@ impl Shaper for IntervalShaper {
         let credit = self.credit_at(k);
         // Commit the refill whether or not the packet goes: credit only
         // depends on the interval index, so this changes nothing observable.
-        self.credit_bits = credit;
-        self.interval = k;
+        if k != self.interval {
+            self.credit_bits = credit;
+            self.interval = k;
+            self.next_start_ns = self.interval_start(k.saturating_add(1)).as_ns();
+        }
         if credit >= self.need(len) {
             self.credit_bits = credit - len as i64 * 8;
             self.backlog_bytes -= len as u64;
