@@ -506,8 +506,10 @@ impl Shaper for Tbf {
         // The watchdog: now + max(−toks, −ptoks). Exact, because L2T(len) ≤
         // buffer for every admitted packet, so the caps cannot bind before
         // the deficit is repaid one ns per ns.
+        // Counted from t_c if the caller's clock stepped back behind it
+        // (elapsed time was then taken as zero).
         let wait = (-toks).max(-ptoks) as u64;
-        Some(now.saturating_add(Duration::from_ns(wait)))
+        Some(now.max(self.t_c).saturating_add(Duration::from_ns(wait)))
     }
 
     fn backlog_packets(&self) -> usize {
@@ -875,6 +877,18 @@ mod tests {
         let mut dep = [0u64; 4];
         shape_trace(&mut t, &[0; 4], &[1000; 4], &mut dep).unwrap();
         assert_eq!(dep, [0, 500_000, 1_000_000, 1_500_000]);
+    }
+
+    #[test]
+    fn clock_stepping_back_creates_no_tokens_and_wakeups_stay_exact() {
+        let mut t = tbf(&[("rate", "8mbit"), ("burst", "1000"), ("limit", "10kb")]).unwrap();
+        t.enqueue(ms(10), Packet::new(0, 1000)).unwrap();
+        assert!(t.dequeue(ms(10)).is_some());
+        t.enqueue(ms(5), Packet::new(1, 1000)).unwrap();
+        // Bucket empty at 10 ms; 1000 bytes take 1 ms at 1e6 B/s.
+        assert!(t.dequeue(ms(5)).is_none());
+        assert_eq!(t.next_ready(ms(5)), Some(ms(11)));
+        assert!(t.dequeue(ms(11)).is_some());
     }
 
     #[test]
