@@ -1,8 +1,11 @@
 //! Cisco `shape average`: class-based generic traffic shaping, where credit
 //! is handed out per interval rather than continuously (kind `shape`).
 //!
-//! Token model (Cisco "Policing and Shaping Overview" / GTS; the token
-//! bucket with Bc, Be and Tc = Bc/CIR): time is cut into intervals of
+//! Token model (Cisco's class-based / generic traffic shaping terms Bc, Be,
+//! Tc = Bc/CIR, as summarised in `shared/research/prior-art.md` §5 from
+//! secondary sources — networkjutsu, oznetnerd, routing-bits — and checked
+//! against the packetlife 3725 and ISR 4000 outputs; no primary Cisco page
+//! with the algorithm was in the store): time is cut into intervals of
 //! `Tc = Bc / CIR`. At the start of every interval the bucket is credited
 //! `Bc` bits, capped at `Bc + Be` (so an idle shaper saves up to `Be` extra
 //! bits). A packet leaves when the credit covers it; otherwise it waits in
@@ -16,7 +19,8 @@
 //!
 //! Interval k covers `[⌈k·Bc·10⁹/CIR⌉ ns, …)`, counted from the caller's
 //! time 0, computed exactly in integers (no drift, no floats); credit is in
-//! whole bits. The bucket starts full (`Bc + Be`).
+//! whole bits. The bucket starts full (`Bc + Be`): our choice, matching an
+//! idle shaper that has saved its Be (the sources do not say).
 //!
 //! Guarantee (pinned by a property test): in any k consecutive whole
 //! intervals the bits released are at most `max(Bc + Be, 8·Lmax) + (k−1)·Bc`
