@@ -8,18 +8,23 @@
 //! into a sleep, [`crate::drive::shape_trace`] into a loop over a trace.
 //!
 //! Members, one file each, each citing its source:
-//! (added by the shaper modules)
+//! - [`tbf`] — token bucket filter, Linux `sch_tbf.c` + tc `q_tbf.c` (kind `tbf`).
+//! - [`interval_shaper`] — Cisco `shape average` (Bc per Tc interval, Be excess), kind `shape`.
 //! - [`ras`] — rate adaptive shapers srRAS, trRAS, G-srRAS, G-trRAS, RFC 2963.
 //!
 //! Hot paths dispatch through the [`AnyShaper`] enum (no `Box<dyn>`).
 
+pub mod interval_shaper;
 pub mod ras;
+pub mod tbf;
 
 use crate::packet::Packet;
 use crate::params::{ConfigError, Params};
 use crate::time::Instant;
 
+pub use interval_shaper::IntervalShaper;
 pub use ras::{Ras, RasKind};
+pub use tbf::Tbf;
 
 /// Why a conditioner discarded a packet: feeds per-reason counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -72,13 +77,26 @@ pub trait Shaper {
 
 /// Every shaper, for enum dispatch.
 #[derive(Clone, Debug)]
+// One per link or class, built once and never moved on the hot path, so the
+// size spread between variants costs nothing worth boxing for.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyShaper {
+    Tbf(Tbf),
+    IntervalShaper(IntervalShaper),
     /// RFC 2963 srRAS / trRAS / G-srRAS / G-trRAS (one type, [`RasKind`]).
     Ras(Ras),
 }
 
 /// (kind, one-line description) of every shaper [`AnyShaper::from_params`] builds.
 pub const SHAPER_KINDS: &[(&str, &str)] = &[
+    (
+        "tbf",
+        "Linux token bucket filter (sch_tbf): rate, burst, limit | latency, peakrate, mtu, mpu",
+    ),
+    (
+        "shape",
+        "Cisco shape average (Bc per Tc, Be excess): cir, bc, be, queue-limit, profile",
+    ),
     (
         "srras",
         "single-rate rate adaptive shaper (RFC 2963 §2.1): cir, mir|line_rate, cir_th, mir_th, buffer, k",
@@ -99,16 +117,16 @@ pub const SHAPER_KINDS: &[(&str, &str)] = &[
 
 impl AnyShaper {
     /// Builds shaper `kind` from string parameters and rejects unknown keys.
-    pub fn from_params(kind: &str, p: Params) -> Result<Self, ConfigError> {
-        // Each shaper module adds its arm here: `"tbf" => AnyShaper::Tbf(Tbf::from_params(&mut p)?)`.
+    pub fn from_params(kind: &str, mut p: Params) -> Result<Self, ConfigError> {
         let kind = kind.to_ascii_lowercase();
-        let mut p = p;
         let s = match kind.as_str() {
-            "srras" | "trras" | "g-srras" | "g-trras" => {
-                let k = RasKind::parse(&kind).expect("listed kind");
+            "tbf" => AnyShaper::Tbf(Tbf::from_params(&mut p)?),
+            "shape" => AnyShaper::IntervalShaper(IntervalShaper::from_params(&mut p)?),
+            other if RasKind::parse(other).is_some() => {
+                let k = RasKind::parse(other).expect("checked by the guard");
                 AnyShaper::Ras(Ras::from_params(k, &mut p)?)
             }
-            _ => return Err(crate::meter::unknown_kind("shaper", &kind, SHAPER_KINDS)),
+            other => return Err(crate::meter::unknown_kind("shaper", other, SHAPER_KINDS)),
         };
         p.finish()?;
         Ok(s)
@@ -116,34 +134,86 @@ impl AnyShaper {
 }
 
 impl Shaper for AnyShaper {
+    #[inline]
     fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
         match self {
+            AnyShaper::Tbf(s) => s.enqueue(now, pkt),
+            AnyShaper::IntervalShaper(s) => s.enqueue(now, pkt),
             AnyShaper::Ras(s) => s.enqueue(now, pkt),
         }
     }
+    #[inline]
     fn dequeue(&mut self, now: Instant) -> Option<Packet> {
         match self {
+            AnyShaper::Tbf(s) => s.dequeue(now),
+            AnyShaper::IntervalShaper(s) => s.dequeue(now),
             AnyShaper::Ras(s) => s.dequeue(now),
         }
     }
+    #[inline]
     fn next_ready(&self, now: Instant) -> Option<Instant> {
         match self {
+            AnyShaper::Tbf(s) => s.next_ready(now),
+            AnyShaper::IntervalShaper(s) => s.next_ready(now),
             AnyShaper::Ras(s) => s.next_ready(now),
         }
     }
+    #[inline]
     fn backlog_packets(&self) -> usize {
         match self {
+            AnyShaper::Tbf(s) => s.backlog_packets(),
+            AnyShaper::IntervalShaper(s) => s.backlog_packets(),
             AnyShaper::Ras(s) => s.backlog_packets(),
         }
     }
+    #[inline]
     fn backlog_bytes(&self) -> u64 {
         match self {
+            AnyShaper::Tbf(s) => s.backlog_bytes(),
+            AnyShaper::IntervalShaper(s) => s.backlog_bytes(),
             AnyShaper::Ras(s) => s.backlog_bytes(),
         }
     }
     fn describe(&self) -> Vec<(&'static str, String)> {
         match self {
+            AnyShaper::Tbf(s) => s.describe(),
+            AnyShaper::IntervalShaper(s) => s.describe(),
             AnyShaper::Ras(s) => s.describe(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_params_builds_each_kind_and_rejects_unknown_keys() {
+        let p = Params::new(
+            "tbf",
+            [("rate", "1mbit"), ("burst", "10kb"), ("limit", "20kb")],
+        );
+        assert!(matches!(
+            AnyShaper::from_params("TBF", p),
+            Ok(AnyShaper::Tbf(_))
+        ));
+        let p = Params::new("shape", [("cir", "20mbit")]);
+        let s = AnyShaper::from_params("shape", p).unwrap();
+        assert!(s.describe().contains(&("bc_bits", "80000".to_string())));
+        let p = Params::new("shape", [("cir", "20mbit"), ("bcc", "8000")]);
+        let e = AnyShaper::from_params("shape", p).unwrap_err();
+        assert_eq!(e.param, "bcc");
+        assert!(e.message.contains("did you mean 'bc'"), "{e}");
+        let e = AnyShaper::from_params("tfb", Params::new("tfb", [("rate", "1")])).unwrap_err();
+        assert!(e.message.contains("did you mean 'tbf'"), "{e}");
+    }
+
+    #[test]
+    fn every_kind_is_listed() {
+        let kinds: Vec<&str> = SHAPER_KINDS.iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            kinds,
+            ["tbf", "shape", "srras", "trras", "g-srras", "g-trras"]
+        );
     }
 }
