@@ -170,6 +170,27 @@ impl Params {
             })
             .transpose()
     }
+    /// A packet count: a bare number (`200`, as Cisco's `queue-limit`) or
+    /// one with a packet suffix (`200p`). A byte size is refused.
+    pub fn opt_packets(&mut self, key: &'static str) -> Result<Option<u64>, ConfigError> {
+        self.take(key)?
+            .map(|v| {
+                let err = || {
+                    ConfigError::new(
+                        key,
+                        format!("expected a packet count such as 200 or 200p, got '{v}'"),
+                    )
+                };
+                if let Ok(n) = v.parse::<u64>() {
+                    return Ok(n);
+                }
+                match parse::parse_limit(&v) {
+                    Ok(Limit::Packets(n)) => Ok(n as u64),
+                    _ => Err(err()),
+                }
+            })
+            .transpose()
+    }
     /// `true/false/yes/no/on/off/1/0`.
     pub fn opt_bool(&mut self, key: &'static str) -> Result<Option<bool>, ConfigError> {
         self.take(key)?
@@ -310,6 +331,18 @@ mod tests {
         p.finish().unwrap();
         let mut p = Params::new("tbf", [("burst", "1540"), ("buffer", "10")]);
         assert!(p.alias("burst", &["buffer"]).is_err());
+    }
+
+    #[test]
+    fn packet_counts_take_bare_numbers_and_p_but_not_bytes() {
+        let mut p = Params::new("shape", [("a", "200"), ("b", "83p"), ("c", "64kb")]);
+        assert_eq!(p.opt_packets("a").unwrap(), Some(200));
+        assert_eq!(p.opt_packets("b").unwrap(), Some(83));
+        assert!(p
+            .opt_packets("c")
+            .unwrap_err()
+            .message
+            .contains("packet count"));
     }
 
     #[test]

@@ -34,7 +34,7 @@
 //!   fall in the profile's range (classic IOS 10–125 ms, routing-bits.com;
 //!   IOS XE 1–125 ms, our choice: XE's own default is 4 ms) or the error
 //!   names `bc`. `be` defaults to `bc`.
-//! - `queue-limit` (packets, optional; `queue_limit` works too): tail drop.
+//! - `queue-limit` (packets: `200` or `200p`, optional; `queue_limit` works too): tail drop.
 //! - `profile` = `ios` | `ios-xe` (default `ios-xe`), the platform defaults:
 //!   - `ios` (classic IOS, e.g. 3725): CIR ≥ 320 kbit/s → Tc = 25 ms,
 //!     Bc = CIR·25 ms; CIR < 320 kbit/s → Bc = 8000 bits, Tc = Bc/CIR;
@@ -241,7 +241,7 @@ impl IntervalShaper {
         let cir = p.rate("cir")?;
         let bc = p.opt_u64("bc")?;
         let be = p.opt_u64("be")?;
-        let ql = p.opt_u64("queue-limit")?;
+        let ql = p.opt_packets("queue-limit")?;
         let profile = match p.opt_choice("profile", &["ios", "ios-xe"])? {
             Some("ios") => Profile::Ios,
             _ => Profile::IosXe,
