@@ -267,7 +267,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     kinds = _core.meter_kinds() if args.command == "meter" else _core.shaper_kinds()
     if args.list:
-        return _list(kinds, args.command)
+        return _list(kinds, "meter" if args.command == "meter" else "shaper")
     where = f"(see 'qoslab {args.command} --help')"
     if not args.kind:
         raise UsageError(f"{args.command}: KIND is required {where}; kinds: 'qoslab meter --list'")

@@ -178,7 +178,11 @@ def write_atomic(path: str, write: Callable[[TextIO], None]) -> None:
     error the previous file (if any) is left untouched."""
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        # Report the file the user named, not our temporary name.
+        raise OSError(e.errno, e.strerror, path) from None
     try:
         # mkstemp makes the file 0600; give it the mode a plain open() would.
         umask = os.umask(0)
