@@ -199,6 +199,11 @@ def test_unknown_param_suggests_the_nearest(capsys) -> None:
     assert_one_line_error(rc, err, "error: mdoe: unknown parameter", "did you mean 'mode'")
 
 
+def test_misspelt_required_param_is_pointed_out(capsys) -> None:
+    rc, _, err = run(capsys, "meter", "srtcm", "--cir", "1mbit", "--cbz", "3000", "--input", TRACE)
+    assert_one_line_error(rc, err, "error: cbs: missing", "you gave 'cbz'")
+
+
 def test_zero_rate_names_the_param(capsys) -> None:
     rc, _, err = run(capsys, "meter", "srtcm", "--cir", "0", "--cbs", "3000", "--input", TRACE)
     assert_one_line_error(rc, err, "error: cir: ")

@@ -12,6 +12,7 @@ Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 from collections.abc import Sequence
@@ -276,9 +277,24 @@ def _run(argv: Sequence[str] | None) -> int:
     params = _collect_params(args.param, extras)
     if not args.input:
         raise UsageError(f"{args.command}: --input CSV is required {where}")
-    if args.command == "meter":
-        return _run_meter(args, params)
-    return _run_shape(args, params)
+    try:
+        if args.command == "meter":
+            return _run_meter(args, params)
+        return _run_shape(args, params)
+    except ConfigError as e:
+        raise _with_typo_hint(e, params) from None
+
+
+def _with_typo_hint(e: ConfigError, params: dict[str, str]) -> ConfigError:
+    """A required parameter is reported missing before unknown keys are;
+    if the user gave a near spelling of it, say so."""
+    param, message = getattr(e, "param", ""), getattr(e, "message", "")
+    if not message.startswith("missing"):
+        return e
+    near = difflib.get_close_matches(param, [k for k in params if k != param], n=1, cutoff=0.5)
+    if not near:
+        return e
+    return _config_error(param, f"{message} (you gave '{near[0]}': a typo?)")
 
 
 def _fail(message: str) -> int:

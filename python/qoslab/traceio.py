@@ -121,15 +121,20 @@ def read_trace(path: str) -> TraceFile:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise TraceFileError(path, line, "not UTF-8 text") from None
-    reader, rows_iter = _rows(text)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
-        header = next(rows_iter, None)
-        if header is None:
-            raise TraceFileError(path, 1, f"empty file; expected {HEADER_HINT}")
-        header_line = reader.line_num
-        rows = list(rows_iter)
+        rows = list(reader)
     except csv.Error as e:
         raise TraceFileError(path, reader.line_num, f"malformed CSV: {e}") from None
+    lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    blank = lens == 0
+    if blank.any():  # blank lines are skipped (here and in _line_of alike)
+        rows = [r for r in rows if r]
+        lens = lens[~blank]
+    if not rows:
+        raise TraceFileError(path, 1, f"empty file; expected {HEADER_HINT}")
+    header, rows, lens = rows[0], rows[1:], lens[1:]
+    header_line = _line_of(text, -1)
     names = [h.strip().lower() for h in header]
     for req in REQUIRED:
         if req not in names:
@@ -140,7 +145,6 @@ def read_trace(path: str) -> TraceFile:
     if dup:
         raise TraceFileError(path, header_line, f"column '{dup[0]}' appears twice in the header")
     ncol = len(header)
-    lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     bad = lens != ncol
     if bad.any():
         i = int(np.argmax(bad))
