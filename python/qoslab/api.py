@@ -157,7 +157,8 @@ class PoliceResult:
 
 @dataclass(frozen=True)
 class ShapeResult:
-    """Per-packet departure time (ns; -1 when dropped), drop mask, totals."""
+    """Per-packet departure time (ns; -1 when dropped), drop mask, totals
+    (``delay_ns`` max and mean of sent packets, the mean floored to whole ns)."""
 
     departure_ns: npt.NDArray[np.int64]
     dropped: npt.NDArray[np.bool_]
@@ -213,7 +214,7 @@ def shape(kind: str, times_ns: Any, sizes: Any, **params: object) -> ShapeResult
         "dropped": {"packets": raw["dropped_packets"], "bytes": raw["dropped_bytes"]},
         "delay_ns": {
             "max": raw["max_delay_ns"] if sent else 0,
-            "mean": raw["total_delay_ns"] / sent if sent else 0.0,
+            "mean": raw["total_delay_ns"] // sent if sent else 0,  # floor, ns
         },
         "max_backlog_packets": raw["max_backlog_packets"],
     }
