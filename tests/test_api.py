@@ -157,3 +157,16 @@ def test_shape_with_unknown_kind_is_a_config_error() -> None:
     with pytest.raises(qoslab.ConfigError) as e:
         qoslab.shape("no-such-shaper", [0], [1])
     assert e.value.param == "kind"
+
+
+def test_the_extension_refuses_wrong_dtypes_without_panicking() -> None:
+    from qoslab import _core
+
+    p = {"cir": "1mbit", "cbs": "3000"}
+    with pytest.raises(TypeError):
+        _core.meter_trace("srtcm", p, np.zeros(2, dtype=np.int64), np.ones(2, dtype=np.uint32))
+    with pytest.raises(TypeError):
+        _core.describe_meter("srtcm", {"cir": 1_000_000, "cbs": "3000"})
+    with pytest.raises(qoslab.TraceError) as e:
+        _core.meter_trace("srtcm", p, np.zeros(2, dtype=np.uint64), np.ones(3, dtype=np.uint32))
+    assert e.value.index == 2

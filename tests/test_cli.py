@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 import qoslab
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from qoslab.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -366,3 +368,33 @@ def test_shape_is_deterministic_and_refuses_bad_traces(capsys, tmp_path) -> None
     rc, _, err = run(capsys, "shape", "tbf", *TBF, "--input", bad, "--output", tmp_path / "c.csv")
     assert_one_line_error(rc, err, f"{bad}:3: ")
     assert not (tmp_path / "c.csv").exists()
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    pkts=st.lists(st.tuples(st.integers(0, 3_000_000), st.integers(1, 1600)), max_size=60),
+    aware=st.booleans(),
+    colors=st.lists(st.sampled_from(["green", "yellow", "red", "0", "1", "2"]), min_size=60),
+)
+def test_cli_colours_equal_the_python_api(capsys, tmp_path, pkts, aware, colors) -> None:
+    times, t = [], 0
+    for gap, _ in pkts:
+        t += gap
+        times.append(t)
+    sizes = [s for _, s in pkts]
+    cin = colors[: len(pkts)]
+    body = "".join(f"{a},{b},{c}\n" for a, b, c in zip(times, sizes, cin, strict=True))
+    trace = write(tmp_path, "t.csv", "time_ns,size_bytes,color\n" + body)
+    out_csv = tmp_path / "o.csv"
+    mode = "aware" if aware else "blind"
+    rc, _, err = run(
+        capsys, "meter", "srtcm", *SRTCM, "--mode", mode, "--input", trace, "--output", out_csv
+    )
+    assert rc == 0, err
+    got = [line.split(",")[3] for line in out_csv.read_text().splitlines()[1:]]
+    want = qoslab.color("srtcm", times, sizes, cin, cir="1mbit", cbs=3000, ebs=6000, mode=mode)
+    assert got == [qoslab.COLOR_NAMES[c] for c in want]

@@ -2,8 +2,9 @@
 
 Every function takes the conditioner ``kind`` plus its parameters as keyword
 arguments. Values may be strings in tc units (``cir="20mbit"``, ``cbs="3000B"``)
-or numbers in base units (bits/s for rates, bytes for sizes, as tc reads a bare
-number); they are handed to Rust as strings, where all unit parsing happens.
+or numbers, which mean what a bare number means to tc (bit/s for rates, bytes for
+sizes, µs for times, not ns); they are handed to Rust as strings, where all unit
+parsing happens.
 
 There is no Python loop per packet: arrays are validated with NumPy and the
 packets run in Rust with the GIL released.
