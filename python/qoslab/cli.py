@@ -274,6 +274,13 @@ def _run(argv: Sequence[str] | None) -> int:
         raise UsageError(f"{args.command}: KIND is required {where}; kinds: 'qoslab meter --list'")
     if args.kind.startswith("-"):
         raise UsageError(f"{args.command}: KIND must come first {where}")
+    names = {k for k, _ in kinds}
+    late = [x for x in extras if x.lower() in names]
+    if args.kind.lower() not in names and late:
+        # `meter --cir 1mbit srtcm`: argparse took '1mbit' for KIND.
+        raise UsageError(
+            f"{args.command}: KIND must come first: 'qoslab {args.command} {late[0]} ...'"
+        )
     params = _collect_params(args.param, extras)
     if not args.input:
         raise UsageError(f"{args.command}: --input CSV is required {where}")
