@@ -9,5 +9,9 @@ echo "== cargo fmt --check"; cargo fmt --all --check
 echo "== cargo clippy";      cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test";        cargo test --workspace --exclude qoslab-py
 echo "== rebuild extension"; pip install -q -e '.[dev]'
-echo "== ruff";              ruff check python tests && ruff format --check python tests
+# (one command per line: `set -e` ignores failures on the left of `&&`)
+echo "== ruff check";        ruff check python tests examples
+echo "== ruff format";       ruff format --check python tests examples
+# pytest exits 5 when it collects nothing; with `set -e` that fails the run,
+# so a lost tests/ directory cannot pass silently.
 echo "== pytest";            pytest -q tests

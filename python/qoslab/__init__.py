@@ -1,10 +1,44 @@
 """qoslab: a traffic-conditioning laboratory.
 
 The conditioners live in Rust (``qoslab._core``); this package validates input,
-runs them over NumPy arrays and renders results.
+runs them over NumPy arrays and renders results::
+
+    import qoslab
+    colors = qoslab.color("srtcm", times_ns, sizes, cir="1mbit", cbs="3000B", ebs="6000B")
+    result = qoslab.police("srtcm", times_ns, sizes, cir="1mbit", cbs=3000, violate="drop")
+    shaped = qoslab.shape("tbf", times_ns, sizes, rate="1mbit", burst="3000B", limit="30000B")
 """
 
-from qoslab._core import core_version
+from qoslab._core import ConfigError, TraceError, core_version, parse_rate, parse_size, parse_time
+from qoslab.api import (
+    ACTION_NAMES,
+    COLOR_NAMES,
+    PoliceResult,
+    ShapeResult,
+    color,
+    describe,
+    meter_kinds,
+    police,
+    shape,
+    shaper_kinds,
+)
 
 __version__ = core_version()
-__all__ = ["__version__"]
+__all__ = [
+    "ACTION_NAMES",
+    "COLOR_NAMES",
+    "ConfigError",
+    "PoliceResult",
+    "ShapeResult",
+    "TraceError",
+    "__version__",
+    "color",
+    "describe",
+    "meter_kinds",
+    "parse_rate",
+    "parse_size",
+    "parse_time",
+    "police",
+    "shape",
+    "shaper_kinds",
+]

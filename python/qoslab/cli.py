@@ -1,19 +1,331 @@
-"""The ``qoslab`` command line."""
+"""The ``qoslab`` command line.
+
+``qoslab meter KIND`` and ``qoslab shape KIND`` run a trace CSV through any
+meter or shaper kind of qoslab-core. Options the command does not know
+(``--cir 20mbit``) become conditioner parameters, as does ``--param cir=20mbit``.
+
+Errors in the user's input print one line, ``qoslab: error: <file>:<line>:
+<message>`` or ``qoslab: error: <param>: <message>``, and exit with status 2.
+Anything else is a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
 import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
-from qoslab import __version__
+import numpy as np
+
+from qoslab import __version__, _core
+from qoslab._core import ConfigError, TraceError
+from qoslab.api import ACTION_NAMES, COLOR_NAMES, _config_error, police, shape
+from qoslab.traceio import TraceFile, TraceFileError, read_trace, write_csv
+
+EXIT_USAGE = 2
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="qoslab", description="traffic-conditioning laboratory")
+class UsageError(Exception):
+    """A bad command line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+METER_EPILOG = """\
+examples:
+  qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B \\
+      --input examples/trace.csv --output /tmp/colored.csv --json
+  qoslab meter srtcm --param cir=1mbit --param cbs=3000B --violate drop --input examples/trace.csv
+  qoslab meter --list
+
+input CSV: header 'time_ns,size_bytes[,color]' (color: green/yellow/red or 0/1/2;
+other columns are passed through). Output: the input columns plus 'color' and
+'action' (transmit/drop/remark); an input 'color' column is kept as 'color_in'.
+Parameters: any '--KEY VALUE' the command does not know, or '--param KEY=VALUE';
+units as in tc (1mbit, 3000B, 32kb, 50ms), see 'qoslab meter --list' for kinds.
+"""
+
+SHAPE_EPILOG = """\
+examples:
+  qoslab shape tbf --rate 1mbit --burst 3000B --limit 30000B \\
+      --input examples/trace.csv --output /tmp/shaped.csv --json
+  qoslab shape --list
+
+input CSV: header 'time_ns,size_bytes' (other columns are passed through).
+Output: the input columns plus 'departure_ns' (empty when dropped) and
+'dropped' (0/1). Parameters as for 'qoslab meter'.
+"""
+
+MAIN_EPILOG = """\
+examples:
+  qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B \\
+      --input examples/trace.csv --output /tmp/colored.csv --json
+  qoslab shape --list
+"""
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="qoslab",
+        description="qoslab: a traffic-conditioning laboratory",
+        epilog=MAIN_EPILOG,
+        formatter_class=fmt,
+        allow_abbrev=False,
+    )
     parser.add_argument("--version", action="version", version=f"qoslab {__version__}")
-    parser.parse_args(argv)
-    parser.print_help()
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, helptext, epilog in (
+        ("meter", "colour (and police) a trace CSV with a meter", METER_EPILOG),
+        ("shape", "shape a trace CSV with a shaper", SHAPE_EPILOG),
+    ):
+        p = sub.add_parser(
+            name,
+            help=helptext,
+            description=helptext,
+            epilog=epilog,
+            formatter_class=fmt,
+            allow_abbrev=False,
+        )
+        p.add_argument("kind", nargs="?", metavar="KIND", help=f"the {name} kind (see --list)")
+        p.add_argument("--list", action="store_true", help=f"list the {name} kinds and exit")
+        p.add_argument(
+            "--param",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a parameter (repeatable); '--KEY VALUE' works too",
+        )
+        p.add_argument("--input", metavar="CSV", help="the trace to read")
+        p.add_argument("--output", metavar="CSV", help="where to write the per-packet result")
+        p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return parser
+
+
+def _collect_params(pairs: Sequence[str], extras: Sequence[str]) -> dict[str, str]:
+    """``--param k=v`` values then unknown ``--k v`` / ``--k=v`` options."""
+    items: list[tuple[str, str]] = []
+    for pv in pairs:
+        key, eq, value = pv.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"--param expects KEY=VALUE, got '{pv}'")
+        items.append((key.strip(), value))
+    i = 0
+    while i < len(extras):
+        tok = extras[i]
+        if not tok.startswith("--") or tok == "--":
+            raise UsageError(f"unexpected argument '{tok}'")
+        key, eq, value = tok[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(extras) or extras[i + 1].startswith("--"):
+                raise UsageError(f"option --{key} needs a value (e.g. --{key} VALUE)")
+            value = extras[i + 1]
+            i += 1
+        items.append((key, value))
+        i += 1
+    out: dict[str, str] = {}
+    for k, v in items:
+        norm = k.lower().replace("_", "-")
+        if norm in out:
+            raise _config_error(norm, "given more than once")
+        out[norm] = v
+    return out
+
+
+def _list(kinds: list[tuple[str, str]], family: str) -> int:
+    if not kinds:
+        print(f"no {family} kinds are built into this qoslab")
+        return 0
+    width = max(len(k) for k, _ in kinds)
+    for k, d in kinds:
+        print(f"{k:<{width}}  {d}")
     return 0
+
+
+def _trace_error(tf: TraceFile, e: TraceError) -> TraceFileError:
+    return tf.error(e.index, e.message)
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def _print_params(kind: str, params: dict[str, str]) -> None:
+    shown = " ".join(f"{k}={v}" for k, v in params.items() if k != "kind")
+    print(f"{kind}: {shown}")
+
+
+def _run_meter(args: argparse.Namespace, params: dict[str, str]) -> int:
+    kind = args.kind
+    described = dict(_core.describe_meter(kind, params))
+    tf = read_trace(args.input)
+    try:
+        r = police(kind, tf.times_ns, tf.sizes, tf.colors, **params)
+    except TraceError as e:
+        raise _trace_error(tf, e) from None
+    if args.output:
+        header = ["color_in" if h.lower() == "color" else h for h in tf.header]
+        for new in ("color", "action"):
+            if new in (h.lower() for h in header):
+                raise TraceFileError(tf.path, tf.line_of(-1), f"input already has column '{new}'")
+        cnames = np.array(COLOR_NAMES)[r.colors].tolist()
+        anames = np.array(ACTION_NAMES)[r.actions].tolist()
+        write_csv(args.output, [*header, "color", "action"], map(_append2, tf.rows, cnames, anames))
+    s = r.summary
+    summary: dict[str, Any] = {
+        "command": "meter",
+        "kind": described.get("kind", kind),
+        "params": described,
+        "input": args.input,
+        "output": args.output,
+        "packets": len(tf.rows),
+        "bytes": int(tf.sizes.sum(dtype=np.uint64)),
+        "colors": {c: {"packets": s["packets"][c], "bytes": s["bytes"][c]} for c in COLOR_NAMES},
+        "dropped": s["dropped"],
+        "remarked": s["remarked"],
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    _print_params(summary["kind"], described)
+    print(f"{'colour':<8}{'packets':>10}{'bytes':>14}{'% bytes':>9}")
+    total = summary["bytes"]
+    for c in COLOR_NAMES:
+        v = summary["colors"][c]
+        print(f"{c:<8}{v['packets']:>10}{v['bytes']:>14}{_pct(v['bytes'], total):>9}")
+    d = summary["dropped"]
+    print(f"{'dropped':<8}{d['packets']:>10}{d['bytes']:>14}{_pct(d['bytes'], total):>9}")
+    if args.output:
+        print(f"wrote {args.output}")
+    return 0
+
+
+def _append2(row: list[str], a: str, b: str) -> list[str]:
+    return [*row, a, b]
+
+
+def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
+    kind = args.kind
+    described = dict(_core.describe_shaper(kind, params))
+    tf = read_trace(args.input)
+    try:
+        r = shape(kind, tf.times_ns, tf.sizes, **params)
+    except TraceError as e:
+        raise _trace_error(tf, e) from None
+    if args.output:
+        for new in ("departure_ns", "dropped"):
+            if new in (h.lower() for h in tf.header):
+                raise TraceFileError(tf.path, tf.line_of(-1), f"input already has column '{new}'")
+        dep = r.departure_ns.astype(str)
+        dep[r.dropped] = ""
+        flag = np.where(r.dropped, "1", "0")
+        write_csv(
+            args.output,
+            [*tf.header, "departure_ns", "dropped"],
+            map(_append2, tf.rows, dep.tolist(), flag.tolist()),
+        )
+    s = r.summary
+    summary: dict[str, Any] = {
+        "command": "shape",
+        "kind": described.get("kind", kind),
+        "params": described,
+        "input": args.input,
+        "output": args.output,
+        **s,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    _print_params(summary["kind"], described)
+    total = s["bytes"]
+    print(f"{'':<8}{'packets':>10}{'bytes':>14}{'% bytes':>9}")
+    for label in ("sent", "dropped"):
+        v = s[label]
+        print(f"{label:<8}{v['packets']:>10}{v['bytes']:>14}{_pct(v['bytes'], total):>9}")
+    delay = s["delay_ns"]
+    print(
+        f"delay   max {delay['max'] / 1e6:.3f} ms, mean {delay['mean'] / 1e6:.3f} ms; "
+        f"max backlog {s['max_backlog_packets']} packets"
+    )
+    if args.output:
+        print(f"wrote {args.output}")
+    return 0
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    parser = _build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if args.command is None:
+        if extras:
+            raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see 'qoslab --help')")
+        parser.print_help()
+        return EXIT_USAGE
+    kinds = _core.meter_kinds() if args.command == "meter" else _core.shaper_kinds()
+    if args.list:
+        return _list(kinds, "meter" if args.command == "meter" else "shaper")
+    where = f"(see 'qoslab {args.command} --help')"
+    if not args.kind:
+        raise UsageError(f"{args.command}: KIND is required {where}; kinds: 'qoslab meter --list'")
+    if args.kind.startswith("-"):
+        raise UsageError(f"{args.command}: KIND must come first {where}")
+    names = {k for k, _ in kinds}
+    late = [x for x in extras if x.lower() in names]
+    if args.kind.lower() not in names and late:
+        # `meter --cir 1mbit srtcm`: argparse took '1mbit' for KIND.
+        raise UsageError(
+            f"{args.command}: KIND must come first: 'qoslab {args.command} {late[0]} ...'"
+        )
+    params = _collect_params(args.param, extras)
+    if not args.input:
+        raise UsageError(f"{args.command}: --input CSV is required {where}")
+    try:
+        if args.command == "meter":
+            return _run_meter(args, params)
+        return _run_shape(args, params)
+    except ConfigError as e:
+        raise _with_typo_hint(e, params) from None
+
+
+def _with_typo_hint(e: ConfigError, params: dict[str, str]) -> ConfigError:
+    """A required parameter is reported missing before unknown keys are;
+    if the user gave a near spelling of it, say so."""
+    param, message = getattr(e, "param", ""), getattr(e, "message", "")
+    if not message.startswith("missing"):
+        return e
+    near = difflib.get_close_matches(param, [k for k in params if k != param], n=1, cutoff=0.5)
+    if not near:
+        return e
+    return _config_error(param, f"{message} (you gave '{near[0]}': a typo?)")
+
+
+def _fail(message: str) -> int:
+    print(f"qoslab: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the CLI; returns the exit status (0 ok, 2 bad input)."""
+    try:
+        return _run(argv)
+    except SystemExit as e:  # --help / --version
+        return e.code if isinstance(e.code, int) else 0
+    except UsageError as e:
+        return _fail(str(e))
+    except TraceFileError as e:
+        return _fail(str(e))
+    except ConfigError as e:
+        param = getattr(e, "param", None)
+        message = getattr(e, "message", None)
+        return _fail(f"{param}: {message}" if param and message else str(e))
+    except OSError as e:
+        where = e.filename if e.filename is not None else "qoslab"
+        return _fail(f"{where}: {e.strerror or e}")
 
 
 if __name__ == "__main__":

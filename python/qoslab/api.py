@@ -1,0 +1,238 @@
+"""Vectorised Python API: run whole traces (NumPy arrays) through qoslab-core.
+
+Every function takes the conditioner ``kind`` plus its parameters as keyword
+arguments. Values may be strings in tc units (``cir="20mbit"``, ``cbs="3000B"``)
+or numbers, which mean what a bare number means to tc (bit/s for rates, bytes for
+sizes, µs for times, not ns); they are handed to Rust as strings, where all unit
+parsing happens.
+
+There is no Python loop per packet: arrays are validated with NumPy and the
+packets run in Rust with the GIL released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from qoslab import _core
+from qoslab._core import ConfigError, TraceError
+
+__all__ = [
+    "COLOR_NAMES",
+    "ConfigError",
+    "PoliceResult",
+    "ShapeResult",
+    "TraceError",
+    "color",
+    "describe",
+    "meter_kinds",
+    "police",
+    "shape",
+    "shaper_kinds",
+]
+
+#: Colour codes used in arrays: index = code.
+COLOR_NAMES: tuple[str, str, str] = ("green", "yellow", "red")
+#: Action codes used in arrays (``qoslab_core::Action::code``): index = code.
+ACTION_NAMES: tuple[str, str, str] = ("transmit", "drop", "remark")
+
+_U32_MAX = 2**32 - 1
+_TIME_MAX = 2**63 - 1  # departures are returned as int64
+
+
+def meter_kinds() -> dict[str, str]:
+    """Meter kinds and their one-line descriptions."""
+    return dict(_core.meter_kinds())
+
+
+def shaper_kinds() -> dict[str, str]:
+    """Shaper kinds and their one-line descriptions."""
+    return dict(_core.shaper_kinds())
+
+
+def _param_value(key: str, value: object) -> str:
+    # bool before int: True is an int in Python.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if not np.isfinite(v):
+            raise _config_error(key, f"expected a finite number, got {v!r}")
+        return str(int(v)) if v.is_integer() else repr(v)
+    raise _config_error(key, f"expected a str or a number, got {type(value).__name__}")
+
+
+def _config_error(param: str, message: str) -> ConfigError:
+    """A ``ConfigError`` raised from Python, shaped like the ones from Rust."""
+    e = ConfigError(f"{param}: {message}")
+    e.param = param
+    e.message = message
+    return e
+
+
+def _params(params: Mapping[str, object]) -> dict[str, str]:
+    return {str(k): _param_value(str(k), v) for k, v in params.items()}
+
+
+def _trace_error(index: int, message: str) -> TraceError:
+    e = TraceError(f"packet {index}: {message}")
+    e.index = index
+    e.message = message
+    return e
+
+
+def as_uint_array(values: Any, name: str, dtype: type[np.unsignedinteger], maximum: int) -> Any:
+    """Converts ``values`` (any integer array or list) to a contiguous 1-D
+    array of ``dtype``; rejects negatives, NaN, non-integral floats and values
+    above ``maximum`` with a ``TraceError`` naming the first bad packet."""
+    a = np.asarray(values)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if a.size == 0:
+        return np.zeros(0, dtype=dtype)
+    kind = a.dtype.kind
+    if kind == "b":
+        raise TypeError(f"{name} must hold integers, got booleans")
+    if kind == "f":
+        bad = ~np.isfinite(a) | (a != np.floor(a))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise _trace_error(i, f"{name} must be whole numbers, got {a[i].item()!r}")
+    elif kind not in "iu":
+        raise TypeError(f"{name} must hold integers (at most 64-bit), got dtype {a.dtype}")
+    neg = a < 0
+    if neg.any():
+        i = int(np.argmax(neg))
+        raise _trace_error(i, f"{name} must not be negative, got {a[i].item()}")
+    big = a > maximum
+    if big.any():
+        i = int(np.argmax(big))
+        raise _trace_error(i, f"{name} must be at most {maximum}, got {a[i].item()}")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _colors_array(colors: Any, n: int) -> Any:
+    a = np.asarray(colors)
+    if a.dtype.kind in "USO":
+        names = np.char.lower(np.char.strip(a.astype(str)))
+        codes = np.full(names.shape, 255, dtype=np.int64)
+        for code, nm in enumerate(COLOR_NAMES):
+            codes[(names == nm) | (names == nm[0]) | (names == str(code))] = code
+        bad = codes == 255
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise _trace_error(i, f"color must be green, yellow or red, got {a[i].item()!r}")
+        a = codes
+    out = as_uint_array(a, "colors", np.uint8, 2)
+    if len(out) != n:
+        raise ValueError(f"colors has {len(out)} entries but there are {n} packets")
+    return out
+
+
+def _trace(times_ns: Any, sizes: Any) -> tuple[Any, Any]:
+    t = as_uint_array(times_ns, "times_ns", np.uint64, _TIME_MAX)
+    s = as_uint_array(sizes, "sizes", np.uint32, _U32_MAX)
+    if len(t) != len(s):
+        raise ValueError(f"times_ns has {len(t)} entries but sizes has {len(s)}")
+    return t, s
+
+
+@dataclass(frozen=True)
+class PoliceResult:
+    """Per-packet colour (0 green, 1 yellow, 2 red) and action (0 transmit,
+    1 drop, 2 remark) codes, plus totals."""
+
+    colors: npt.NDArray[np.uint8]
+    actions: npt.NDArray[np.uint8]
+    summary: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ShapeResult:
+    """Per-packet departure time (ns; -1 when dropped), drop mask, totals
+    (``delay_ns`` max and mean of sent packets, the mean floored to whole ns)."""
+
+    departure_ns: npt.NDArray[np.int64]
+    dropped: npt.NDArray[np.bool_]
+    summary: dict[str, Any]
+
+
+def police(
+    kind: str, times_ns: Any, sizes: Any, colors: Any = None, **params: object
+) -> PoliceResult:
+    """Runs a trace through meter ``kind`` with per-colour actions
+    (``conform``/``exceed``/``violate`` params; markers default to transmit).
+
+    >>> r = police("srtcm", [0, 0, 0], [1000, 1000, 1000], cir="8mbit", cbs=1000, ebs=1000)
+    >>> r.colors.tolist(), r.summary["packets"]["red"]
+    ([0, 1, 2], 1)
+    """
+    t, s = _trace(times_ns, sizes)
+    c = None if colors is None else _colors_array(colors, len(t))
+    out_c, out_a, raw = _core.meter_trace(kind, _params(params), t, s, c)
+    pk, by = raw["packets"], raw["bytes"]
+    summary: dict[str, Any] = {
+        "packets": dict(zip(COLOR_NAMES, pk, strict=True)),
+        "bytes": dict(zip(COLOR_NAMES, by, strict=True)),
+        "dropped": {"packets": raw["dropped_packets"], "bytes": raw["dropped_bytes"]},
+        "remarked": {"packets": raw["remarked_packets"]},
+    }
+    return PoliceResult(out_c, out_a, summary)
+
+
+def color(kind: str, times_ns: Any, sizes: Any, colors: Any = None, **params: object) -> Any:
+    """Colours of a trace through meter ``kind``: uint8 array, 0 green,
+    1 yellow, 2 red. ``colors`` are the incoming colours (for ``mode="aware"``).
+
+    >>> color("srtcm", [0, 0, 0], [1000, 1000, 1000], cir="8mbit", cbs=1000, ebs=1000).tolist()
+    [0, 1, 2]
+    """
+    return police(kind, times_ns, sizes, colors, **params).colors
+
+
+def shape(kind: str, times_ns: Any, sizes: Any, **params: object) -> ShapeResult:
+    """Runs a trace through shaper ``kind``: departure times (int64 ns, -1
+    for dropped packets), a drop mask and totals (sent, dropped, delays)."""
+    t, s = _trace(times_ns, sizes)
+    dep, raw = _core.shape_trace(kind, _params(params), t, s)
+    dropped = dep == np.uint64(2**64 - 1)
+    departure = dep.astype(np.int64)
+    departure[dropped] = -1
+    sent = int(raw["sent_packets"])
+    summary: dict[str, Any] = {
+        "packets": len(t),
+        "bytes": int(s.sum(dtype=np.uint64)),
+        "sent": {"packets": sent, "bytes": raw["sent_bytes"]},
+        "dropped": {"packets": raw["dropped_packets"], "bytes": raw["dropped_bytes"]},
+        "delay_ns": {
+            "max": raw["max_delay_ns"] if sent else 0,
+            "mean": raw["total_delay_ns"] // sent if sent else 0,  # floor, ns
+        },
+        "max_backlog_packets": raw["max_backlog_packets"],
+    }
+    return ShapeResult(departure, dropped, summary)
+
+
+def describe(kind: str, **params: object) -> dict[str, str]:
+    """The effective parameters of meter or shaper ``kind`` (including
+    derived defaults and, for meters, the actions)."""
+    p = _params(params)
+    if kind.lower() in shaper_kinds():
+        return dict(_core.describe_shaper(kind, p))
+    if kind.lower() in meter_kinds():
+        return dict(_core.describe_meter(kind, p))
+    all_kinds = [*meter_kinds(), *shaper_kinds()]
+    import difflib
+
+    near = difflib.get_close_matches(kind.lower(), all_kinds, n=1)
+    hint = f" (did you mean '{near[0]}'?)" if near else ""
+    raise _config_error("kind", f"unknown kind '{kind}'{hint}; valid: {', '.join(all_kinds)}")

@@ -1,0 +1,214 @@
+"""Trace CSV files: a fast, strict reader and an atomic writer.
+
+Input: a header line naming at least ``time_ns`` and ``size_bytes`` (and
+optionally ``color``: green/yellow/red, g/y/r or 0/1/2), one packet per line.
+Other columns are kept and passed through to the output untouched.
+
+The reader parses with the C ``csv`` module, then validates and converts each
+numeric column at once with NumPy; only when a column is bad does it look for
+the first offending row, so every error still names the file, the 1-based
+line, the column and what was expected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from qoslab.api import COLOR_NAMES
+
+REQUIRED = ("time_ns", "size_bytes")
+HEADER_HINT = "a header line 'time_ns,size_bytes[,color]'"
+
+
+class TraceFileError(Exception):
+    """A problem in a trace file at a 1-based line (0 = the file as a whole)."""
+
+    def __init__(self, file: str, line: int, message: str) -> None:
+        super().__init__(f"{file}:{line}: {message}" if line else f"{file}: {message}")
+        self.file = file
+        self.line = line
+        self.message = message
+
+
+@dataclass
+class TraceFile:
+    path: str
+    header: list[str]
+    rows: list[list[str]]
+    times_ns: Any
+    sizes: Any
+    colors: Any | None
+    _text: str
+
+    def line_of(self, index: int) -> int:
+        """The 1-based line number of packet ``index`` (0-based)."""
+        return _line_of(self._text, index)
+
+    def error(self, index: int, message: str) -> TraceFileError:
+        return TraceFileError(self.path, self.line_of(index), message)
+
+
+def _rows(text: str) -> Any:
+    """Non-blank CSV rows with the reader (for ``line_num``)."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    return reader, (r for r in reader if r)
+
+
+def _line_of(text: str, index: int) -> int:
+    # Only called on the error path: re-scan to get the true line, which
+    # differs from index + 2 when there are blank lines or quoted newlines.
+    reader, rows = _rows(text)
+    for k, _ in enumerate(rows):
+        if k == index + 1:  # +1 for the header row
+            return reader.line_num
+    return reader.line_num
+
+
+def _column_uint(
+    tf_path: str, text: str, values: list[str], column: str, maximum: int, what: str
+) -> Any:
+    n = len(values)
+    max_digits = len(str(maximum))
+    try:
+        b = np.char.strip(np.array(values, dtype="S")) if n else np.zeros(0, dtype="S1")
+        ok = np.char.isdigit(b) & (np.char.str_len(b) <= max_digits)
+        if ok.all():
+            a = b.astype(np.uint64)
+            over = a > np.uint64(maximum)
+            if not over.any():
+                return a
+            i = int(np.argmax(over))
+        else:
+            i = int(np.argmax(~ok))
+    except UnicodeEncodeError:
+        i = next(k for k, v in enumerate(values) if not v.isascii())
+    raise TraceFileError(
+        tf_path, _line_of(text, i), f"column {column}: expected {what}, got '{values[i]}'"
+    )
+
+
+def _column_color(tf_path: str, text: str, values: list[str]) -> Any:
+    names = np.char.lower(np.char.strip(np.array(values, dtype=str)))
+    codes = np.full(len(values), 255, dtype=np.uint8)
+    for code, nm in enumerate(COLOR_NAMES):
+        codes[(names == nm) | (names == nm[0]) | (names == str(code))] = code
+    bad = codes == 255
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise TraceFileError(
+            tf_path,
+            _line_of(text, i),
+            f"column color: expected green, yellow, red or 0, 1, 2, got '{values[i]}'",
+        )
+    return codes
+
+
+def read_trace(path: str) -> TraceFile:
+    """Reads and validates a trace CSV (see the module doc)."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise TraceFileError(path, line, "not UTF-8 text") from None
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        rows = list(reader)
+    except csv.Error as e:
+        raise TraceFileError(path, reader.line_num, f"malformed CSV: {e}") from None
+    lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    blank = lens == 0
+    if blank.any():  # blank lines are skipped (here and in _line_of alike)
+        rows = [r for r in rows if r]
+        lens = lens[~blank]
+    if not rows:
+        raise TraceFileError(path, 1, f"empty file; expected {HEADER_HINT}")
+    header, rows, lens = rows[0], rows[1:], lens[1:]
+    header_line = _line_of(text, -1)
+    names = [h.strip().lower() for h in header]
+    for req in REQUIRED:
+        if req not in names:
+            raise TraceFileError(
+                path, header_line, f"missing column '{req}'; expected {HEADER_HINT}"
+            )
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise TraceFileError(path, header_line, f"column '{dup[0]}' appears twice in the header")
+    ncol = len(header)
+    bad = lens != ncol
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise TraceFileError(
+            path,
+            _line_of(text, i),
+            f"expected {ncol} fields ({','.join(header)}), got {lens[i]}",
+        )
+
+    def col(name: str) -> list[str]:
+        j = names.index(name)
+        return [r[j] for r in rows]
+
+    times = _column_uint(
+        path, text, col("time_ns"), "time_ns", 2**63 - 1, "a non-negative integer (ns)"
+    )
+    sizes = _column_uint(
+        path, text, col("size_bytes"), "size_bytes", 2**32 - 1, "a positive integer (bytes)"
+    )
+    colors = _column_color(path, text, col("color")) if "color" in names else None
+    return TraceFile(
+        path=path,
+        header=[h.strip() for h in header],
+        rows=rows,
+        times_ns=times.astype(np.uint64),
+        sizes=sizes.astype(np.uint32),
+        colors=colors,
+        _text=text,
+    )
+
+
+def write_atomic(path: str, write: Callable[[TextIO], None]) -> None:
+    """Writes ``path`` through a temporary file in the same directory and
+    renames it into place: readers never see a partial file, and on any
+    error the previous file (if any) is left untouched."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        # Report the file the user named, not our temporary name.
+        raise OSError(e.errno, e.strerror, path) from None
+    try:
+        # mkstemp makes the file 0600; give it the mode a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_csv(path: str, header: Sequence[str], rows: Any) -> None:
+    """Writes a CSV (``\\n`` line ends, minimal quoting) atomically."""
+
+    def write(f: TextIO) -> None:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+
+    write_atomic(path, write)
