@@ -140,7 +140,6 @@ def test_empty_trace() -> None:
     assert r.colors.size == 0 and r.summary["packets"]["green"] == 0
 
 
-@pytest.mark.skipif("tbf" not in qoslab.shaper_kinds(), reason="shaper kind tbf not built in yet")
 def test_shape_returns_int64_departures_and_a_drop_mask() -> None:
     times = np.zeros(40, dtype=np.int64)
     sizes = np.full(40, 1500)
