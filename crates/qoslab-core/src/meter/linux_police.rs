@@ -24,15 +24,28 @@
 //! overstates the time a packet costs (by at most 1 ns + len·2⁻³¹ relative).
 //!
 //! **Burst** is given in bytes and converted by tc to psched ticks with
-//! `tc_calc_xmittime(rate, size) = ceil(TIME_UNITS_PER_SEC · (size / rate) ·
-//! tick_in_usec)` in C `double` (`tc/tc_core.c`), where `tick_in_usec =
-//! t2us / us2t · clock_factor` is read from `/proc/net/psched`. On every
-//! kernel since 2.6.31 that file reads `000003e8 00000040 000f4240 …`, so
+//! `tc_calc_xmittime(rate, size)` (`tc/tc_core.c`), using `tick_in_usec =
+//! t2us / us2t · clock_factor` read from `/proc/net/psched`. On every kernel
+//! since 2.6.31 that file reads `000003e8 00000040 000f4240 …`, so
 //! tick_in_usec = 1000/64 = 15.625 and a tick is 64 ns; the kernel stores
-//! `burst_ns = ticks << PSCHED_SHIFT (6)`. We reproduce the same IEEE-754
-//! double operations in the same order (config time only, no per-packet
-//! float) so `burst_ns` is bit-identical to what tc installs; tc refuses a
-//! result of `UINT_MAX` ticks ("burst out of range"), so do we.
+//! `burst_ns = ticks << PSCHED_SHIFT (6)`. The conversion's rounding
+//! changed in iproute2 6.15 (commit d947f365, "tc: Fix rounding in
+//! tc_calc_xmittime"), so both are offered (`rounding`):
+//!
+//! - `legacy` (default; iproute2 ≤ 6.14, what Debian 12 / Ubuntu 24.04 and
+//!   this machine's tc 6.1 do): the time in µs is truncated to an integer
+//!   (`tc_core_time2tick(unsigned int)`), multiplied by 15.625 and truncated
+//!   again: `ticks = ⌊⌊10⁶·size/rate⌋ · 15.625⌋`. A 1-byte burst at 3 mbit
+//!   is 31 ticks (1984 ns), not 2667 ns.
+//! - `ceil` (iproute2 ≥ 6.15): `ticks = ⌈10⁶·(size/rate)·15.625⌉` in one
+//!   double expression; tc refuses `UINT_MAX` ("burst out of range").
+//!
+//! Both are computed with the same IEEE-754 double operations, in the same
+//! order, as tc (at configuration time only — per packet there is no float),
+//! so `burst_ns` is bit-identical to what tc installs. The legacy values are
+//! pinned by a table captured from this machine's `tc` 6.1 (the netlink
+//! message read with strace). Results that do not fit tc's 32-bit fields
+//! are refused.
 //!
 //! **The mtu trap.** Without `mtu`, tc builds the rate table for mtu 2047,
 //! giving `cell_log` 3 (`tc_calc_rtable`), and the kernel sets
@@ -51,7 +64,8 @@
 //! `burst` (bytes; aliases `buffer`, `maxburst`; required), `mtu` (bytes,
 //! alias `minburst`, default 2040 as above), `peakrate` (requires `mtu`, as
 //! tc: "'mtu' is required, if 'peakrate' is requested"), `overhead` and
-//! `mpu` (bytes added to / minimum for each packet in L2T, 0–65535).
+//! `mpu` (bytes added to / minimum for each packet in L2T, 0–65535),
+//! `rounding` (`legacy` | `ceil`, see above).
 //!
 //! Actions: tc's conform action is `ok` (transmit); tc's default exceed
 //! action is `reclassify` (m_police.c: `.action = TC_POLICE_RECLASSIFY`),
@@ -126,14 +140,36 @@ impl RateCfg {
     }
 }
 
+/// How tc rounds a burst to psched ticks (changed in iproute2 6.15).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcRounding {
+    /// iproute2 ≤ 6.14: truncate to whole µs, then to whole ticks.
+    Legacy,
+    /// iproute2 ≥ 6.15: one double expression, rounded up.
+    Ceil,
+}
+
 /// `tc_calc_xmittime(rate, size)` (tc/tc_core.c) in psched ticks, computed
-/// with the same double operations as tc, saturating at `u32::MAX`.
-pub fn tc_calc_xmittime(rate_bytes_ps: u64, size: u64) -> u32 {
-    let val = (TIME_UNITS_PER_SEC * (size as f64 / rate_bytes_ps as f64) * TICK_IN_USEC).ceil();
-    if val > u32::MAX as f64 {
-        u32::MAX
+/// with the same double operations as tc. `None` when the result does not
+/// fit tc's 32-bit tick field (≥ `UINT_MAX`, which tc ≥ 6.15 refuses and
+/// older tc silently mangles).
+pub fn tc_calc_xmittime(rate_bytes_ps: u64, size: u64, rounding: TcRounding) -> Option<u32> {
+    let usec = TIME_UNITS_PER_SEC * (size as f64 / rate_bytes_ps as f64);
+    let ticks = match rounding {
+        TcRounding::Ceil => (usec * TICK_IN_USEC).ceil(),
+        TcRounding::Legacy => {
+            // tc_core_time2tick(unsigned int time): the argument truncates
+            // to whole µs, the unsigned int result truncates to whole ticks.
+            if usec >= u32::MAX as f64 {
+                return None;
+            }
+            (usec.trunc() * TICK_IN_USEC).trunc()
+        }
+    };
+    if ticks >= u32::MAX as f64 {
+        None
     } else {
-        val as u32
+        Some(ticks as u32)
     }
 }
 
@@ -155,6 +191,7 @@ pub struct LinuxPolice {
     burst_bytes: Bytes,
     burst_ticks: u32,
     mtu_given: bool,
+    rounding: TcRounding,
 }
 
 impl LinuxPolice {
@@ -167,6 +204,7 @@ impl LinuxPolice {
         peakrate: Option<Rate>,
         overhead: u16,
         mpu: u16,
+        rounding: TcRounding,
     ) -> Result<Self, ConfigError> {
         // tc stores bytes/s = ⌊bps/8⌋ (lib/utils_math.c get_rate64); 0 is
         // "no rate" to tc, which then refuses the action.
@@ -216,13 +254,19 @@ impl LinuxPolice {
                 Some(RateCfg::precompute(p.bytes_per_sec(), overhead, mpu))
             }
         };
-        let burst_ticks = tc_calc_xmittime(rate_bytes_ps, burst.get());
-        if burst_ticks == u32::MAX {
+        if burst.get() > u32::MAX as u64 {
             return Err(ConfigError::new(
                 "burst",
-                format!("{burst} at {rate} is out of range (tc: \"burst out of range\")"),
+                format!("must be below 4GiB (tc's 32-bit size), got {burst}"),
             ));
         }
+        let burst_ticks =
+            tc_calc_xmittime(rate_bytes_ps, burst.get(), rounding).ok_or_else(|| {
+                ConfigError::new(
+                    "burst",
+                    format!("{burst} at {rate} is out of range (tc: \"burst out of range\")"),
+                )
+            })?;
         let rate_cfg = RateCfg::precompute(rate_bytes_ps, overhead, mpu);
         let burst_ns = (burst_ticks as i64) << PSCHED_SHIFT;
         let mtu_ptoks = peak.map_or(0, |p| p.l2t_ns(mtu_bytes) as i64);
@@ -240,11 +284,12 @@ impl LinuxPolice {
             burst_bytes: burst,
             burst_ticks,
             mtu_given: mtu.is_some(),
+            rounding,
         })
     }
 
     /// Reads `rate`, `burst` (`buffer`, `maxburst`), `mtu` (`minburst`),
-    /// `peakrate`, `overhead`, `mpu`.
+    /// `peakrate`, `overhead`, `mpu`, `rounding` (default `legacy`).
     pub fn from_params(p: &mut Params) -> Result<Self, ConfigError> {
         p.alias("burst", &["buffer", "maxburst"])?;
         p.alias("mtu", &["minburst"])?;
@@ -254,7 +299,11 @@ impl LinuxPolice {
         let peakrate = p.opt_rate("peakrate")?;
         let overhead = small(p.opt_u64("overhead")?, "overhead")?;
         let mpu = small(p.opt_size("mpu")?.map(|b| b.get()), "mpu")?;
-        Self::new(rate, burst, mtu, peakrate, overhead, mpu)
+        let rounding = match p.opt_choice("rounding", &["legacy", "ceil"])? {
+            Some("ceil") => TcRounding::Ceil,
+            _ => TcRounding::Legacy,
+        };
+        Self::new(rate, burst, mtu, peakrate, overhead, mpu, rounding)
     }
 
     /// The burst as the kernel holds it, nanoseconds at `rate`.
@@ -325,11 +374,15 @@ impl Meter for LinuxPolice {
             (
                 "burst",
                 format!(
-                    "{}B = {} ticks = {}ns at {} B/s",
+                    "{}B = {} ticks = {}ns at {} B/s ({} rounding)",
                     self.burst_bytes.get(),
                     self.burst_ticks,
                     self.burst_ns,
-                    self.rate.rate_bytes_ps
+                    self.rate.rate_bytes_ps,
+                    match self.rounding {
+                        TcRounding::Legacy => "iproute2 < 6.15",
+                        TcRounding::Ceil => "iproute2 >= 6.15",
+                    }
                 ),
             ),
             (
@@ -367,6 +420,7 @@ mod tests {
             None,
             0,
             0,
+            TcRounding::Legacy,
         )
         .unwrap()
     }
@@ -392,19 +446,112 @@ mod tests {
     #[test]
     fn burst_converts_like_tc() {
         // 1mbit burst 100k (man page example): 102400 B / 125000 B/s =
-        // 0.8192 s = 819200 µs · 15.625 = 12_800_000 ticks = 819_200_000 ns.
+        // 0.8192 s = 819200 µs · 15.625 = 12_800_000 ticks = 819_200_000 ns
+        // (exact, so both roundings agree).
         let m = lp(1_000_000, 102_400);
         assert_eq!(m.burst_ticks, 12_800_000);
         assert_eq!(m.burst_ns(), 819_200_000);
-        // Rounding up to a whole 64-ns tick: 1 byte at 1 mbit = 8 µs = 125 ticks
-        // exactly; 1 byte at 3 mbit (375000 B/s) = 2.666 µs = 41.67 → 42 ticks.
-        assert_eq!(tc_calc_xmittime(125_000, 1), 125);
-        assert_eq!(tc_calc_xmittime(375_000, 1), 42);
-        assert_eq!(lp(3_000_000, 1).burst_ns(), 42 * 64);
-        // Out of range is refused like tc.
-        let e =
-            LinuxPolice::new(Rate::from_bps(8), Bytes::new(1 << 30), None, None, 0, 0).unwrap_err();
+        // 1 byte at 3 mbit (375000 B/s) = 2.666 µs: legacy truncates to 2 µs
+        // = 31.25 → 31 ticks; ceil gives 41.67 → 42 ticks.
+        assert_eq!(tc_calc_xmittime(375_000, 1, TcRounding::Legacy), Some(31));
+        assert_eq!(tc_calc_xmittime(375_000, 1, TcRounding::Ceil), Some(42));
+        assert_eq!(lp(3_000_000, 1).burst_ns(), 31 * 64);
+        // Out of range is refused.
+        let e = LinuxPolice::new(
+            Rate::from_bps(8),
+            Bytes::new(1 << 30),
+            None,
+            None,
+            0,
+            0,
+            TcRounding::Ceil,
+        )
+        .unwrap_err();
         assert_eq!(e.param, "burst");
+        let e = LinuxPolice::new(
+            Rate::from_bps(8),
+            Bytes::new(1 << 30),
+            None,
+            None,
+            0,
+            0,
+            TcRounding::Legacy,
+        )
+        .unwrap_err();
+        assert_eq!(e.param, "burst");
+        let mut p = Params::new(
+            "linux-police",
+            [("rate", "3mbit"), ("burst", "1"), ("rounding", "ceil")],
+        );
+        assert_eq!(
+            LinuxPolice::from_params(&mut p).unwrap().burst_ns(),
+            42 * 64
+        );
+    }
+
+    /// (rate bit/s, burst bytes, ticks) as iproute2 6.1's `tc actions add
+    /// action police rate R burst B` put them in `struct tc_police.burst`
+    /// on this machine (netlink message captured with strace; 8 chosen and
+    /// 40 random cases). `tc_ratespec.rate` was ⌊R/8⌋ and `cell_log` 3 in
+    /// every one.
+    #[test]
+    fn legacy_rounding_matches_captured_tc_6_1() {
+        let golden: &[(u64, u64, u32)] = &[
+            (1000000, 102400, 12800000),
+            (3000000, 1, 31),
+            (8000000, 3000, 46875),
+            (1000000, 1540, 192500),
+            (20000000, 16384, 102390),
+            (100000, 10240, 12800000),
+            (7000000, 12345, 220437),
+            (1000000000, 1048576, 131062),
+            (6970309709, 12030456, 215734),
+            (4051686268, 1739907, 53671),
+            (3869338179, 3798562, 122703),
+            (5891807623, 8273612, 175531),
+            (9027911311, 8366151, 115828),
+            (8646259617, 7272246, 105125),
+            (6047962740, 6109446, 126265),
+            (7583733069, 5355429, 88265),
+            (308944464, 14926209, 6039187),
+            (544169070, 59555, 13671),
+            (22819770, 7230349, 39605718),
+            (5010012692, 10524394, 262578),
+            (4129516538, 6871261, 207984),
+            (5940899679, 723777, 15218),
+            (5846266258, 5568562, 119046),
+            (4019198875, 8852060, 275296),
+            (4574740232, 10111934, 276296),
+            (2517457559, 11337938, 562953),
+            (4578531566, 11923613, 325515),
+            (7810475682, 16131132, 258156),
+            (7286067609, 6199962, 106359),
+            (6361784551, 5909610, 116109),
+            (4539784443, 767241, 21125),
+            (1736429889, 14053511, 1011656),
+            (5867717649, 304621, 6484),
+            (1944856792, 6070651, 390171),
+            (4099093078, 3993668, 121781),
+            (3245863195, 15509039, 597250),
+            (6548544472, 15530661, 296437),
+            (9054018140, 12324450, 170140),
+            (7987326303, 1229152, 19234),
+            (4201944730, 6995542, 208093),
+            (6918451622, 4972621, 89828),
+            (5755082360, 3089469, 67093),
+            (9931898698, 10630044, 133781),
+            (1314994750, 2623831, 249406),
+            (2692110302, 10378506, 481890),
+            (8575876374, 5420030, 79000),
+            (3092929754, 2716508, 109781),
+            (1743275791, 7963695, 571015),
+        ];
+        for &(bps, burst, ticks) in golden {
+            let m = lp(bps, burst);
+            assert_eq!(m.burst_ticks, ticks, "rate {bps}bit burst {burst}");
+            assert_eq!(m.burst_ns(), (ticks as i64) << 6);
+            assert_eq!(m.rate_cfg().rate_bytes_ps, bps / 8);
+        }
     }
 
     #[test]
@@ -422,6 +569,7 @@ mod tests {
             None,
             0,
             0,
+            TcRounding::Legacy,
         )
         .unwrap();
         assert_eq!(m.color(Instant::ZERO, 2041, Color::Green), Color::Green);
@@ -467,6 +615,7 @@ mod tests {
             Some(Rate::from_bps(16_000_000)),
             0,
             0,
+            TcRounding::Legacy,
         )
         .unwrap();
         assert_eq!(m.ptoks_ns(), 750_000);
@@ -482,12 +631,22 @@ mod tests {
     #[test]
     fn validity_rules_of_m_police() {
         let r = Rate::from_bps(1_000_000);
-        let e = LinuxPolice::new(r, Bytes::new(1000), None, Some(r), 0, 0).unwrap_err();
+        let e = LinuxPolice::new(r, Bytes::new(1000), None, Some(r), 0, 0, TcRounding::Legacy)
+            .unwrap_err();
         assert_eq!(e.param, "mtu");
-        let e =
-            LinuxPolice::new(Rate::from_bps(7), Bytes::new(1000), None, None, 0, 0).unwrap_err();
+        let e = LinuxPolice::new(
+            Rate::from_bps(7),
+            Bytes::new(1000),
+            None,
+            None,
+            0,
+            0,
+            TcRounding::Legacy,
+        )
+        .unwrap_err();
         assert_eq!(e.param, "rate");
-        let e = LinuxPolice::new(r, Bytes::new(0), None, None, 0, 0).unwrap_err();
+        let e =
+            LinuxPolice::new(r, Bytes::new(0), None, None, 0, 0, TcRounding::Legacy).unwrap_err();
         assert_eq!(e.param, "burst");
         let mut p = Params::new("linux-police", [("rate", "1mbit")]);
         assert_eq!(LinuxPolice::from_params(&mut p).unwrap_err().param, "burst");
@@ -515,7 +674,7 @@ mod tests {
             rate in 8_000u64..10_000_000_000, burst in 1u64..40_000, peak in any::<bool>())
         {
             let (mtu, peakrate) = if peak { (Some(Bytes::new(2100)), Some(Rate::from_bps(rate * 2))) } else { (None, None) };
-            let mut m = LinuxPolice::new(Rate::from_bps(rate), Bytes::new(burst), mtu, peakrate, 0, 0).unwrap();
+            let mut m = LinuxPolice::new(Rate::from_bps(rate), Bytes::new(burst), mtu, peakrate, 0, 0, TcRounding::Legacy).unwrap();
             let rc = m.rate_cfg();
             prop_assert!(rc.mult >= 1 << 31);
             let mut now = 0u64;
