@@ -2,8 +2,11 @@
 //!
 //! Two token buckets: committed C (depth CBS, filled at CIR) and excess E
 //! (depth EBS, filled at EIR), both full at start. With the Coupling Flag
-//! CF = 1, the committed tokens that overflow C go to E (MEF 10.3 §12.2,
-//! the n = 1 case of the envelope algorithm; as MEF 10.2 §7.11.1). For a
+//! CF = 1, the committed tokens that overflow C go to E. This is the
+//! Bandwidth Profile Algorithm of MEF 10.3 §10 for an envelope holding one
+//! flow (n = 1), which is MEF 10.2's two-bucket algorithm; transcribed from
+//! `shared/research/prior-art.md` §6, where it is marked as recalled, not
+//! re-read from the PDF (the PDF was not in this project's store). For a
 //! frame of l bytes at t_j, with Δ = t_j − t_{j−1}:
 //!
 //! ```text

@@ -1,8 +1,9 @@
 //! Time Sliding Window Three Colour Marker, RFC 2859 (Experimental).
 //!
-//! Two parts (RFC 2859 §2): a rate estimator and a probabilistic marker.
+//! Two parts (RFC 2859 §2): a rate estimator and a marker that "uses the
+//! algorithm specified in section 4".
 //!
-//! **Estimator** (§2.1 / §3, the TSW of Clark & Fang): initially
+//! **Estimator** (the time sliding window of Clark & Fang): initially
 //! `avg_rate = CTR`, `t_front = 0`; on each packet arrival
 //!
 //! ```text
@@ -12,13 +13,18 @@
 //! t_front      = now
 //! ```
 //!
-//! **Marker** (§2.2 / §4):
-//! if avg_rate ≤ CTR: green; else if avg_rate ≤ PTR: yellow with
-//! probability P0 = (avg_rate − CTR)/avg_rate, else green; else red with
-//! P1 = (avg_rate − PTR)/avg_rate, yellow with P2 = (PTR − CTR)/avg_rate,
-//! else green. At a sustained rate R > PTR this marks a fraction
-//! (R − PTR)/R of the traffic red and (PTR − CTR)/R yellow — the traffic
-//! "contributing to the portion of the rate" above each target.
+//! **Marker** (§4): if avg_rate ≤ CTR: green; else if avg_rate ≤ PTR:
+//! yellow with probability P0 = (avg_rate − CTR)/avg_rate, else green; else
+//! red with P1 = (avg_rate − PTR)/avg_rate, yellow with P2 = (PTR −
+//! CTR)/avg_rate, else green. At a sustained rate R > PTR this marks a
+//! fraction (R − PTR)/R red and (PTR − CTR)/R yellow — the traffic
+//! "contributing to the portion of the rate" above each target (§1).
+//!
+//! Source note: only the RFC's §1–2 text was retrievable in this project's
+//! store; the estimator and marker above are checked against ns-2's TSW3CM
+//! (`hbatmit/ns2.35` `diffserv/dsPolicy.cc`, Nortel Networks 2000 — the
+//! RFC's authors' employer), which implements exactly this update and draws
+//! one uniform number against the two thresholds, as we do.
 //!
 //! **Arithmetic**: exact integers, no floats. `avg_rate` is kept in bit/s
 //! scaled by 2¹⁶ (a fixed-point rate with 1/65536 bit/s resolution) and
@@ -34,13 +40,12 @@
 //! Parameters: `ctr` (committed target rate, > 0), `ptr` (peak target
 //! rate, ≥ ctr), `win_len` (time, default 1 s, 1 ns – 1 h), `seed` (default
 //! 1; stream derived with [`TSWTCM_STREAM`]), `mode` (`blind` | `aware`).
-//! The RFC makes `win_len` a configuration constant and discusses values of
-//! the order of a TCP round trip up to about a second; the 1 s default is
-//! ns-2's TSW3CM default (`winLen = 1.0`, hbatmit/ns2.35
-//! `diffserv/dsPolicy.cc`). RFC 2859 defines a colour-blind marker only;
-//! `mode=aware` is a qoslab extension that never improves an incoming
-//! colour (result = worse of incoming and computed). The estimator counts
-//! every packet, whatever its colour.
+//! `win_len` is a configuration constant of the estimator; the 1 s default
+//! is ns-2's TSW3CM default (`winLen = 1.0` in `addPolicyEntry`), not a
+//! value read in the RFC. The RFC's marker is colour-blind; `mode=aware` is
+//! a qoslab extension that never improves an incoming colour (result =
+//! worse of incoming and computed). The estimator counts every packet,
+//! whatever its colour.
 
 use super::Meter;
 use crate::bucket::check_rate;
@@ -129,7 +134,7 @@ impl Tswtcm {
         self.avg
     }
 
-    /// RFC 2859 §2.1 estimator update for one packet.
+    /// RFC 2859 estimator update for one packet.
     #[inline(always)]
     fn estimate(&mut self, now: Instant, size_bytes: u32) {
         let dt = now.saturating_since(self.t_front).as_ns() as u128;
@@ -142,7 +147,7 @@ impl Tswtcm {
         self.t_front = now.max(self.t_front);
     }
 
-    /// RFC 2859 §2.2 marker.
+    /// RFC 2859 §4 marker.
     #[inline(always)]
     fn mark(&mut self) -> Color {
         let avg = self.avg;
