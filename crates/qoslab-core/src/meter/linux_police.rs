@@ -13,7 +13,10 @@
 //! ```
 //!
 //! so an exceeding packet leaves the state untouched. Both buckets start full
-//! (`tcf_police_init`: `tcfp_toks = tcfp_burst`, `tcfp_ptoks = tcfp_mtu_ptoks`).
+//! (`tcf_police_init`: `tcfp_toks = tcfp_burst`, `tcfp_ptoks = tcfp_mtu_ptoks`)
+//! and `t_c` starts at time 0 (the kernel: the moment the action is
+//! installed). A caller clock that steps back counts as no elapsed time and
+//! never moves `t_c` backwards (the kernel's clock is monotonic).
 //!
 //! **L2T** is `psched_l2t_ns` (`include/net/sch_generic.h`):
 //! `len += overhead; len = max(len, mpu); (len · mult) >> shift`, with
@@ -72,7 +75,8 @@
 //! which hands the packet back to the classifier — meaningless without a
 //! filter chain. qoslab's default exceed action is **drop**, as in every
 //! `tc police` example (`police rate 1mbit burst 100k drop`); `describe()`
-//! says so. Left out: `avrate` (estimator policing), `pkts_rate`, ATM
+//! says so. Left out: `avrate` (estimator policing), `pkts_rate`, an
+//! mtu-only police without `rate` (tc accepts it: every packet ≤ mtu passes), ATM
 //! `linklayer`, `burst B/cell` syntax, GSO segmentation, the ingress
 //! `mac_len` added to the mtu check.
 

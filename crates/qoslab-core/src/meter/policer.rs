@@ -3,10 +3,13 @@
 //! **Two colours** (the plain `police cir` most configs use): one token bucket
 //! of Bc bytes filled at CIR, full at start. A packet of B bytes conforms
 //! (green) if the bucket holds ≥ B tokens, which are taken; otherwise it
-//! exceeds (yellow) and **no tokens are taken** — Cisco's policer never goes
-//! into debt in the MQC algorithm (IOS 12.1(5)T "Traffic Policing" feature
-//! guide, "a new Traffic Policing algorithm was introduced";
-//! <http://www.cisco.com/en/US/docs/ios/12_2t/12_2t2/feature/guide/ftpoli.html>).
+//! exceeds (yellow) and **no tokens are taken** ("If insufficient tokens
+//! exist, the packet is marked as exceeding ... but no tokens are removed",
+//! <https://notes.networklessons.com/qos-policing-token-usage>). This is the
+//! MQC policer introduced in IOS 12.1(5)T ("A new Traffic Policing
+//! algorithm was introduced. The violate-action option became available",
+//! <http://www.cisco.com/en/US/docs/ios/12_2t/12_2t2/feature/guide/ftpoli.html>),
+//! not classic CAR's debt-based excess burst.
 //!
 //! **Three colours**: configuring a `violate-action` (or an excess burst
 //! `be` > 0) makes the single-rate policer the RFC 2697 srTCM, with
