@@ -6,17 +6,34 @@
 //! [`Verdict`]. Meters never queue: the packet leaves at the time it came.
 //!
 //! Members, one file each, each citing its standard:
+//! - [`policer`] — Cisco `police cir [bc] [be]` (kind `police`): single-rate
+//!   two-colour policer; three colours (= RFC 2697) with a violate-action.
+//! - [`linux_police`] — Linux `act_police` (kind `linux-police`): tokens in
+//!   nanoseconds, byte-exact with `net/sched/act_police.c` and tc.
 //! - [`srtcm`] — single-rate three-colour marker, RFC 2697.
+//! - [`trtcm`] — two-rate three-colour marker, RFC 2698.
+//! - [`tswtcm`] — time sliding window three-colour marker, RFC 2859.
+//! - [`mef`] — MEF 10.3 bandwidth profile, single flow (CIR/CBS/EIR/EBS/CF).
 //!
 //! Hot paths dispatch through the [`AnyMeter`] enum (no `Box<dyn>`).
 
+pub mod linux_police;
+pub mod mef;
+pub mod policer;
 pub mod srtcm;
+pub mod trtcm;
+pub mod tswtcm;
 
 use crate::packet::{Actions, Color, Packet, Verdict};
 use crate::params::{ConfigError, Params};
 use crate::time::Instant;
 
+pub use linux_police::LinuxPolice;
+pub use mef::Mef;
+pub use policer::Police;
 pub use srtcm::Srtcm;
+pub use trtcm::Trtcm;
+pub use tswtcm::Tswtcm;
 
 /// A per-packet colouring state machine driven by the caller's clock.
 pub trait Meter {
@@ -33,31 +50,81 @@ pub trait Meter {
 /// Every meter, for enum dispatch.
 #[derive(Clone, Debug)]
 pub enum AnyMeter {
+    Police(Police),
+    LinuxPolice(LinuxPolice),
     Srtcm(Srtcm),
+    Trtcm(Trtcm),
+    Tswtcm(Tswtcm),
+    Mef(Mef),
 }
 
 /// (kind, one-line description) of every meter [`AnyMeter::from_params`] builds.
-pub const METER_KINDS: &[(&str, &str)] = &[(
-    "srtcm",
-    "single-rate three-colour marker (RFC 2697): cir, cbs, ebs, mode",
-)];
+pub const METER_KINDS: &[(&str, &str)] = &[
+    (
+        "police",
+        "Cisco single-rate policer: cir, bc (default cir/32, min 1500B), be; a violate action makes it srTCM",
+    ),
+    (
+        "linux-police",
+        "Linux tc act_police: rate, burst, mtu (default 2040B), peakrate, overhead, mpu",
+    ),
+    (
+        "srtcm",
+        "single-rate three-colour marker (RFC 2697): cir, cbs, ebs, mode",
+    ),
+    (
+        "trtcm",
+        "two-rate three-colour marker (RFC 2698): cir, cbs, pir, pbs, mode",
+    ),
+    (
+        "tswtcm",
+        "time sliding window three-colour marker (RFC 2859): ctr, ptr, win_len, seed, mode",
+    ),
+    (
+        "mef",
+        "MEF 10.3 bandwidth profile: cir, cbs, eir, ebs, cf, mode",
+    ),
+];
 
 impl AnyMeter {
     /// Builds the meter `kind` from string parameters; see [`METER_KINDS`].
     /// Reads only the meter's own keys: the caller reads the rest (actions)
     /// and then calls [`Params::finish`].
     pub fn from_params(kind: &str, p: &mut Params) -> Result<Self, ConfigError> {
+        Self::from_params_with(kind, p, false)
+    }
+
+    /// As [`AnyMeter::from_params`], told whether the policy names a
+    /// violate action (which turns Cisco `police` into three colours).
+    pub fn from_params_with(
+        kind: &str,
+        p: &mut Params,
+        violate_configured: bool,
+    ) -> Result<Self, ConfigError> {
         match kind.to_ascii_lowercase().as_str() {
+            "police" => Ok(AnyMeter::Police(Police::from_params(
+                p,
+                violate_configured,
+            )?)),
+            "linux-police" => Ok(AnyMeter::LinuxPolice(LinuxPolice::from_params(p)?)),
             "srtcm" => Ok(AnyMeter::Srtcm(Srtcm::from_params(p)?)),
+            "trtcm" => Ok(AnyMeter::Trtcm(Trtcm::from_params(p)?)),
+            "tswtcm" => Ok(AnyMeter::Tswtcm(Tswtcm::from_params(p)?)),
+            "mef" => Ok(AnyMeter::Mef(Mef::from_params(p)?)),
             other => Err(unknown_kind("meter", other, METER_KINDS)),
         }
     }
 
     /// The actions a kind applies when the user names none: policers drop
-    /// what exceeds (Cisco `police` defaults), markers only mark.
+    /// what exceeds (Cisco `police` defaults; for `linux-police` tc's own
+    /// default is reclassify, which qoslab models as drop — see
+    /// [`linux_police`]), markers only mark.
     pub fn default_actions(&self) -> Actions {
         match self {
-            AnyMeter::Srtcm(_) => Actions::MARK_ONLY,
+            AnyMeter::Police(_) | AnyMeter::LinuxPolice(_) => Actions::CISCO_DEFAULT,
+            AnyMeter::Srtcm(_) | AnyMeter::Trtcm(_) | AnyMeter::Tswtcm(_) | AnyMeter::Mef(_) => {
+                Actions::MARK_ONLY
+            }
         }
     }
 }
@@ -66,12 +133,22 @@ impl Meter for AnyMeter {
     #[inline(always)]
     fn color(&mut self, now: Instant, size_bytes: u32, pre_color: Color) -> Color {
         match self {
+            AnyMeter::Police(m) => m.color(now, size_bytes, pre_color),
+            AnyMeter::LinuxPolice(m) => m.color(now, size_bytes, pre_color),
             AnyMeter::Srtcm(m) => m.color(now, size_bytes, pre_color),
+            AnyMeter::Trtcm(m) => m.color(now, size_bytes, pre_color),
+            AnyMeter::Tswtcm(m) => m.color(now, size_bytes, pre_color),
+            AnyMeter::Mef(m) => m.color(now, size_bytes, pre_color),
         }
     }
     fn describe(&self) -> Vec<(&'static str, String)> {
         match self {
+            AnyMeter::Police(m) => m.describe(),
+            AnyMeter::LinuxPolice(m) => m.describe(),
             AnyMeter::Srtcm(m) => m.describe(),
+            AnyMeter::Trtcm(m) => m.describe(),
+            AnyMeter::Tswtcm(m) => m.describe(),
+            AnyMeter::Mef(m) => m.describe(),
         }
     }
 }
@@ -106,12 +183,17 @@ impl Policer {
         p.alias("conform", &["conform-action"])?;
         p.alias("exceed", &["exceed-action"])?;
         p.alias("violate", &["violate-action"])?;
-        let meter = AnyMeter::from_params(kind, &mut p)?;
+        // Actions are read first: a violate action changes what Cisco
+        // `police` is (three colours instead of two).
+        let conform = p.opt_action("conform")?;
+        let exceed = p.opt_action("exceed")?;
+        let violate = p.opt_action("violate")?;
+        let meter = AnyMeter::from_params_with(kind, &mut p, violate.is_some())?;
         let d = meter.default_actions();
         let actions = Actions {
-            conform: p.opt_action("conform")?.unwrap_or(d.conform),
-            exceed: p.opt_action("exceed")?.unwrap_or(d.exceed),
-            violate: p.opt_action("violate")?.unwrap_or(d.violate),
+            conform: conform.unwrap_or(d.conform),
+            exceed: exceed.unwrap_or(d.exceed),
+            violate: violate.unwrap_or(d.violate),
         };
         p.finish()?;
         Ok(Policer { meter, actions })
@@ -168,5 +250,67 @@ mod tests {
         assert_eq!(pol.actions.exceed, crate::packet::Action::SetDscp(10));
         let p = Params::new("srtcm", [("cir", "1mbit"), ("cbs", "1500"), ("bogus", "1")]);
         assert_eq!(Policer::from_params("srtcm", p).unwrap_err().param, "bogus");
+    }
+
+    #[test]
+    fn every_kind_builds_and_describes_itself() {
+        let cases: &[(&str, &[(&str, &str)])] = &[
+            ("police", &[("cir", "1mbit")]),
+            ("linux-police", &[("rate", "1mbit"), ("burst", "100k")]),
+            ("srtcm", &[("cir", "1mbit"), ("cbs", "3000")]),
+            (
+                "trtcm",
+                &[
+                    ("cir", "1mbit"),
+                    ("cbs", "3000"),
+                    ("pir", "2mbit"),
+                    ("pbs", "3000"),
+                ],
+            ),
+            ("tswtcm", &[("ctr", "1mbit"), ("ptr", "2mbit")]),
+            (
+                "mef",
+                &[
+                    ("cir", "1mbit"),
+                    ("cbs", "3000"),
+                    ("eir", "1mbit"),
+                    ("ebs", "3000"),
+                ],
+            ),
+        ];
+        assert_eq!(cases.len(), METER_KINDS.len());
+        for (kind, kv) in cases {
+            let pol = Policer::from_params(kind, Params::new(kind, kv.iter().copied())).unwrap();
+            assert_eq!(pol.describe()[0], ("kind", kind.to_string()));
+            let policing = kind.ends_with("police");
+            assert_eq!(
+                pol.actions,
+                if policing {
+                    Actions::CISCO_DEFAULT
+                } else {
+                    Actions::MARK_ONLY
+                },
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn cisco_police_turns_three_colour_with_a_violate_action() {
+        let p = Params::new("police", [("cir", "1mbit")]);
+        let mut pol = Policer::from_params("police", p).unwrap();
+        let pkt = Packet::new(0, 31_250);
+        assert_eq!(pol.on_packet(Instant::ZERO, &pkt).color, Color::Green);
+        assert_eq!(pol.on_packet(Instant::ZERO, &pkt).color, Color::Yellow);
+        let p = Params::new("police", [("cir", "1mbit"), ("violate-action", "drop")]);
+        let mut pol = Policer::from_params("police", p).unwrap();
+        assert_eq!(pol.on_packet(Instant::ZERO, &pkt).color, Color::Green);
+        // be defaults to bc = 31250
+        assert_eq!(pol.on_packet(Instant::ZERO, &pkt).color, Color::Yellow);
+        let v = pol.on_packet(Instant::ZERO, &pkt);
+        assert_eq!(
+            (v.color, v.action),
+            (Color::Red, crate::packet::Action::Drop)
+        );
     }
 }

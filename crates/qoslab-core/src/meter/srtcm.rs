@@ -27,7 +27,7 @@ use super::Meter;
 use crate::bucket::{check_depth, check_rate, TokenBucket};
 use crate::packet::Color;
 use crate::params::{ConfigError, Params};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::units::{Bytes, Rate};
 
 /// RFC 2697 srTCM state.
@@ -69,6 +69,19 @@ impl Srtcm {
     /// Tokens in the excess bucket, bytes (Te).
     pub fn te_bytes(&self) -> u64 {
         self.e.tokens_bytes()
+    }
+
+    /// Time from `now` until a `size_bytes` packet arriving green would be
+    /// marked green (Tc ≥ B), counting the tokens accrued since the last
+    /// packet; `Duration::ZERO` if now, `None` if never (B > CBS). Does not
+    /// change the meter. Rounded up to the next nanosecond. RFC 2963's
+    /// G-srRAS asks this (§3.2: the delay until the packet would be green).
+    pub fn time_until_green(&self, now: Instant, size_bytes: u32) -> Option<Duration> {
+        let dt = now.saturating_since(self.last).as_ns();
+        // C fills linearly at CIR until full (only its overflow goes to E)
+        // and B ≤ CBS, so the wait from `last` minus the time elapsed is exact.
+        let wait = self.c.time_until(size_bytes)?.saturating_sub(dt);
+        Some(Duration::from_ns(wait))
     }
 
     #[inline(always)]
@@ -203,6 +216,38 @@ mod tests {
         assert_eq!(m.color(t_ms(10), 1000, Color::Green), Color::Green);
         assert_eq!(m.color(t_ms(5), 1, Color::Green), Color::Red);
         assert_eq!(m.color(t_ms(10), 1, Color::Green), Color::Red);
+    }
+
+    #[test]
+    fn time_until_green_counts_elapsed_time_without_mutating() {
+        let mut m = Srtcm::new(
+            Rate::from_bps(8_000_000),
+            Bytes::new(2000),
+            Bytes::new(1000),
+            false,
+        )
+        .unwrap();
+        assert_eq!(m.color(t_ms(0), 2000, Color::Green), Color::Green); // Tc 0
+        assert_eq!(
+            m.time_until_green(t_ms(0), 1500),
+            Some(Duration::from_us(1500))
+        );
+        assert_eq!(
+            m.time_until_green(t_ms(1), 1500),
+            Some(Duration::from_us(500))
+        );
+        assert_eq!(m.time_until_green(t_ms(5), 1500), Some(Duration::ZERO));
+        assert_eq!(m.time_until_green(t_ms(0), 2001), None);
+        assert_eq!(m.tc_bytes(), 0, "must not mutate");
+        let mut early = m.clone();
+        assert_ne!(
+            early.color(Instant::from_ns(1_499_999), 1500, Color::Green),
+            Color::Green
+        );
+        assert_eq!(
+            m.color(Instant::from_ns(1_500_000), 1500, Color::Green),
+            Color::Green
+        );
     }
 
     fn trace() -> impl Strategy<Value = Vec<(u64, u32, u8)>> {
