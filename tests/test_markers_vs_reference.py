@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import qoslab
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import srtcm as ref_srtcm
 from reference import trtcm as ref_trtcm
-
-KINDS = qoslab.meter_kinds()
 
 gaps = st.one_of(
     st.just(0),
@@ -56,8 +53,6 @@ def test_srtcm_reference_agrees_on_a_hand_computed_sequence() -> None:
     assert qoslab.color("srtcm", times, sizes, cir="8mbit", cbs=2000, ebs=1000).tolist() == expected
 
 
-# The skip goes away once trtcm lands in qoslab-core (the lead removes it after merging).
-@pytest.mark.skipif("trtcm" not in KINDS, reason="meter kind trtcm not built in yet")
 @settings(max_examples=300, deadline=None)
 @given(
     pkts=packets,
