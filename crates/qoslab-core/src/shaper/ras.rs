@@ -134,19 +134,17 @@
 //!   Tp ≥ B; T2 = ∞ if B > CBS or B > PBS.
 //!
 //! The packet leaves at min(T1, T2). The times (B − T)/rate are
-//! [`TokenBucket::time_until`], exact and rounded up to the next
+//! [`crate::bucket::TokenBucket::time_until`], exact and rounded up to the next
 //! nanosecond, so a packet released at T2 < T1 *is* green at the meter.
 //!
 //! To know Tc(t) and Tp(t) the shaper keeps a model of the downstream meter
 //! and feeds it every packet it releases, at its release time: we assume
 //! zero delay between the shaper and the meter (they sit in the same box,
 //! RFC 2963 Figure 4) and a colour-blind meter that sees only this shaper's
-//! output. The models are private mirrors of the meters in integer token
-//! arithmetic ([`crate::bucket`]): `SrtcmModel` mirrors
-//! [`crate::meter::Srtcm`] (tested against it packet by packet) and
-//! `TrtcmModel` mirrors RFC 2698 §3 (to be tested against
-//! `meter/trtcm.rs` once that lands). Both start with full buckets, like
-//! the meters (RFC 2697 §3, RFC 2698 §3).
+//! output. The model *is* the meter — [`crate::meter::Srtcm`] or
+//! [`crate::meter::Trtcm`], colour-blind — so T2 comes from the same integer
+//! token arithmetic that colours the packet (`time_until_green`), and both
+//! start with full buckets (RFC 2697 §3, RFC 2698 §3).
 //!
 //! *Silent point — the meter's CIR/PIR.* The RFC says the shaper's CIR (and
 //! PIR) "will usually be set to the same value" as the meter's; the green
@@ -217,7 +215,8 @@
 //! the RFC expects real implementations to use (we compute F exactly).
 
 use super::{DropReason, Dropped, Shaper};
-use crate::bucket::{check_depth, check_rate, TokenBucket};
+use crate::bucket::{check_depth, check_rate};
+use crate::meter::{Meter, Srtcm, Trtcm};
 use crate::packet::{Color, Packet};
 use crate::params::{ConfigError, Params};
 use crate::parse::Limit;
@@ -307,106 +306,19 @@ pub struct RasConfig {
     pub pbs: Option<Bytes>,
 }
 
-/// Private mirror of [`crate::meter::Srtcm`] (RFC 2697 §3, colour-blind):
-/// C and E buckets at CIR, C's overflow into E, both full at time 0.
-#[derive(Clone, Copy, Debug)]
-struct SrtcmModel {
-    c: TokenBucket,
-    e: TokenBucket,
-    last: Instant,
-}
-
-impl SrtcmModel {
-    #[inline(always)]
-    fn refill(&mut self, now: Instant) {
-        let dt = now.saturating_since(self.last).as_ns();
-        if dt > 0 {
-            self.last = now;
-            let overflow = self.c.fill(dt);
-            if overflow > 0 {
-                self.e.add(overflow);
-            }
-        }
-    }
-    /// RFC 2963 §3.3: T2 = max(t, t + (B − Tc(t))/CIR), ∞ if B > CBS.
-    #[inline(always)]
-    fn green_at(&self, t: Instant, b: u32) -> Instant {
-        let mut c = self.c;
-        c.fill(t.saturating_since(self.last).as_ns());
-        match c.time_until(b) {
-            Some(ns) => t.saturating_add(Duration::from_ns(ns)),
-            None => Instant::NEVER,
-        }
-    }
-    /// RFC 2697 §3.1, colour-blind.
-    #[inline(always)]
-    fn color(&mut self, now: Instant, b: u32) -> Color {
-        self.refill(now);
-        if self.c.take(b) {
-            Color::Green
-        } else if self.e.take(b) {
-            Color::Yellow
-        } else {
-            Color::Red
-        }
-    }
-}
-
-/// Private mirror of the RFC 2698 trTCM (`meter/trtcm.rs`, written
-/// elsewhere): P bucket at PIR/PBS, C bucket at CIR/CBS, both full at time 0
-/// (§3); colour-blind (§3.1): red if Tp < B; else yellow if Tc < B (Tp −= B);
-/// else green (Tp −= B, Tc −= B).
-#[derive(Clone, Copy, Debug)]
-struct TrtcmModel {
-    c: TokenBucket,
-    p: TokenBucket,
-    last: Instant,
-}
-
-impl TrtcmModel {
-    #[inline(always)]
-    fn refill(&mut self, now: Instant) {
-        let dt = now.saturating_since(self.last).as_ns();
-        if dt > 0 {
-            self.last = now;
-            self.c.fill(dt);
-            self.p.fill(dt);
-        }
-    }
-    /// RFC 2963 §3.5: T2 = max(t, t + (B − Tc(t))/CIR, t + (B − Tp(t))/PIR),
-    /// ∞ if B > CBS or B > PBS.
-    #[inline(always)]
-    fn green_at(&self, t: Instant, b: u32) -> Instant {
-        let dt = t.saturating_since(self.last).as_ns();
-        let (mut c, mut p) = (self.c, self.p);
-        c.fill(dt);
-        p.fill(dt);
-        match (c.time_until(b), p.time_until(b)) {
-            (Some(a), Some(z)) => t.saturating_add(Duration::from_ns(a.max(z))),
-            _ => Instant::NEVER,
-        }
-    }
-    #[inline(always)]
-    fn color(&mut self, now: Instant, b: u32) -> Color {
-        self.refill(now);
-        if !self.p.has(b) {
-            Color::Red
-        } else if !self.c.has(b) {
-            self.p.take(b);
-            Color::Yellow
-        } else {
-            self.p.take(b);
-            self.c.take(b);
-            Color::Green
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
+/// The downstream meter the green variants lean on: the real meters,
+/// colour-blind, fed every released packet at its release time.
+#[derive(Clone, Debug)]
 enum MeterModel {
     None,
-    Sr(SrtcmModel),
-    Tr(TrtcmModel),
+    Sr(Srtcm),
+    Tr(Trtcm),
+}
+
+/// RFC 2963 §3.3 / §3.5: T2 = t + the meter's wait until B would be green
+/// (max over its buckets), or never if B exceeds CBS (or PBS).
+fn green_at(wait: Option<Duration>, t: Instant) -> Instant {
+    wait.map_or(Instant::NEVER, |w| t.saturating_add(w))
 }
 
 /// An RFC 2963 rate adaptive shaper (any of the four kinds).
@@ -566,11 +478,7 @@ impl Ras {
                         "g-srras feeds an srTCM, which has ebs, not pbs",
                     ));
                 }
-                MeterModel::Sr(SrtcmModel {
-                    c: TokenBucket::full(cfg.cir, cbs),
-                    e: TokenBucket::full(cfg.cir, ebs),
-                    last: Instant::ZERO,
-                })
+                MeterModel::Sr(Srtcm::new(cfg.cir, cbs, ebs, false)?)
             }
             RasKind::GTrRas => {
                 let cbs = cfg
@@ -587,11 +495,7 @@ impl Ras {
                         "g-trras feeds a trTCM, which has pbs, not ebs",
                     ));
                 }
-                MeterModel::Tr(TrtcmModel {
-                    c: TokenBucket::full(cfg.cir, cbs),
-                    p: TokenBucket::full(pir, pbs),
-                    last: Instant::ZERO,
-                })
+                MeterModel::Tr(Trtcm::new(cfg.cir, cbs, pir, pbs, false)?)
             }
         };
         let k_ns = cfg.k.as_ns() as f64;
@@ -798,8 +702,8 @@ impl Ras {
         self.head_t1 = t1;
         let t2 = match &self.meter {
             MeterModel::None => Instant::NEVER,
-            MeterModel::Sr(m) => m.green_at(t, b),
-            MeterModel::Tr(m) => m.green_at(t, b),
+            MeterModel::Sr(m) => green_at(m.time_until_green(t, b), t),
+            MeterModel::Tr(m) => green_at(m.time_until_green(t, b), t),
         };
         self.head_at = t1.min(t2);
     }
@@ -864,8 +768,8 @@ impl Shaper for Ras {
         // Zero delay to the meter: it sees the packet at its release time.
         let c = match &mut self.meter {
             MeterModel::None => None,
-            MeterModel::Sr(m) => Some(m.color(now, pkt.size_bytes)),
-            MeterModel::Tr(m) => Some(m.color(now, pkt.size_bytes)),
+            MeterModel::Sr(m) => Some(m.color(now, pkt.size_bytes, Color::Green)),
+            MeterModel::Tr(m) => Some(m.color(now, pkt.size_bytes, Color::Green)),
         };
         if let Some(c) = c {
             self.predicted[c.index()] += 1;
