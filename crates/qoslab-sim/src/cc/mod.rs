@@ -1,0 +1,127 @@
+//! Congestion control: the contract between a TCP sender and an algorithm.
+//!
+//! Modelled on Linux's `struct tcp_congestion_ops` (include/net/tcp.h): the
+//! sender owns loss detection and recovery; the algorithm owns the window
+//! growth (`cong_avoid`), the reduction on loss (`ssthresh`) and, for
+//! model-based algorithms such as BBR, the whole window and the pacing rate
+//! (`cong_control`). Windows are in **bytes** (RFC 5681 style) so that
+//! byte-sized advertised windows such as 64512 B are exact; algorithms that
+//! think in segments (CUBIC, Linux) convert with `mss`.
+
+mod reno;
+
+pub use reno::Reno;
+
+use crate::config::CcKind;
+use qoslab_core::{Duration, Instant, Rate};
+
+/// The window state shared by sender and algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CcState {
+    pub cwnd_bytes: u64,
+    pub ssthresh_bytes: u64,
+    /// Sender maximum segment size (payload bytes).
+    pub mss: u32,
+    /// Pacing rate set by the algorithm (BBR) or derived by the sender
+    /// when pacing is on; `None` = send as fast as the window allows.
+    pub pacing_rate: Option<Rate>,
+}
+
+impl CcState {
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd_bytes < self.ssthresh_bytes
+    }
+}
+
+/// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation,
+/// Linux `struct rate_sample`, net/ipv4/tcp_rate.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateSample {
+    /// Bytes delivered (cumulatively or SACKed) over `interval`.
+    pub delivered_bytes: u64,
+    /// max(send elapsed, ack elapsed) of the sampled packet.
+    pub interval: Duration,
+    /// The sampled packet was sent while the sender was application-limited.
+    pub is_app_limited: bool,
+    /// Total bytes delivered when the sampled packet was sent (BBR's
+    /// round counting uses it).
+    pub prior_delivered_bytes: u64,
+    /// Total bytes delivered so far, after this ACK.
+    pub delivered_total_bytes: u64,
+    /// Bytes newly marked lost by this ACK.
+    pub lost_bytes: u64,
+    /// Bytes in flight before this ACK was processed.
+    pub prior_in_flight_bytes: u64,
+}
+
+/// What one ACK told the sender, handed to [`CongestionControl::on_ack`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckSample {
+    pub now: Instant,
+    /// Bytes newly acknowledged by this ACK (cumulative advance plus newly
+    /// SACKed bytes).
+    pub acked_bytes: u64,
+    /// RTT measured by this ACK (Karn's rule applied), if any.
+    pub rtt: Option<Duration>,
+    /// Smallest RTT seen on the connection.
+    pub min_rtt: Option<Duration>,
+    /// RFC 6298 smoothed RTT.
+    pub srtt: Option<Duration>,
+    /// Bytes in flight after this ACK was processed.
+    pub bytes_in_flight: u64,
+    /// The sender is in fast recovery or loss recovery (RTO): window growth
+    /// algorithms must not grow (Linux calls `cong_avoid` only in Open/
+    /// Disorder states).
+    pub in_recovery: bool,
+    /// The window was what limited sending (Linux `tcp_is_cwnd_limited`);
+    /// growth algorithms do not grow an unused window (RFC 7661 spirit),
+    /// which is what keeps cwnd finite when awnd limits the flow.
+    pub cwnd_limited: bool,
+    /// Delivery-rate sample, when the sender could take one.
+    pub rate: Option<RateSample>,
+}
+
+/// A congestion-control algorithm (one instance per connection).
+pub trait CongestionControl: Send {
+    fn name(&self) -> &'static str;
+
+    /// Connection established: `state` holds the initial window.
+    fn init(&mut self, _state: &mut CcState, _now: Instant) {}
+
+    /// Every ACK that acknowledges new data (cumulatively or by SACK).
+    /// Growth only when `!ack.in_recovery && ack.cwnd_limited`.
+    fn on_ack(&mut self, state: &mut CcState, ack: &AckSample);
+
+    /// Loss detected by duplicate ACKs / SACK: return the new ssthresh
+    /// (Linux `ssthresh` op). The sender then runs its recovery algorithm.
+    fn ssthresh(&mut self, state: &CcState, bytes_in_flight: u64, now: Instant) -> u64;
+
+    /// Fast recovery finished (recovery point acknowledged): RFC 6582 sets
+    /// cwnd to ssthresh (deflation). Algorithms may refine.
+    fn on_recovery_exit(&mut self, state: &mut CcState, _now: Instant) {
+        state.cwnd_bytes = state.ssthresh_bytes.max(state.mss as u64);
+    }
+
+    /// The retransmission timer fired (RFC 5681 §3.1 eq. 4 and cwnd = 1
+    /// segment, the loss window).
+    fn on_rto(&mut self, state: &mut CcState, bytes_in_flight: u64, now: Instant) {
+        state.ssthresh_bytes = self.ssthresh(state, bytes_in_flight, now);
+        state.cwnd_bytes = state.mss as u64;
+    }
+
+    /// True when the algorithm sets cwnd itself in every state (BBR's
+    /// `cong_control`), so the sender must not apply its own recovery
+    /// window arithmetic.
+    fn owns_cwnd(&self) -> bool {
+        false
+    }
+}
+
+/// Build the algorithm named by `kind`. Algorithms not yet available
+/// return `None` (the caller reports a configuration error).
+pub fn build(kind: CcKind) -> Option<Box<dyn CongestionControl>> {
+    match kind {
+        CcKind::Reno | CcKind::NewReno => Some(Box::new(Reno::new())),
+        CcKind::Cubic | CcKind::Bbr | CcKind::Compound => None,
+    }
+}

@@ -1,0 +1,131 @@
+//! Reno window growth and reduction, RFC 5681 §3.1 (also NewReno's: RFC
+//! 6582 changes only the recovery, which the sender owns).
+//!
+//! - Slow start: like Linux (`tcp_slow_start`, byte counting per RFC 3465)
+//!   cwnd grows by the bytes acked, capped at ssthresh, and the remainder
+//!   carries into congestion avoidance. (RFC 5681's conservative rule,
+//!   min(acked, SMSS) per ACK, differs only with stretch ACKs.)
+//! - Congestion avoidance: one SMSS per cwnd bytes acknowledged (byte
+//!   counting, RFC 5681 §3.1 "alternatively ... RFC 3465"; Linux
+//!   `tcp_cong_avoid_ai`).
+//! - Loss: ssthresh = max(FlightSize / 2, 2·SMSS) (RFC 5681 eq. 4).
+
+use super::{AckSample, CcState, CongestionControl};
+use qoslab_core::Instant;
+
+#[derive(Clone, Debug, Default)]
+pub struct Reno {
+    /// Bytes acknowledged in congestion avoidance not yet turned into cwnd.
+    avoid_acked_bytes: u64,
+}
+
+impl Reno {
+    pub fn new() -> Self {
+        Reno::default()
+    }
+}
+
+impl CongestionControl for Reno {
+    fn name(&self) -> &'static str {
+        "reno"
+    }
+
+    fn on_ack(&mut self, s: &mut CcState, ack: &AckSample) {
+        if ack.in_recovery || !ack.cwnd_limited {
+            return;
+        }
+        let mut acked = ack.acked_bytes;
+        if s.in_slow_start() {
+            let room = s.ssthresh_bytes - s.cwnd_bytes;
+            let grow = acked.min(room);
+            s.cwnd_bytes += grow;
+            acked -= grow;
+            if acked == 0 {
+                return;
+            }
+        }
+        self.avoid_acked_bytes += acked;
+        if self.avoid_acked_bytes >= s.cwnd_bytes {
+            self.avoid_acked_bytes -= s.cwnd_bytes;
+            s.cwnd_bytes += s.mss as u64;
+        }
+    }
+
+    fn ssthresh(&mut self, s: &CcState, bytes_in_flight: u64, _now: Instant) -> u64 {
+        self.avoid_acked_bytes = 0;
+        (bytes_in_flight / 2).max(2 * s.mss as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(acked: u64) -> AckSample {
+        AckSample {
+            now: Instant::ZERO,
+            acked_bytes: acked,
+            rtt: None,
+            min_rtt: None,
+            srtt: None,
+            bytes_in_flight: 0,
+            in_recovery: false,
+            cwnd_limited: true,
+            rate: None,
+        }
+    }
+
+    fn state(cwnd: u64, ssthresh: u64) -> CcState {
+        CcState {
+            cwnd_bytes: cwnd,
+            ssthresh_bytes: ssthresh,
+            mss: 1000,
+            pacing_rate: None,
+        }
+    }
+
+    #[test]
+    fn slow_start_grows_by_bytes_acked_up_to_ssthresh_then_avoids() {
+        let mut r = Reno::new();
+        let mut s = state(10_000, 12_000);
+        r.on_ack(&mut s, &ack(1000));
+        assert_eq!(s.cwnd_bytes, 11_000);
+        // 3000 acked: 1000 fills slow start to ssthresh, 2000 carried over.
+        r.on_ack(&mut s, &ack(3000));
+        assert_eq!(s.cwnd_bytes, 12_000);
+        // Congestion avoidance: one MSS per cwnd (12000) bytes acked.
+        for _ in 0..9 {
+            r.on_ack(&mut s, &ack(1000));
+        }
+        assert_eq!(
+            s.cwnd_bytes, 12_000,
+            "11000 bytes in avoidance: not yet a window"
+        );
+        r.on_ack(&mut s, &ack(1000));
+        assert_eq!(s.cwnd_bytes, 13_000);
+    }
+
+    #[test]
+    fn no_growth_in_recovery_or_when_not_window_limited() {
+        let mut r = Reno::new();
+        let mut s = state(10_000, u64::MAX);
+        let mut a = ack(5000);
+        a.in_recovery = true;
+        r.on_ack(&mut s, &a);
+        a.in_recovery = false;
+        a.cwnd_limited = false;
+        r.on_ack(&mut s, &a);
+        assert_eq!(s.cwnd_bytes, 10_000);
+    }
+
+    #[test]
+    fn loss_halves_flight_but_keeps_two_segments() {
+        let mut r = Reno::new();
+        let s = state(20_000, u64::MAX);
+        assert_eq!(r.ssthresh(&s, 20_000, Instant::ZERO), 10_000);
+        assert_eq!(r.ssthresh(&s, 1_000, Instant::ZERO), 2_000);
+        let mut s2 = s;
+        r.on_rto(&mut s2, 20_000, Instant::ZERO);
+        assert_eq!((s2.cwnd_bytes, s2.ssthresh_bytes), (1000, 10_000));
+    }
+}

@@ -1,0 +1,407 @@
+//! What to simulate: plain data, validated by [`crate::run`] when it builds
+//! the model. The scenario-file layer (TOML) and the Python bindings fill it
+//! in; nothing here parses text except through `qoslab-core`'s [`Params`]
+//! when a conditioner is built.
+//!
+//! [`Params`]: qoslab_core::Params
+
+use qoslab_core::{Duration, Rate};
+
+/// One simulation run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimConfig {
+    pub name: String,
+    /// Simulated time to run for; traffic still in flight is cut off.
+    pub duration: Duration,
+    /// Master seed: every component draws from its own stream of it.
+    pub seed: u64,
+    pub topology: Topology,
+    pub traffic: Vec<TrafficSpec>,
+    pub record: RecordSpec,
+}
+
+/// Nodes and links. Routing is static: shortest path in hops, ties broken
+/// by link order (deterministic), unless a node lists explicit routes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Topology {
+    Dumbbell(DumbbellSpec),
+    Explicit(ExplicitTopology),
+}
+
+/// The common case: `senders` hosts `s0..` → access links → router `r1` →
+/// bottleneck → router `r2` → access links → `receivers` hosts `d0..`.
+/// Node names are exactly those, so traffic and policies can refer to them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DumbbellSpec {
+    pub senders: u32,
+    pub receivers: u32,
+    /// Each sender's and receiver's access link (both directions).
+    pub access: LinkParams,
+    /// Per-sender access one-way delay overrides (index = sender), for
+    /// heterogeneous RTTs; missing entries use `access.delay`.
+    pub sender_delays: Vec<Duration>,
+    /// The r1 — r2 link.
+    pub bottleneck: LinkParams,
+    /// What r1 does toward r2 (forward data direction).
+    pub bottleneck_egress: Option<PolicySpec>,
+    /// What r2 does toward r1 (the ACK direction).
+    pub bottleneck_reverse_egress: Option<PolicySpec>,
+    /// A policer on r1's ingress from the senders' side (applied to
+    /// packets arriving at r1 from any access link).
+    pub ingress_police: Option<MeterSpec>,
+}
+
+/// Rate, delay, loss and the default device queue of one link direction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkParams {
+    pub rate: Rate,
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// Independent random loss probability per packet, in parts per
+    /// million (integer so a scenario is exact and portable).
+    pub loss_ppm: u32,
+    /// The device queue used when no policy is configured (Linux default
+    /// `pfifo_fast` with txqueuelen 1000 → 1000 packets).
+    pub queue_limit_packets: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExplicitTopology {
+    pub nodes: Vec<NodeSpec>,
+    pub links: Vec<LinkSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSpec {
+    pub name: String,
+    /// When this node's timers fire (shaper wake-ups).
+    pub timer: TimerSpec,
+    /// Explicit routes: destination node name → next-hop node name. Any
+    /// destination not listed uses the shortest path.
+    pub routes: Vec<(String, String)>,
+}
+
+/// A duplex point-to-point link `a` — `b`; each direction has its own
+/// transmitter, queue and policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkSpec {
+    pub a: String,
+    pub b: String,
+    pub params: LinkParams,
+    /// Egress policy of `a` toward `b`.
+    pub egress_ab: Option<PolicySpec>,
+    /// Egress policy of `b` toward `a`.
+    pub egress_ba: Option<PolicySpec>,
+    /// Policer on `b`'s ingress for packets from `a`.
+    pub ingress_police_ab: Option<MeterSpec>,
+    /// Policer on `a`'s ingress for packets from `b`.
+    pub ingress_police_ba: Option<MeterSpec>,
+}
+
+/// When a node's timers (shaper wake-ups) may fire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerSpec {
+    /// hrtimer-like: fires at the requested time plus `slack`.
+    HighRes { slack: Duration },
+    /// jiffies-like: fires at the first tick (multiple of 1/hz s) at or
+    /// after the requested time.
+    Hz(u32),
+}
+
+impl Default for TimerSpec {
+    fn default() -> Self {
+        TimerSpec::HighRes {
+            slack: Duration::ZERO,
+        }
+    }
+}
+
+/// What a link direction does with packets before its transmitter.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PolicySpec {
+    /// A meter/policer (`qoslab_core::Policer`) in front of the link's
+    /// device FIFO: it drops or remarks, never delays.
+    Police(MeterSpec),
+    /// A shaper (`qoslab_core::AnyShaper`) replacing the device FIFO.
+    Shape(ShaperSpec),
+    /// A plain FIFO with this limit instead of the default device queue.
+    Fifo(FifoSpec),
+}
+
+/// A meter kind (`police`, `linux-police`, `srtcm`, `trtcm`, `tswtcm`,
+/// `mef`) and its parameters as strings, exactly as `qoslab meter` takes
+/// them (`cir = "20mbit"`, `exceed = "drop"`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeterSpec {
+    pub kind: String,
+    pub params: Vec<(String, String)>,
+}
+
+/// A shaper kind (`tbf`, `shape`, `srras`, `trras`, `g-srras`, `g-trras`)
+/// and its parameters as strings, exactly as `qoslab shape` takes them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShaperSpec {
+    pub kind: String,
+    pub params: Vec<(String, String)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FifoSpec {
+    pub limit: FifoLimit,
+    /// Drop from the head instead of the tail when full.
+    pub head_drop: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FifoLimit {
+    Packets(u32),
+    Bytes(u64),
+}
+
+/// Which host a traffic source runs on and where it sends. `None` means
+/// "spread over the dumbbell": flow *k* of a spec goes from sender
+/// `k mod senders` to receiver `k mod receivers`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Endpoints {
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+/// When a source runs. Flow *k* of a multi-flow spec starts at
+/// `start + k·stagger`; `stop = None` runs to the end of the simulation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Schedule {
+    pub start: Duration,
+    pub stagger: Duration,
+    pub stop: Option<Duration>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TrafficSpec {
+    /// iperf3 `-P flows -t T [-w window] [-n bytes]`: each flow its own TCP
+    /// connection, sending as fast as TCP lets it.
+    TcpBulk {
+        flows: u32,
+        endpoints: Endpoints,
+        schedule: Schedule,
+        /// `-n`: stop after this many bytes per flow.
+        bytes: Option<u64>,
+        tcp: TcpConfig,
+        /// A label shown in tables ("bulk" when empty).
+        label: String,
+    },
+    /// iperf3 `-u -b rate -l size`.
+    UdpCbr {
+        flows: u32,
+        endpoints: Endpoints,
+        schedule: Schedule,
+        rate: Rate,
+        /// UDP payload bytes (iperf3 -l); 28 bytes of IP+UDP header added.
+        payload_bytes: u32,
+        label: String,
+    },
+    /// UDP on/off: at `rate` for `on`, silent for `off`, repeating.
+    OnOff {
+        flows: u32,
+        endpoints: Endpoints,
+        schedule: Schedule,
+        rate: Rate,
+        payload_bytes: u32,
+        on: Duration,
+        off: Duration,
+        /// Draw on/off periods from exponentials with these means instead.
+        exponential: bool,
+        label: String,
+    },
+    /// `ping -i interval -s size`: ICMP echo requests, replies measured.
+    Ping {
+        endpoints: Endpoints,
+        schedule: Schedule,
+        interval: Duration,
+        /// ICMP payload bytes (ping -s, default 56); 28 bytes header added.
+        payload_bytes: u32,
+        label: String,
+    },
+}
+
+/// Congestion-control algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcKind {
+    Reno,
+    NewReno,
+    Cubic,
+    Bbr,
+    Compound,
+}
+
+/// How losses are recovered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoveryKind {
+    /// RFC 5681 fast retransmit / fast recovery: leave recovery on the
+    /// first new ACK.
+    Reno,
+    /// RFC 6582: stay in recovery until the recovery point is acked,
+    /// retransmitting on each partial ACK.
+    NewReno,
+    /// RFC 6675 SACK-based loss recovery (needs `sack = true`).
+    Sack,
+}
+
+/// Everything about one TCP endpoint pair. [`TcpConfig::profile`] gives
+/// the OS bundles; a scenario overrides any field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpConfig {
+    pub profile: String,
+    pub cc: CcKind,
+    pub recovery: RecoveryKind,
+    pub sack: bool,
+    /// Maximum segment size (payload bytes per segment).
+    pub mss: u32,
+    /// IP + TCP header bytes added to every segment on the wire
+    /// (40, or 52 with timestamps).
+    pub header_bytes: u32,
+    /// Initial window in segments (RFC 6928 IW10 for modern stacks).
+    pub initial_window_segments: u32,
+    /// Initial ssthresh in bytes; `None` = "arbitrarily high" (RFC 5681).
+    pub initial_ssthresh_bytes: Option<u64>,
+    /// The receiver's advertised window (awnd) in bytes; with window
+    /// scaling off it is capped at 65535.
+    pub receive_window_bytes: u64,
+    pub window_scaling: bool,
+    /// RFC 6298 bounds and initial value.
+    pub min_rto: Duration,
+    pub max_rto: Duration,
+    pub initial_rto: Duration,
+    /// Delayed-ACK timeout; `None` disables delayed ACKs.
+    pub delayed_ack: Option<Duration>,
+    /// ACK at least every this many full-sized segments (RFC 5681: 2).
+    pub ack_every_segments: u32,
+    /// Linux quick-ack: the first this many segments are ACKed at once.
+    pub quickack_segments: u32,
+    /// Pace transmissions (BBR always paces).
+    pub pacing: bool,
+}
+
+impl TcpConfig {
+    /// The named OS profile: `linux`, `windows10`, `windows-xp`.
+    pub fn profile(name: &str) -> Option<TcpConfig> {
+        let linux = TcpConfig {
+            profile: "linux".into(),
+            cc: CcKind::Cubic,
+            recovery: RecoveryKind::Sack,
+            sack: true,
+            mss: 1448,
+            header_bytes: 52,
+            initial_window_segments: 10,
+            initial_ssthresh_bytes: None,
+            receive_window_bytes: 6 * 1024 * 1024,
+            window_scaling: true,
+            min_rto: Duration::from_ms(200),
+            max_rto: Duration::from_secs(120),
+            initial_rto: Duration::from_secs(1),
+            delayed_ack: Some(Duration::from_ms(40)),
+            ack_every_segments: 2,
+            quickack_segments: 16,
+            pacing: false,
+        };
+        match name {
+            "linux" => Some(linux),
+            "windows10" => Some(TcpConfig {
+                profile: "windows10".into(),
+                cc: CcKind::Compound,
+                mss: 1460,
+                header_bytes: 40,
+                initial_ssthresh_bytes: Some(64512),
+                receive_window_bytes: 64512,
+                window_scaling: false,
+                min_rto: Duration::from_ms(300),
+                initial_rto: Duration::from_secs(3),
+                max_rto: Duration::from_secs(60),
+                delayed_ack: Some(Duration::from_ms(200)),
+                quickack_segments: 0,
+                ..linux
+            }),
+            "windows-xp" => Some(TcpConfig {
+                profile: "windows-xp".into(),
+                cc: CcKind::NewReno,
+                mss: 1460,
+                header_bytes: 40,
+                initial_window_segments: 2,
+                initial_ssthresh_bytes: None,
+                receive_window_bytes: 65535,
+                window_scaling: false,
+                min_rto: Duration::from_ms(300),
+                initial_rto: Duration::from_secs(3),
+                max_rto: Duration::from_secs(60),
+                delayed_ack: Some(Duration::from_ms(200)),
+                quickack_segments: 0,
+                ..linux
+            }),
+            _ => None,
+        }
+    }
+
+    pub const PROFILES: [&'static str; 3] = ["linux", "windows10", "windows-xp"];
+}
+
+/// What to record besides the always-present summaries. Nothing else is
+/// stored, so long runs stay small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordSpec {
+    /// Sampling interval of the time series (Wireshark IO-graph tick).
+    pub interval: Duration,
+    /// Per-flow delivered bytes per interval.
+    pub goodput: bool,
+    /// Every RTT sample (tcp.analysis.ack_rtt definition).
+    pub rtt: bool,
+    /// cwnd / ssthresh / state per flow at each interval.
+    pub cwnd: bool,
+    /// Queue length (packets, bytes) per policy at each interval.
+    pub queue: bool,
+    /// Bucket tokens per policy at each interval (where it has any).
+    pub tokens: bool,
+    /// Per-colour packets/bytes per policy per interval.
+    pub colors: bool,
+    /// Every ping reply (time, rtt).
+    pub ping: bool,
+    /// Sender-side segment log (time, flow, seq, len, retransmission) for
+    /// time–sequence graphs.
+    pub segments: bool,
+}
+
+impl Default for RecordSpec {
+    fn default() -> Self {
+        RecordSpec {
+            interval: Duration::from_ms(100),
+            goodput: true,
+            rtt: false,
+            cwnd: false,
+            queue: false,
+            tokens: false,
+            colors: false,
+            ping: true,
+            segments: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_exist_and_differ_where_the_sources_say() {
+        for name in TcpConfig::PROFILES {
+            assert_eq!(TcpConfig::profile(name).unwrap().profile, name);
+        }
+        let w10 = TcpConfig::profile("windows10").unwrap();
+        assert_eq!(w10.cc, CcKind::Compound);
+        assert_eq!(w10.receive_window_bytes, 64512);
+        assert_eq!(w10.initial_ssthresh_bytes, Some(64512));
+        let linux = TcpConfig::profile("linux").unwrap();
+        assert_eq!(linux.cc, CcKind::Cubic);
+        assert_eq!(linux.initial_window_segments, 10);
+        assert_eq!(linux.min_rto, Duration::from_ms(200));
+        assert!(TcpConfig::profile("bsd").is_none());
+    }
+}

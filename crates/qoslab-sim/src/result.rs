@@ -1,0 +1,157 @@
+//! What a run produced: summaries that are always there, and the time
+//! series that the scenario's [`RecordSpec`](crate::config::RecordSpec)
+//! asked for, stored column-wise so the bindings hand them to NumPy/pandas
+//! without a per-row conversion.
+
+/// Summary statistics of a set of RTT samples, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RttSummary {
+    pub samples: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p95_ns: u64,
+    pub max_ns: u64,
+}
+
+/// One traffic flow (a TCP connection, a UDP source or a ping probe).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowResult {
+    /// Index in [`SimResult::flows`]; series refer to flows by it.
+    pub id: u32,
+    /// `tcp`, `udp` or `ping`.
+    pub protocol: &'static str,
+    /// The traffic spec's label.
+    pub label: String,
+    pub from: String,
+    pub to: String,
+    pub start_ns: u64,
+    /// When the flow stopped sending (or the end of the run).
+    pub end_ns: u64,
+    /// Payload bytes delivered in order to the receiving application.
+    pub bytes_delivered: u64,
+    /// bytes_delivered · 8 / (end − start), the iperf3 receiver figure.
+    pub goodput_bps: f64,
+    /// Packets sent by the source (TCP: data segments incl. retransmissions).
+    pub packets_sent: u64,
+    /// TCP: retransmitted segments (iperf3 `Retr`); UDP/ping: 0.
+    pub retransmits: u64,
+    /// Packets lost in the network (UDP/ping: sent − received).
+    pub packets_lost: u64,
+    /// TCP: sender RTT samples (ack_rtt); ping: echo RTTs.
+    pub rtt: RttSummary,
+    /// TCP: RTO expirations.
+    pub timeouts: u64,
+    /// TCP: fast-recovery episodes.
+    pub fast_recoveries: u64,
+}
+
+/// One policy (queue, shaper or policer) on a link direction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyResult {
+    /// e.g. `r1->r2 egress`.
+    pub name: String,
+    /// `police`, `shape`, `fifo`, or the core kind (`tbf`, `srtcm`, …).
+    pub kind: String,
+    pub packets_in: u64,
+    pub bytes_in: u64,
+    pub packets_dropped: u64,
+    pub bytes_dropped: u64,
+    /// Packets / bytes per colour [green, yellow, red] (meters), or all
+    /// green for queues and shapers.
+    pub color_packets: [u64; 3],
+    pub color_bytes: [u64; 3],
+    pub max_queue_packets: u64,
+    pub max_queue_bytes: u64,
+    /// The conditioner's own description (derived defaults shown).
+    pub describe: Vec<(String, String)>,
+}
+
+/// Column-wise time series. Every column of one table has the same length.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Series {
+    /// Goodput: per flow, per interval ending at `time_ns`.
+    pub goodput_time_ns: Vec<u64>,
+    pub goodput_flow: Vec<u32>,
+    pub goodput_bytes: Vec<u64>,
+    /// RTT samples.
+    pub rtt_time_ns: Vec<u64>,
+    pub rtt_flow: Vec<u32>,
+    pub rtt_ns: Vec<u64>,
+    /// cwnd / ssthresh / state per TCP flow per interval. State codes:
+    /// 0 open, 1 disorder, 2 recovery, 3 loss (RTO) — Linux's ca_state.
+    pub cwnd_time_ns: Vec<u64>,
+    pub cwnd_flow: Vec<u32>,
+    pub cwnd_bytes: Vec<u64>,
+    pub ssthresh_bytes: Vec<u64>,
+    pub cwnd_state: Vec<u8>,
+    /// Queue length (and tokens, where the policy has a bucket; -1 when
+    /// not) per policy per interval. `queue_policy` indexes
+    /// [`SimResult::policies`].
+    pub queue_time_ns: Vec<u64>,
+    pub queue_policy: Vec<u32>,
+    pub queue_packets: Vec<u64>,
+    pub queue_bytes: Vec<u64>,
+    pub tokens_bytes: Vec<i64>,
+    /// Per-colour bytes per policy per interval.
+    pub color_time_ns: Vec<u64>,
+    pub color_policy: Vec<u32>,
+    pub color_green_bytes: Vec<u64>,
+    pub color_yellow_bytes: Vec<u64>,
+    pub color_red_bytes: Vec<u64>,
+    pub color_dropped_bytes: Vec<u64>,
+    /// Ping replies (`ping_rtt_ns` = -1 never appears: lost probes are
+    /// counted in the flow summary only).
+    pub ping_time_ns: Vec<u64>,
+    pub ping_flow: Vec<u32>,
+    pub ping_seq: Vec<u32>,
+    pub ping_rtt_ns: Vec<u64>,
+    /// Sender segment log for time–sequence graphs.
+    pub seg_time_ns: Vec<u64>,
+    pub seg_flow: Vec<u32>,
+    pub seg_seq: Vec<u64>,
+    pub seg_len: Vec<u32>,
+    pub seg_retransmit: Vec<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimResult {
+    pub name: String,
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub flows: Vec<FlowResult>,
+    pub policies: Vec<PolicyResult>,
+    pub series: Series,
+    /// Σ goodput of the TCP and UDP flows (not ping).
+    pub sum_goodput_bps: f64,
+    /// Jain's fairness index over the TCP flows' goodput (1.0 if < 2 flows).
+    pub jain_fairness: f64,
+    /// Events processed (for the benchmark's events/s).
+    pub events: u64,
+}
+
+/// Jain's fairness index (Σx)² / (n·Σx²); 1.0 for fewer than two values or
+/// all zeros.
+pub fn jain_fairness(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 1.0;
+    }
+    let sum: f64 = values.iter().sum();
+    let sum_sq: f64 = values.iter().map(|v| v * v).sum();
+    if sum_sq == 0.0 {
+        return 1.0;
+    }
+    sum * sum / (values.len() as f64 * sum_sq)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_is_one_for_equal_shares_and_one_over_n_for_a_hog() {
+        assert_eq!(jain_fairness(&[5.0, 5.0, 5.0, 5.0]), 1.0);
+        assert!((jain_fairness(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+        assert_eq!(jain_fairness(&[3.0]), 1.0);
+    }
+}
