@@ -11,11 +11,13 @@
 //!   the Python bindings build it).
 //! - [`result`] — what came out (summaries and the time series asked for).
 //! - [`cc`] — the congestion-control trait and its algorithms.
+//! - [`tcp`] — sans-I/O TCP sender and receiver state machines.
 //! - [`run`] — the entry point.
 
 pub mod cc;
 pub mod config;
 pub mod result;
+pub mod tcp;
 
 pub use config::SimConfig;
 pub use result::SimResult;
