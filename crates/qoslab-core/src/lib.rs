@@ -33,7 +33,7 @@ pub mod time;
 pub mod units;
 
 pub use meter::{AnyMeter, Meter, Policer};
-pub use packet::{Action, Actions, Color, Packet, Verdict};
+pub use packet::{Action, Actions, Color, FiveTuple, Packet, Verdict};
 pub use params::{ConfigError, Params};
 pub use shaper::{AnyShaper, DropReason, Dropped, Shaper};
 pub use time::{Duration, Instant};
