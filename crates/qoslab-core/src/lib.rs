@@ -18,6 +18,7 @@
 //! - [`bucket`] — the exact token bucket shared by the RFC meters.
 //! - [`meter`] — meters and policers (`on_packet(now, &pkt) -> Verdict`).
 //! - [`shaper`] — shapers (`enqueue` / `dequeue` / `next_ready`).
+//! - [`queue`] — plain queues on the same contract (FIFO, tail or head drop).
 //! - [`drive`] — run a whole trace through a meter or a shaper.
 //! - [`rng`] — seeded, portable randomness for probabilistic markers.
 
@@ -27,6 +28,7 @@ pub mod meter;
 pub mod packet;
 pub mod params;
 pub mod parse;
+pub mod queue;
 pub mod rng;
 pub mod shaper;
 pub mod time;
