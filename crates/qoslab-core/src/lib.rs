@@ -18,9 +18,12 @@
 //! - [`bucket`] — the exact token bucket shared by the RFC meters.
 //! - [`meter`] — meters and policers (`on_packet(now, &pkt) -> Verdict`).
 //! - [`shaper`] — shapers (`enqueue` / `dequeue` / `next_ready`).
+//! - [`aqm`] — active queue management on the same contract (RED, RIO/WRED,
+//!   CoDel, PIE).
 //! - [`drive`] — run a whole trace through a meter or a shaper.
 //! - [`rng`] — seeded, portable randomness for probabilistic markers.
 
+pub mod aqm;
 pub mod bucket;
 pub mod drive;
 pub mod meter;
