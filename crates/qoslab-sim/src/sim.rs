@@ -21,6 +21,7 @@ use crate::traffic::ping::PingClock;
 use crate::traffic::udp::UdpClock;
 use crate::traffic::IP_UDP_HEADER_BYTES;
 use crate::{Progress, SimError};
+use qoslab_core::packet::FiveTuple;
 use qoslab_core::queue::{Fifo, FifoLimit};
 use qoslab_core::rng::Rng;
 use qoslab_core::{Action, Color, Instant, Packet};
@@ -49,6 +50,7 @@ pub enum Kind {
 /// A packet in flight (arena slot).
 #[derive(Clone, Copy, Debug)]
 pub struct Pkt {
+    pub src: u32,
     pub dst: u32,
     pub flow: u32,
     pub kind: Kind,
@@ -63,6 +65,35 @@ pub struct Pkt {
     pub seq: u32,
     #[allow(dead_code)] // read by the TCP endpoints
     pub tcp: TcpHeader,
+}
+
+impl Pkt {
+    /// The packet as conditioners see it. The 5-tuple is synthetic but
+    /// stable: node `n` is 10.0.x.y with x.y = n + 1, the flow picks the
+    /// source port, the service port is iperf3's 5201 (ICMP: ports 0).
+    #[inline]
+    pub fn core(&self, id: u32) -> Packet {
+        let (protocol, sport, dport) = match self.kind {
+            Kind::Udp => (17, 10_000u16.wrapping_add(self.flow as u16), 5201),
+            Kind::PingRequest | Kind::PingReply => (1, 0, 0),
+            Kind::TcpToReceiver => (6, 10_000u16.wrapping_add(self.flow as u16), 5201),
+            Kind::TcpToSender => (6, 5201, 10_000u16.wrapping_add(self.flow as u16)),
+        };
+        Packet {
+            id: id as u64,
+            flow: self.flow,
+            size_bytes: self.size_bytes,
+            dscp: self.dscp,
+            color: self.color,
+            tuple: FiveTuple {
+                src_addr: 0x0a00_0000 | (self.src + 1),
+                dst_addr: 0x0a00_0000 | (self.dst + 1),
+                src_port: sport,
+                dst_port: dport,
+                protocol,
+            },
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -518,13 +549,7 @@ impl Sim {
         let now = Instant::from_ns(self.now_ns);
         let l = &mut self.links[d as usize];
         let data = self.pkts.get_mut(id);
-        let mut p = Packet {
-            id: id as u64,
-            flow: data.flow,
-            size_bytes: data.size_bytes,
-            dscp: data.dscp,
-            color: data.color,
-        };
+        let mut p = data.core(id);
         if let Some(pi) = l.egress_policer {
             let pol = &mut self.policies[pi as usize];
             let v = pol.police(now, &p);
@@ -621,13 +646,7 @@ impl Sim {
         if let Some(pi) = l.ingress_policer {
             let now = Instant::from_ns(self.now_ns);
             let data = self.pkts.get_mut(id);
-            let p = Packet {
-                id: id as u64,
-                flow: data.flow,
-                size_bytes: data.size_bytes,
-                dscp: data.dscp,
-                color: data.color,
-            };
+            let p = data.core(id);
             let pol = &mut self.policies[pi as usize];
             let v = pol.police(now, &p);
             match v.action {
@@ -675,6 +694,7 @@ impl Sim {
                 let from = f.from;
                 let r = self.pkts.get_mut(id);
                 r.kind = Kind::PingReply;
+                r.src = node;
                 r.dst = from;
                 r.hops = 0;
                 r.color = Color::Green;
@@ -709,6 +729,7 @@ impl Sim {
             return;
         }
         let pkt = Pkt {
+            src: f.from,
             dst: f.to,
             flow: s.flow,
             kind: s.kind,
