@@ -419,29 +419,10 @@ impl CongestionControl for Cubic {
 mod tests {
     use super::*;
 
-    const MSS: u64 = 1000;
-
-    fn state(cwnd_segs: u64, ssthresh_segs: u64) -> CcState {
-        CcState {
-            cwnd_bytes: cwnd_segs * MSS,
-            ssthresh_bytes: ssthresh_segs.saturating_mul(MSS),
-            mss: MSS as u32,
-            pacing_rate: None,
-        }
-    }
+    use crate::cc::testkit::{state, MSS};
 
     fn ack(now_ns: u64, acked: u64, rtt: Duration) -> AckSample {
-        AckSample {
-            now: Instant::from_ns(now_ns),
-            acked_bytes: acked,
-            rtt: Some(rtt),
-            min_rtt: Some(rtt),
-            srtt: Some(rtt),
-            bytes_in_flight: 0,
-            in_recovery: false,
-            cwnd_limited: true,
-            rate: None,
-        }
+        crate::cc::testkit::ack(now_ns, acked, Some(rtt))
     }
 
     /// One round trip: a window of single-segment ACKs spread over `rtt`,

@@ -8,9 +8,11 @@
 //! byte-sized advertised windows such as 64512 B are exact; algorithms that
 //! think in segments (CUBIC, Linux) convert with `mss`.
 
+mod compound;
 mod cubic;
 mod reno;
 
+pub use compound::Compound;
 pub use cubic::{Cubic, CubicConfig};
 pub use reno::Reno;
 
@@ -174,6 +176,42 @@ pub fn build(kind: CcKind) -> Option<Box<dyn CongestionControl>> {
     match kind {
         CcKind::Reno | CcKind::NewReno => Some(Box::new(Reno::new())),
         CcKind::Cubic => Some(Box::new(Cubic::default())),
-        CcKind::Bbr | CcKind::Compound => None,
+        CcKind::Compound => Some(Box::new(Compound::new())),
+        CcKind::Bbr => None,
+    }
+}
+
+/// Builders shared by the algorithms' unit tests.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use super::{AckSample, CcState};
+    use qoslab_core::{Duration, Instant};
+
+    /// The test segment size.
+    pub const MSS: u64 = 1000;
+
+    /// A window state in whole test segments (ssthresh saturates).
+    pub fn state(cwnd_segs: u64, ssthresh_segs: u64) -> CcState {
+        CcState {
+            cwnd_bytes: cwnd_segs * MSS,
+            ssthresh_bytes: ssthresh_segs.saturating_mul(MSS),
+            mss: MSS as u32,
+            pacing_rate: None,
+        }
+    }
+
+    /// A window-limited ACK outside recovery, nothing left in flight.
+    pub fn ack(now_ns: u64, acked_bytes: u64, rtt: Option<Duration>) -> AckSample {
+        AckSample {
+            now: Instant::from_ns(now_ns),
+            acked_bytes,
+            rtt,
+            min_rtt: rtt,
+            srtt: rtt,
+            bytes_in_flight: 0,
+            in_recovery: false,
+            cwnd_limited: true,
+            rate: None,
+        }
     }
 }
