@@ -127,7 +127,8 @@ def _per_second(r: SimulationResult, ids: list[int]) -> list[str]:
     bucket = ((g["time_ns"].to_numpy(dtype=np.int64) - 1) // 1_000_000_000).clip(0, seconds - 1)
     flow = g["flow"].to_numpy(dtype=np.int64)
     nbytes = g["bytes"].to_numpy(dtype=np.float64)
-    table = np.zeros((seconds, max(ids) + 1 if ids else 1))
+    width = int(max([*ids, *flow.tolist()], default=0)) + 1
+    table = np.zeros((seconds, width))
     np.add.at(table, (bucket, flow), nbytes)
     lines = []
     for s in range(seconds):
@@ -158,7 +159,7 @@ def render_table(r: SimulationResult) -> str:
         total_bytes += f["bytes"]
         total_retr += f["retransmits"]
         line = _line(str(f["id"]), f["start_s"], f["end_s"], f["bytes"], str(f["retransmits"]))
-        label = f" {f['label']}" if f["label"] else ""
+        label = f" {f['label']}" if f["label"] not in ("", f["protocol"]) else ""
         out.append(f"{line}  {f['protocol']}{label} {f['from']}->{f['to']}")
     if data:
         # The [SUM] bitrate is the sum of the flows' goodputs (iperf3's figure).
