@@ -111,11 +111,8 @@ pub fn meter_trace(
             })?,
         };
         let pkt = Packet {
-            id: i as u64,
-            flow: 0,
-            size_bytes: sizes[i],
-            dscp: 0,
             color: pre,
+            ..Packet::new(i as u64, sizes[i])
         };
         let v = policer.on_packet(Instant::from_ns(times[i]), &pkt);
         out_color[i] = v.color as u8;

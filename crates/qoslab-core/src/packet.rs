@@ -65,6 +65,21 @@ pub struct Packet {
     pub dscp: u8,
     /// Colour carried in from upstream; read by colour-aware meters.
     pub color: Color,
+    /// Addresses, ports and protocol, for classifiers (u32 match, flow
+    /// hashing). All zero when the caller has none (traces).
+    pub tuple: FiveTuple,
+}
+
+/// An IPv4 5-tuple. Addresses are host-order `u32`s (10.0.0.1 =
+/// 0x0a000001), as tc's u32 classifier compares them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FiveTuple {
+    pub src_addr: u32,
+    pub dst_addr: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
+    /// IP protocol number (6 TCP, 17 UDP, 1 ICMP).
+    pub protocol: u8,
 }
 
 impl Packet {
@@ -75,6 +90,13 @@ impl Packet {
             size_bytes,
             dscp: 0,
             color: Color::Green,
+            tuple: FiveTuple {
+                src_addr: 0,
+                dst_addr: 0,
+                src_port: 0,
+                dst_port: 0,
+                protocol: 0,
+            },
         }
     }
 }

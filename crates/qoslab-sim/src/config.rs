@@ -284,6 +284,24 @@ pub struct TcpConfig {
 
 impl TcpConfig {
     /// The named OS profile: `linux`, `windows10`, `windows-xp`.
+    ///
+    /// Sources of the defaults:
+    /// - `linux` (6.x): CUBIC (`net/ipv4/tcp_cubic.c`, default since
+    ///   2.6.19), SACK on (`tcp_sack=1`), IW10 (`TCP_INIT_CWND`, RFC 6928),
+    ///   `TCP_RTO_MIN` 200 ms, `TCP_TIMEOUT_INIT` 1 s (RFC 6298 §2.1),
+    ///   `TCP_RTO_MAX` 120 s, delayed-ACK minimum `TCP_ATO_MIN` 40 ms,
+    ///   quick-ack for the first 16 segments (`TCP_MAX_QUICKACKS`),
+    ///   timestamps on (header 20 + 20 + 12 = 52 B, MSS 1448 on Ethernet),
+    ///   receive buffer up to `tcp_rmem[2]` = 6 MiB with window scaling.
+    /// - `windows10`: the ISR 4000 source (shared/sources/
+    ///   policer-vs-shaper-cisco-isr4000.txt): Compound TCP, initial cwnd
+    ///   10 MSS (`Get-NetTCPSetting InitialCongestionWindow`), ssthresh =
+    ///   awnd = 64512 B at start; MinRto 300 ms and InitialRto 3 s
+    ///   (`Get-NetTCPSetting` defaults), delayed ACK 200 ms
+    ///   (TcpDelAckTicks = 2), no timestamps (MSS 1460, 40 B headers).
+    /// - `windows-xp`: NewReno-style recovery with SACK, IW 2 segments
+    ///   (RFC 2581-era), 64 KB window without scaling, MinRto 300 ms,
+    ///   InitialRto 3 s, delayed ACK 200 ms.
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let linux = TcpConfig {
             profile: "linux".into(),

@@ -8,8 +8,12 @@
 //! byte-sized advertised windows such as 64512 B are exact; algorithms that
 //! think in segments (CUBIC, Linux) convert with `mss`.
 
+mod compound;
+mod cubic;
 mod reno;
 
+pub use compound::Compound;
+pub use cubic::{Cubic, CubicConfig};
 pub use reno::Reno;
 
 use crate::config::CcKind;
@@ -30,6 +34,55 @@ pub struct CcState {
 impl CcState {
     pub fn in_slow_start(&self) -> bool {
         self.cwnd_bytes < self.ssthresh_bytes
+    }
+
+    /// The growth step every window-growth algorithm starts with (Linux
+    /// `tcp_cong_control` → `cong_avoid`): no growth in recovery or when the
+    /// window is not what limits sending; in slow start cwnd grows by the
+    /// bytes acked up to ssthresh (Linux `tcp_slow_start`, RFC 3465 byte
+    /// counting). Returns the acked bytes left for congestion avoidance
+    /// (0 = nothing left to do).
+    pub(crate) fn slow_start(&mut self, ack: &AckSample) -> u64 {
+        if ack.in_recovery || !ack.cwnd_limited {
+            return 0;
+        }
+        if !self.in_slow_start() {
+            return ack.acked_bytes;
+        }
+        let room = self.ssthresh_bytes - self.cwnd_bytes;
+        let grow = ack.acked_bytes.min(room);
+        self.cwnd_bytes += grow;
+        ack.acked_bytes - grow
+    }
+}
+
+/// Packet-timed rounds seen from the ACK stream alone: a round ends when
+/// every byte that was in flight when it began has been acknowledged (Linux
+/// CUBIC's HyStart compares `snd_una` with the `snd_nxt` saved at the round
+/// start, `bictcp_hystart_reset`). Bytes acknowledged are summed here, so
+/// the marker is "acked so far + bytes in flight" at the round start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AckRounds {
+    acked_total_bytes: u64,
+    round_end_bytes: u64,
+}
+
+impl AckRounds {
+    /// Count one ACK; true when it opens a new round (the first ACK does).
+    pub(crate) fn on_ack(&mut self, acked_bytes: u64, bytes_in_flight: u64) -> bool {
+        self.acked_total_bytes += acked_bytes;
+        if self.acked_total_bytes > self.round_end_bytes {
+            self.round_end_bytes = self.acked_total_bytes + bytes_in_flight;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Start a new round now: it ends once `bytes_in_flight` more bytes
+    /// have been acknowledged (Linux re-arms HyStart this way on an RTO).
+    pub(crate) fn restart(&mut self, bytes_in_flight: u64) {
+        self.round_end_bytes = self.acked_total_bytes + bytes_in_flight;
     }
 }
 
@@ -122,6 +175,43 @@ pub trait CongestionControl: Send {
 pub fn build(kind: CcKind) -> Option<Box<dyn CongestionControl>> {
     match kind {
         CcKind::Reno | CcKind::NewReno => Some(Box::new(Reno::new())),
-        CcKind::Cubic | CcKind::Bbr | CcKind::Compound => None,
+        CcKind::Cubic => Some(Box::new(Cubic::default())),
+        CcKind::Compound => Some(Box::new(Compound::new())),
+        CcKind::Bbr => None,
+    }
+}
+
+/// Builders shared by the algorithms' unit tests.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use super::{AckSample, CcState};
+    use qoslab_core::{Duration, Instant};
+
+    /// The test segment size.
+    pub const MSS: u64 = 1000;
+
+    /// A window state in whole test segments (ssthresh saturates).
+    pub fn state(cwnd_segs: u64, ssthresh_segs: u64) -> CcState {
+        CcState {
+            cwnd_bytes: cwnd_segs * MSS,
+            ssthresh_bytes: ssthresh_segs.saturating_mul(MSS),
+            mss: MSS as u32,
+            pacing_rate: None,
+        }
+    }
+
+    /// A window-limited ACK outside recovery, nothing left in flight.
+    pub fn ack(now_ns: u64, acked_bytes: u64, rtt: Option<Duration>) -> AckSample {
+        AckSample {
+            now: Instant::from_ns(now_ns),
+            acked_bytes,
+            rtt,
+            min_rtt: rtt,
+            srtt: rtt,
+            bytes_in_flight: 0,
+            in_recovery: false,
+            cwnd_limited: true,
+            rate: None,
+        }
     }
 }

@@ -31,18 +31,9 @@ impl CongestionControl for Reno {
     }
 
     fn on_ack(&mut self, s: &mut CcState, ack: &AckSample) {
-        if ack.in_recovery || !ack.cwnd_limited {
+        let acked = s.slow_start(ack);
+        if acked == 0 {
             return;
-        }
-        let mut acked = ack.acked_bytes;
-        if s.in_slow_start() {
-            let room = s.ssthresh_bytes - s.cwnd_bytes;
-            let grow = acked.min(room);
-            s.cwnd_bytes += grow;
-            acked -= grow;
-            if acked == 0 {
-                return;
-            }
         }
         self.avoid_acked_bytes += acked;
         if self.avoid_acked_bytes >= s.cwnd_bytes {

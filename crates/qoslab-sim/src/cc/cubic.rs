@@ -1,0 +1,682 @@
+//! CUBIC, RFC 9438, behaving like Linux `net/ipv4/tcp_cubic.c` (the
+//! default congestion control of the `linux` profile) where the two differ.
+//!
+//! Windows are bytes at the interface and whole segments inside, as Linux
+//! keeps `snd_cwnd` in packets: `cwnd_segs = cwnd_bytes / mss`, and every
+//! increase adds one `mss` to `cwnd_bytes` (so a byte remainder left by the
+//! sender's recovery is kept). Time is integer nanoseconds from `ack.now`;
+//! the cubic curve and its cube root are integer arithmetic (u128), so a
+//! run repeats bit for bit on every platform.
+//!
+//! What is modelled, and whose rule it follows:
+//! - Window function (RFC 9438 §4.2, eq. 1 and 2): `W_cubic(t) = C·(t−K)³ +
+//!   W_max`, `K = ∛((W_max − cwnd_epoch)/C)`, C = 0.4, β_cubic = 0.7. The
+//!   epoch starts at the first ACK in congestion avoidance after a
+//!   reduction. The target is `W_cubic(t + RTT)` with RTT = the minimum RTT
+//!   seen (Linux `bictcp_update` adds `delay_min`); the window is then grown
+//!   by one segment every `cnt` segments acked, `cnt = cwnd / (target −
+//!   cwnd)` (Linux `ca->cnt`, applied by `tcp_cong_avoid_ai`).
+//!   Concave region (t < K) and convex region (t > K) come out of the sign
+//!   of `t − K`. When the target is not above cwnd, Linux's "very small
+//!   increment" `cnt = 100·cwnd` is used (RFC 9438 would not grow at all).
+//! - Growth bound (RFC 9438 §4.2: at most 1.5·cwnd per RTT; Linux `cnt ≥ 2`,
+//!   "1 packet per 2 packets ACKed").
+//! - No loss yet (`W_max = 0`, e.g. after HyStart or an RTO): Linux caps
+//!   `cnt` at 20 (5 % growth per RTT); RFC 9438 has no such rule.
+//! - Reno-friendly region (RFC 9438 §4.3): `W_est` starts at cwnd at the
+//!   epoch start and grows by α_cubic = 3(1−β)/(1+β) = 9/17 segment per
+//!   window acked; when `W_est > cwnd`, `cnt` is lowered to reach it (Linux
+//!   `tcp_friendliness`). Linux keeps α_cubic for ever; RFC 9438 switches
+//!   to α = 1 once `W_est ≥ W_max` — we follow Linux.
+//! - Multiplicative decrease (RFC 9438 §4.6): ssthresh = β·cwnd, at least
+//!   2 segments. Linux multiplies cwnd (`cubictcp_recalc_ssthresh`); RFC
+//!   9438 allows cwnd or flight size — we use cwnd, as Linux.
+//! - Fast convergence (RFC 9438 §4.7; Linux `fast_convergence = 1`): a loss
+//!   below the previous `W_max` sets `W_max = cwnd·(1+β)/2`.
+//! - Timeout (RFC 9438 §4.8; Linux `cubictcp_state(TCP_CA_Loss)`): ssthresh
+//!   as on a loss, cwnd = 1 segment, then the whole CUBIC state is reset
+//!   (`W_max = 0`, so the next epoch has K = 0 and origin = cwnd, which is
+//!   RFC 9438's rule too) and HyStart is re-armed.
+//! - Slow start: Linux `tcp_slow_start` (byte counting up to ssthresh),
+//!   with **HyStart** (Ha & Rhee, "Taming the Elephants", 2008; Linux
+//!   `hystart = 1`, `hystart_detect = 3`, `hystart_update`): once cwnd ≥ 16
+//!   segments, slow start ends (ssthresh = cwnd) when either
+//!   - *ACK train*: ACKs spaced ≤ 2 ms apart keep arriving for longer than
+//!     `delay_min / 2` after the round began (`delay_min` when the sender
+//!     paces), or
+//!   - *delay increase*: after 8 RTT samples of a round, the round's
+//!     minimum RTT exceeds `delay_min + clamp(delay_min/8, 4 ms, 16 ms)`.
+//!
+//!   Rounds are counted from the ACK stream ([`super::AckRounds`]). RTT
+//!   samples within 1 s of an epoch start are ignored, as in Linux
+//!   `cubictcp_acked`. RFC 9406 HyStart++ (the IETF version, with its
+//!   Conservative Slow Start) is not modelled.
+//!
+//! Left out: Linux's once-per-jiffy throttle of the `cnt` computation (we
+//! recompute on every ACK), the epoch shift after an idle period
+//! (`CA_EVENT_TX_START`, which the contract has no event for), HyStart's
+//! TSO/GRO cushion `hystart_ack_delay` (no TSO in the simulator), undo of
+//! spurious reductions, and ECN.
+
+use super::{AckRounds, AckSample, CcState, CongestionControl};
+use qoslab_core::{Duration, Instant};
+
+/// C = 0.4 segments / s³ (RFC 9438 §5.1; Linux `bic_scale` 41 ≈ 0.4·1024/10).
+const C_NUM: u128 = 4;
+const C_DEN: u128 = 10;
+/// β_cubic = 0.7 (RFC 9438 §4.6; Linux `beta` 717/1024).
+const BETA_NUM: u64 = 7;
+const BETA_DEN: u64 = 10;
+/// α_cubic = 3(1−β)/(1+β) = 0.9/1.7 = 9/17 (RFC 9438 §4.3 eq. 4).
+const ALPHA_NUM: u64 = 9;
+const ALPHA_DEN: u64 = 17;
+const NS_PER_S: u128 = 1_000_000_000;
+/// |t − K| is capped here (1000 s) so that C·(t−K)³ fits a u128; the
+/// window is then already millions of segments beyond any real target.
+const MAX_OFFSET_NS: u128 = 1_000 * NS_PER_S;
+/// Linux: `cnt = 20` while no loss has set W_max (5 % per RTT).
+const NO_LOSS_MAX_CNT: u64 = 20;
+/// HyStart only acts once cwnd reaches this many segments
+/// (Linux `hystart_low_window`).
+const HYSTART_LOW_WINDOW_SEGS: u64 = 16;
+/// ACKs closer than this belong to one train (Linux `hystart_ack_delta_us`).
+const HYSTART_ACK_DELTA: Duration = Duration::from_ms(2);
+/// RTT samples per round before the delay test (`HYSTART_MIN_SAMPLES`).
+const HYSTART_MIN_SAMPLES: u32 = 8;
+/// Bounds of the delay-increase threshold delay_min/8
+/// (`HYSTART_DELAY_MIN`, `HYSTART_DELAY_MAX`).
+const HYSTART_DELAY_MIN: Duration = Duration::from_ms(4);
+const HYSTART_DELAY_MAX: Duration = Duration::from_ms(16);
+/// Delay samples this soon after an epoch start are discarded.
+const DISCARD_AFTER_EPOCH: Duration = Duration::from_secs(1);
+
+/// CUBIC's switches, defaulting to Linux's module parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CubicConfig {
+    /// RFC 9438 §4.7 fast convergence (Linux `fast_convergence`, on).
+    pub fast_convergence: bool,
+    /// RFC 9438 §4.3 Reno-friendly region (Linux `tcp_friendliness`, on).
+    pub tcp_friendliness: bool,
+    /// HyStart slow-start exit (Linux `hystart`, on).
+    pub hystart: bool,
+    /// HyStart's ACK-train detection (Linux `hystart_detect` bit 1, on).
+    pub hystart_ack_train: bool,
+    /// HyStart's delay-increase detection (Linux `hystart_detect` bit 2, on).
+    pub hystart_delay: bool,
+}
+
+impl Default for CubicConfig {
+    fn default() -> Self {
+        CubicConfig {
+            fast_convergence: true,
+            tcp_friendliness: true,
+            hystart: true,
+            hystart_ack_train: true,
+            hystart_delay: true,
+        }
+    }
+}
+
+/// HyStart's per-round state (Linux `struct bictcp` round fields).
+#[derive(Clone, Debug, Default)]
+struct HyStart {
+    /// Slow-start exit found; stays set until an RTO.
+    found: bool,
+    rounds: AckRounds,
+    /// A round ended; the next sample resets the round state.
+    round_pending: bool,
+    round_start: Instant,
+    last_ack: Instant,
+    /// Minimum RTT of the current round.
+    curr_rtt: Option<Duration>,
+    sample_cnt: u32,
+}
+
+/// CUBIC congestion control (one instance per connection).
+#[derive(Clone, Debug)]
+pub struct Cubic {
+    cfg: CubicConfig,
+    /// Segments to acknowledge per one-segment increase (Linux `ca->cnt`).
+    cnt: u64,
+    /// W_max: the window before the last reduction (`last_max_cwnd`).
+    w_max_segs: u64,
+    /// The plateau of the current curve (`bic_origin_point`).
+    origin_segs: u64,
+    /// Time from the epoch start to the plateau (`bic_K`).
+    k: Duration,
+    epoch_start: Option<Instant>,
+    /// W_est, the Reno-friendly window estimate (`tcp_cwnd`).
+    w_est_segs: u64,
+    /// Bytes acked in the epoch not yet turned into W_est (`ack_cnt`).
+    est_acked_bytes: u64,
+    /// Bytes acked in avoidance not yet turned into cwnd (`snd_cwnd_cnt`).
+    avoid_acked_bytes: u64,
+    /// Minimum RTT seen by CUBIC (`delay_min`).
+    delay_min: Option<Duration>,
+    hystart: HyStart,
+}
+
+impl Default for Cubic {
+    fn default() -> Self {
+        Cubic::new(CubicConfig::default())
+    }
+}
+
+impl Cubic {
+    pub fn new(cfg: CubicConfig) -> Self {
+        Cubic {
+            cfg,
+            cnt: 0,
+            w_max_segs: 0,
+            origin_segs: 0,
+            k: Duration::ZERO,
+            epoch_start: None,
+            w_est_segs: 0,
+            est_acked_bytes: 0,
+            avoid_acked_bytes: 0,
+            delay_min: None,
+            hystart: HyStart::default(),
+        }
+    }
+
+    /// W_max, the window (segments) before the last reduction.
+    pub fn w_max_segs(&self) -> u64 {
+        self.w_max_segs
+    }
+
+    /// K of the current epoch (zero before the first epoch).
+    pub fn k(&self) -> Duration {
+        self.k
+    }
+
+    /// Linux `bictcp_reset` (+ `bictcp_hystart_reset`): forget everything.
+    fn reset(&mut self, bytes_in_flight: u64) {
+        let mut rounds = self.hystart.rounds;
+        rounds.restart(bytes_in_flight);
+        *self = Cubic::new(self.cfg);
+        self.hystart.rounds = rounds;
+    }
+
+    /// RTT sample hook (Linux `cubictcp_acked`): delay_min and HyStart.
+    fn on_rtt(&mut self, s: &mut CcState, ack: &AckSample, rtt: Duration) {
+        if let Some(epoch) = self.epoch_start {
+            if ack.now.saturating_since(epoch) < DISCARD_AFTER_EPOCH {
+                return;
+            }
+        }
+        let delay = rtt.max(Duration::from_ns(1));
+        let delay_min = match self.delay_min {
+            Some(d) if d <= delay => d,
+            _ => delay,
+        };
+        self.delay_min = Some(delay_min);
+        if self.cfg.hystart && !self.hystart.found && s.in_slow_start() {
+            self.hystart_update(s, ack.now, delay, delay_min);
+        }
+    }
+
+    /// Linux `hystart_update`.
+    fn hystart_update(
+        &mut self,
+        s: &mut CcState,
+        now: Instant,
+        delay: Duration,
+        delay_min: Duration,
+    ) {
+        let h = &mut self.hystart;
+        if h.round_pending {
+            h.round_pending = false;
+            h.round_start = now;
+            h.last_ack = now;
+            h.curr_rtt = None;
+            h.sample_cnt = 0;
+        }
+        if s.cwnd_bytes / (s.mss.max(1) as u64) < HYSTART_LOW_WINDOW_SEGS {
+            return;
+        }
+        if self.cfg.hystart_ack_train && now.saturating_since(h.last_ack) <= HYSTART_ACK_DELTA {
+            h.last_ack = now;
+            // Unpaced, the train spans half an RTT; pacing may spread it
+            // over the whole RTT.
+            let threshold = if s.pacing_rate.is_some() {
+                delay_min
+            } else {
+                Duration::from_ns(delay_min.as_ns() / 2)
+            };
+            if now.saturating_since(h.round_start) > threshold {
+                h.found = true;
+            }
+        }
+        if self.cfg.hystart_delay {
+            let curr = match h.curr_rtt {
+                Some(c) if c <= delay => c,
+                _ => delay,
+            };
+            h.curr_rtt = Some(curr);
+            if h.sample_cnt < HYSTART_MIN_SAMPLES {
+                h.sample_cnt += 1;
+            } else {
+                let eta = Duration::from_ns(delay_min.as_ns() / 8)
+                    .clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX);
+                if curr > delay_min + eta {
+                    h.found = true;
+                }
+            }
+        }
+        if h.found {
+            s.ssthresh_bytes = s.cwnd_bytes;
+        }
+    }
+
+    /// Linux `bictcp_update`: recompute `cnt` for a window of `cwnd_segs`.
+    fn update(&mut self, cwnd_segs: u64, acked_bytes: u64, mss: u64, now: Instant) {
+        self.est_acked_bytes += acked_bytes;
+        let epoch = match self.epoch_start {
+            Some(e) => e,
+            None => {
+                self.epoch_start = Some(now);
+                self.est_acked_bytes = acked_bytes;
+                self.w_est_segs = cwnd_segs;
+                if self.w_max_segs <= cwnd_segs {
+                    self.k = Duration::ZERO;
+                    self.origin_segs = cwnd_segs;
+                } else {
+                    self.k = cubic_k(self.w_max_segs - cwnd_segs);
+                    self.origin_segs = self.w_max_segs;
+                }
+                now
+            }
+        };
+        // Target one RTT ahead: W_cubic(t + RTT).
+        let t = now.saturating_since(epoch) + self.delay_min.unwrap_or(Duration::ZERO);
+        let target = w_cubic_segs(self.origin_segs, self.k, t);
+        self.cnt = if target > cwnd_segs {
+            cwnd_segs / (target - cwnd_segs)
+        } else {
+            100 * cwnd_segs
+        };
+        if self.w_max_segs == 0 {
+            self.cnt = self.cnt.min(NO_LOSS_MAX_CNT);
+        }
+        if self.cfg.tcp_friendliness {
+            // W_est gains one segment per cwnd/α_cubic segments acked.
+            let per_seg_bytes = (cwnd_segs * mss * ALPHA_DEN / ALPHA_NUM).max(1);
+            let gained = self.est_acked_bytes / per_seg_bytes;
+            self.est_acked_bytes -= gained * per_seg_bytes;
+            self.w_est_segs += gained;
+            if self.w_est_segs > cwnd_segs {
+                self.cnt = self.cnt.min(cwnd_segs / (self.w_est_segs - cwnd_segs));
+            }
+        }
+        // At most one segment per two acked: 1.5·cwnd per RTT.
+        self.cnt = self.cnt.max(2);
+    }
+}
+
+/// K = ∛(gap / C) for a window `gap_segs` below W_max (RFC 9438 eq. 2).
+fn cubic_k(gap_segs: u64) -> Duration {
+    let k_cubed_ns3 = gap_segs as u128 * C_DEN * NS_PER_S * NS_PER_S * NS_PER_S / C_NUM;
+    Duration::from_ns(icbrt(k_cubed_ns3))
+}
+
+/// W_cubic(t) = C·(t − K)³ + origin, in whole segments, never below zero
+/// (RFC 9438 eq. 1).
+fn w_cubic_segs(origin_segs: u64, k: Duration, t: Duration) -> u64 {
+    let (t, k) = (t.as_ns() as u128, k.as_ns() as u128);
+    let offset = t.abs_diff(k).min(MAX_OFFSET_NS);
+    let delta = C_NUM * offset * offset * offset / (C_DEN * NS_PER_S * NS_PER_S * NS_PER_S);
+    let delta = u64::try_from(delta).unwrap_or(u64::MAX);
+    if t < k {
+        origin_segs.saturating_sub(delta)
+    } else {
+        origin_segs.saturating_add(delta)
+    }
+}
+
+/// ⌊∛x⌋ by bisection (exact for every u128).
+fn icbrt(x: u128) -> u64 {
+    let (mut lo, mut hi) = (0u64, 1u64 << 43); // (2^43)^3 > u128::MAX
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        let m = mid as u128;
+        match m.checked_mul(m).and_then(|m2| m2.checked_mul(m)) {
+            Some(c) if c <= x => lo = mid,
+            _ => hi = mid - 1,
+        }
+    }
+    lo
+}
+
+impl CongestionControl for Cubic {
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+
+    fn init(&mut self, _state: &mut CcState, now: Instant) {
+        self.hystart.round_start = now;
+        self.hystart.last_ack = now;
+    }
+
+    fn on_ack(&mut self, s: &mut CcState, ack: &AckSample) {
+        if self
+            .hystart
+            .rounds
+            .on_ack(ack.acked_bytes, ack.bytes_in_flight)
+        {
+            self.hystart.round_pending = true;
+        }
+        if let Some(rtt) = ack.rtt {
+            if !ack.in_recovery {
+                self.on_rtt(s, ack, rtt);
+            }
+        }
+        let acked = s.slow_start(ack);
+        if acked == 0 {
+            return;
+        }
+        let mss = s.mss.max(1) as u64;
+        let cwnd_segs = (s.cwnd_bytes / mss).max(1);
+        self.update(cwnd_segs, acked, mss, ack.now);
+        // Linux `tcp_cong_avoid_ai(tp, cnt, acked)`, in bytes. Credit
+        // accumulated under a larger cnt is applied gently: one segment.
+        let per_seg_bytes = self.cnt * mss;
+        if self.avoid_acked_bytes >= per_seg_bytes {
+            self.avoid_acked_bytes = 0;
+            s.cwnd_bytes += mss;
+        }
+        self.avoid_acked_bytes += acked;
+        if self.avoid_acked_bytes >= per_seg_bytes {
+            let segs = self.avoid_acked_bytes / per_seg_bytes;
+            self.avoid_acked_bytes -= segs * per_seg_bytes;
+            s.cwnd_bytes += segs * mss;
+        }
+    }
+
+    fn ssthresh(&mut self, s: &CcState, _bytes_in_flight: u64, _now: Instant) -> u64 {
+        let mss = s.mss.max(1) as u64;
+        let cwnd_segs = s.cwnd_bytes / mss;
+        self.epoch_start = None;
+        self.avoid_acked_bytes = 0;
+        self.w_max_segs = if self.cfg.fast_convergence && cwnd_segs < self.w_max_segs {
+            // W_max·(1 + β)/2
+            cwnd_segs * (BETA_DEN + BETA_NUM) / (2 * BETA_DEN)
+        } else {
+            cwnd_segs
+        };
+        (s.cwnd_bytes * BETA_NUM / BETA_DEN).max(2 * mss)
+    }
+
+    fn on_rto(&mut self, s: &mut CcState, bytes_in_flight: u64, now: Instant) {
+        s.ssthresh_bytes = self.ssthresh(s, bytes_in_flight, now);
+        s.cwnd_bytes = s.mss as u64;
+        self.reset(bytes_in_flight);
+        self.hystart.round_start = now;
+        self.hystart.last_ack = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::cc::testkit::{state, MSS};
+
+    fn ack(now_ns: u64, acked: u64, rtt: Duration) -> AckSample {
+        crate::cc::testkit::ack(now_ns, acked, Some(rtt))
+    }
+
+    /// One round trip: a window of single-segment ACKs spread over `rtt`,
+    /// each with RTT sample `rtt`. Returns the time after the round.
+    fn round(c: &mut Cubic, s: &mut CcState, start_ns: u64, rtt: Duration) -> u64 {
+        let n = (s.cwnd_bytes / MSS).max(1);
+        let step = rtt.as_ns() / n;
+        for i in 0..n {
+            let mut a = ack(start_ns + i * step, MSS, rtt);
+            a.bytes_in_flight = s.cwnd_bytes.saturating_sub(MSS);
+            c.on_ack(s, &a);
+        }
+        start_ns + rtt.as_ns()
+    }
+
+    fn no_hystart() -> Cubic {
+        Cubic::new(CubicConfig {
+            hystart: false,
+            ..CubicConfig::default()
+        })
+    }
+
+    /// Lose at `cwnd_segs` and leave recovery: cwnd = ssthresh.
+    fn lose(c: &mut Cubic, s: &mut CcState, now_ns: u64) {
+        s.ssthresh_bytes = c.ssthresh(s, s.cwnd_bytes, Instant::from_ns(now_ns));
+        c.on_recovery_exit(s, Instant::from_ns(now_ns));
+    }
+
+    #[test]
+    fn integer_cube_root_is_exact() {
+        for x in [0u128, 1, 7, 8, 26, 27, 1_000_000, 999_999] {
+            let r = icbrt(x) as u128;
+            assert!(r * r * r <= x && (r + 1) * (r + 1) * (r + 1) > x, "{x}");
+        }
+        assert_eq!(icbrt(u128::MAX), 6_981_463_658_331);
+    }
+
+    #[test]
+    fn k_and_w_cubic_match_the_rfc_formula() {
+        // W_max = 100, cwnd = 70: K = cbrt(30 / 0.4) = cbrt(75) s.
+        let k = cubic_k(30);
+        let want_k = 75f64.cbrt();
+        assert!((k.as_secs_f64() - want_k).abs() < 1e-6, "K = {k}");
+        for t_ms in [0u64, 500, 1000, 2000, 4217, 6000, 9000, 20_000] {
+            let t = Duration::from_ms(t_ms);
+            let secs = t_ms as f64 / 1000.0;
+            let want = 0.4 * (secs - want_k).powi(3) + 100.0;
+            let got = w_cubic_segs(100, k, t) as f64;
+            assert!(
+                (got - want.max(0.0)).abs() <= 1.0,
+                "t={t_ms}ms got {got} want {want}"
+            );
+        }
+        // Concave below K, plateau at K, convex beyond.
+        assert!(w_cubic_segs(100, k, Duration::from_secs(1)) < 100);
+        assert_eq!(w_cubic_segs(100, k, k), 100);
+        assert!(w_cubic_segs(100, k, Duration::from_secs(8)) > 100);
+        // ⌊K⌋ makes C·K³ a hair below 30: W(0) rounds to 71.
+        assert!((70..=71).contains(&w_cubic_segs(100, k, Duration::ZERO)));
+    }
+
+    #[test]
+    fn loss_leaves_seven_tenths_of_the_window_and_sets_w_max() {
+        let mut c = no_hystart();
+        let mut s = state(100, 50);
+        lose(&mut c, &mut s, 0);
+        assert_eq!(s.cwnd_bytes, 70 * MSS);
+        assert_eq!(s.ssthresh_bytes, 70 * MSS);
+        assert_eq!(c.w_max_segs(), 100);
+        // The next epoch's K climbs back to W_max = 100 from 70.
+        round(&mut c, &mut s, 1_000_000, Duration::from_ms(100));
+        assert!((c.k().as_secs_f64() - 75f64.cbrt()).abs() < 1e-6);
+        // Floor of two segments.
+        let tiny = state(2, 1);
+        assert_eq!(c.ssthresh(&tiny, 0, Instant::ZERO), 2 * MSS);
+    }
+
+    #[test]
+    fn window_follows_the_cubic_curve_at_long_rtt() {
+        // RTT 100 ms, W_max 1000: the cubic term dominates W_est.
+        let mut c = no_hystart();
+        let mut s = state(1000, 500);
+        lose(&mut c, &mut s, 0);
+        let rtt = Duration::from_ms(100);
+        let mut now = 0;
+        let k = 750f64.cbrt(); // K for a 300-segment gap, ≈ 9.09 s
+        while now < 12_000_000_000 {
+            now = round(&mut c, &mut s, now, rtt);
+        }
+        let t = now as f64 / 1e9;
+        let want = 0.4 * (t - k).powi(3) + 1000.0;
+        let got = (s.cwnd_bytes / MSS) as f64;
+        assert!((got - want).abs() < 0.02 * want, "got {got} want {want}");
+        assert!(got > 1000.0, "past K the window is convex above W_max");
+    }
+
+    #[test]
+    fn reno_friendly_region_dominates_at_small_rtt() {
+        // RTT 1 ms, W_max 100: after 2 s the cubic curve has barely moved
+        // (K ≈ 4.2 s) but 2000 rounds of Reno-like growth at α = 9/17 add
+        // about 1000 segments.
+        let mut c = no_hystart();
+        let mut s = state(100, 50);
+        lose(&mut c, &mut s, 0);
+        let rtt = Duration::from_ms(1);
+        let mut now = 0;
+        let mut rounds = 0u64;
+        while now < 2_000_000_000 {
+            now = round(&mut c, &mut s, now, rtt);
+            rounds += 1;
+        }
+        let cwnd = s.cwnd_bytes / MSS;
+        let cubic = w_cubic_segs(100, cubic_k(30), Duration::from_ns(now));
+        assert!(cubic <= 100, "cubic still concave: {cubic}");
+        let reno_est = 70 + rounds * ALPHA_NUM / ALPHA_DEN;
+        assert!(cwnd > 400, "cwnd {cwnd} must follow W_est, not W_cubic");
+        assert!(
+            cwnd.abs_diff(reno_est) < reno_est / 10,
+            "cwnd {cwnd} vs W_est {reno_est}"
+        );
+    }
+
+    #[test]
+    fn fast_convergence_lowers_w_max_when_losing_below_it() {
+        let mut c = no_hystart();
+        let mut s = state(100, 50);
+        lose(&mut c, &mut s, 0);
+        s.cwnd_bytes = 90 * MSS; // lost again before reaching W_max = 100
+        lose(&mut c, &mut s, 1);
+        assert_eq!(c.w_max_segs(), 76, "90·(1+0.7)/2 = 76.5");
+        let mut plain = Cubic::new(CubicConfig {
+            fast_convergence: false,
+            hystart: false,
+            ..CubicConfig::default()
+        });
+        let mut s = state(100, 50);
+        lose(&mut plain, &mut s, 0);
+        s.cwnd_bytes = 90 * MSS;
+        lose(&mut plain, &mut s, 1);
+        assert_eq!(plain.w_max_segs(), 90);
+    }
+
+    #[test]
+    fn growth_is_at_most_one_and_a_half_windows_per_rtt() {
+        let mut c = no_hystart();
+        let mut s = state(100, 50);
+        lose(&mut c, &mut s, 0);
+        // Start the epoch, then jump 60 s ahead: the target is far above.
+        let rtt = Duration::from_ms(50);
+        round(&mut c, &mut s, 0, rtt);
+        let before = s.cwnd_bytes;
+        round(&mut c, &mut s, 60_000_000_000, rtt);
+        assert!(s.cwnd_bytes > before);
+        assert!(
+            s.cwnd_bytes <= before * 3 / 2 + MSS,
+            "{before} → {}",
+            s.cwnd_bytes
+        );
+    }
+
+    #[test]
+    fn no_growth_in_recovery_or_when_not_window_limited() {
+        let mut c = no_hystart();
+        let mut s = state(100, 50);
+        let mut a = ack(0, 10 * MSS, Duration::from_ms(10));
+        a.in_recovery = true;
+        c.on_ack(&mut s, &a);
+        a.in_recovery = false;
+        a.cwnd_limited = false;
+        c.on_ack(&mut s, &a);
+        assert_eq!(s.cwnd_bytes, 100 * MSS);
+        let mut ss = state(10, 100);
+        c.on_ack(&mut ss, &a);
+        assert_eq!(ss.cwnd_bytes, 10 * MSS, "nor in slow start");
+    }
+
+    #[test]
+    fn slow_start_doubles_then_hands_over_at_ssthresh() {
+        let mut c = no_hystart();
+        let mut s = state(10, 30);
+        round(&mut c, &mut s, 0, Duration::from_ms(10));
+        assert_eq!(s.cwnd_bytes, 20 * MSS);
+        round(&mut c, &mut s, 10_000_000, Duration::from_ms(10));
+        // 10 segments to ssthresh, then congestion avoidance (W_max = 0:
+        // cnt ≤ 20, so at most 1 more segment from the other 10).
+        assert!(s.cwnd_bytes >= 30 * MSS && s.cwnd_bytes <= 31 * MSS);
+    }
+
+    #[test]
+    fn hystart_delay_increase_ends_slow_start() {
+        let mut c = Cubic::new(CubicConfig {
+            hystart_ack_train: false,
+            ..CubicConfig::default()
+        });
+        let mut s = state(10, u64::MAX / MSS);
+        c.init(&mut s, Instant::ZERO);
+        let base = Duration::from_ms(40);
+        let mut now = 0;
+        // Unloaded rounds: no exit while the RTT stays at the base.
+        for _ in 0..3 {
+            now = round(&mut c, &mut s, now, base);
+        }
+        assert!(s.in_slow_start(), "cwnd {}", s.cwnd_bytes);
+        // Queueing adds 10 ms > max(4 ms, 40/8 ms): slow start ends.
+        round(&mut c, &mut s, now, Duration::from_ms(50));
+        assert!(!s.in_slow_start());
+        assert!(c.hystart.found);
+        // 80 segments after three doublings; exit after 8 loaded samples.
+        assert!((80 * MSS..90 * MSS).contains(&s.ssthresh_bytes));
+    }
+
+    #[test]
+    fn hystart_delay_ignores_increase_below_threshold() {
+        let mut c = Cubic::new(CubicConfig {
+            hystart_ack_train: false,
+            ..CubicConfig::default()
+        });
+        let mut s = state(16, u64::MAX / MSS);
+        let mut now = round(&mut c, &mut s, 0, Duration::from_ms(40));
+        // +3 ms < 5 ms threshold (40/8 clamped to [4, 16] ms).
+        now = round(&mut c, &mut s, now, Duration::from_ms(43));
+        round(&mut c, &mut s, now, Duration::from_ms(43));
+        assert!(s.in_slow_start());
+    }
+
+    #[test]
+    fn hystart_ack_train_ends_slow_start_when_the_train_spans_half_an_rtt() {
+        let mut c = Cubic::new(CubicConfig {
+            hystart_delay: false,
+            ..CubicConfig::default()
+        });
+        let mut s = state(64, u64::MAX / MSS);
+        // 64 ACKs 1 ms apart at RTT 40 ms: the train outlasts 20 ms.
+        let rtt = Duration::from_ms(40);
+        for i in 0..64u64 {
+            let mut a = ack(i * 1_000_000, MSS, rtt);
+            a.bytes_in_flight = 64 * MSS;
+            c.on_ack(&mut s, &a);
+            if !s.in_slow_start() {
+                assert!(i >= 20, "exit after {i} ms");
+                return;
+            }
+        }
+        panic!("ACK train not detected");
+    }
+
+    #[test]
+    fn rto_resets_to_one_segment_and_forgets_w_max() {
+        let mut c = Cubic::default();
+        let mut s = state(100, 50);
+        c.on_rto(&mut s, 100 * MSS, Instant::from_ns(5));
+        assert_eq!(s.cwnd_bytes, MSS);
+        assert_eq!(s.ssthresh_bytes, 70 * MSS);
+        assert_eq!(c.w_max_segs(), 0);
+        assert!(!c.hystart.found);
+    }
+}
