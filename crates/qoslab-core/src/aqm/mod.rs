@@ -1,0 +1,158 @@
+//! Active queue management: FIFOs that drop (or mark) before they are full.
+//!
+//! Every AQM here implements the [`Shaper`] contract with no release
+//! schedule (`next_ready` is `now` whenever a packet waits), so a link
+//! drains an AQM like a plain FIFO and a scheduler can hold one per class.
+//! Each keeps `(Packet, enqueue instant)` internally for sojourn times.
+//!
+//! Members, one file each, each citing its source:
+//! - [`codel`] — CoDel, RFC 8289 + Linux `codel_impl.h` / `sch_codel.c`
+//!   (kind `codel`). Its state machine [`codel::CodelState`] is reusable per
+//!   flow (FQ-CoDel).
+//!
+//! Drops at enqueue come back as [`Dropped`] from `enqueue`; the forced
+//! (tail) and early (probabilistic) kinds are told apart by each AQM's
+//! [`AqmCounters`]. AQMs that drop at dequeue (CoDel) return `None` from
+//! `dequeue` when every waiting packet was dropped, and hand the dropped
+//! packets out through `take_dropped`, which the caller must drain.
+//! Until [`crate::shaper::DropReason`] grows an AQM variant, every AQM drop
+//! is reported as `DropReason::QueueFull`.
+//!
+//! Marks: packets carry no ECN field yet, so an AQM configured for ECN
+//! treats every packet as ECN-capable — it counts a mark and transmits.
+//!
+//! Hot paths dispatch through the [`AnyAqm`] enum (no `Box<dyn>`).
+
+pub mod codel;
+
+use crate::packet::Packet;
+use crate::params::{ConfigError, Params};
+use crate::shaper::{Dropped, Shaper};
+use crate::time::Instant;
+
+pub use codel::{Codel, CodelParams, CodelQueue, CodelState, CodelStats};
+
+/// Drop and mark counters common to all AQMs, cumulative.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AqmCounters {
+    /// Refused because the queue was at its hard limit (tc `pdrop`,
+    /// CoDel `drop_overlimit`).
+    pub tail_drops: u64,
+    pub tail_drop_bytes: u64,
+    /// Dropped by the algorithm: RED/PIE probabilistic drops, CoDel
+    /// control-law drops.
+    pub early_drops: u64,
+    pub early_drop_bytes: u64,
+    /// RED/RIO: dropped because the average was above `max` (tc
+    /// `forced_drop`).
+    pub forced_drops: u64,
+    pub forced_drop_bytes: u64,
+    /// Packets marked (ECN) instead of dropped; transmitted.
+    pub marks: u64,
+}
+
+/// A packet limit: `1000`, `1000p`; defaults to `default` when absent.
+pub(crate) fn parse_limit_packets(
+    p: &mut Params,
+    key: &'static str,
+    default: u32,
+) -> Result<u32, ConfigError> {
+    match p.opt_packets(key)? {
+        None => Ok(default),
+        Some(n) => u32::try_from(n)
+            .map_err(|_| ConfigError::new(key, format!("{n} packets is above 4294967295"))),
+    }
+}
+
+/// Every AQM, for enum dispatch.
+#[derive(Clone, Debug)]
+pub enum AnyAqm {
+    Codel(Codel),
+}
+
+/// (kind, one-line description) of every AQM [`AnyAqm::from_params`] builds.
+pub const AQM_KINDS: &[(&str, &str)] = &[(
+    "codel",
+    "CoDel (RFC 8289, Linux sch_codel): limit (packets, 1000), target (5ms), interval (100ms), ce-threshold, ecn, mtu",
+)];
+
+impl AnyAqm {
+    /// Builds AQM `kind` from string parameters and rejects unknown keys.
+    pub fn from_params(kind: &str, mut p: Params) -> Result<Self, ConfigError> {
+        let kind = kind.to_ascii_lowercase();
+        let a = match kind.as_str() {
+            "codel" => AnyAqm::Codel(Codel::from_params(&mut p)?),
+            other => return Err(crate::meter::unknown_kind("aqm", other, AQM_KINDS)),
+        };
+        p.finish()?;
+        Ok(a)
+    }
+
+    /// Drop and mark counters.
+    pub fn counters(&self) -> AqmCounters {
+        match self {
+            AnyAqm::Codel(a) => a.counters(),
+        }
+    }
+
+    /// Packets dropped at dequeue since the last call (CoDel), oldest first.
+    pub fn take_dropped(&mut self) -> impl Iterator<Item = Dropped> + '_ {
+        match self {
+            AnyAqm::Codel(a) => a.take_dropped(),
+        }
+    }
+}
+
+impl Shaper for AnyAqm {
+    #[inline]
+    fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
+        match self {
+            AnyAqm::Codel(a) => a.enqueue(now, pkt),
+        }
+    }
+    #[inline]
+    fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        match self {
+            AnyAqm::Codel(a) => a.dequeue(now),
+        }
+    }
+    #[inline]
+    fn next_ready(&self, now: Instant) -> Option<Instant> {
+        match self {
+            AnyAqm::Codel(a) => a.next_ready(now),
+        }
+    }
+    #[inline]
+    fn backlog_packets(&self) -> usize {
+        match self {
+            AnyAqm::Codel(a) => a.backlog_packets(),
+        }
+    }
+    #[inline]
+    fn backlog_bytes(&self) -> u64 {
+        match self {
+            AnyAqm::Codel(a) => a.backlog_bytes(),
+        }
+    }
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        match self {
+            AnyAqm::Codel(a) => a.describe(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_params_builds_each_kind_and_rejects_unknown() {
+        let a = AnyAqm::from_params("CoDel", Params::new("codel", [("target", "5ms")])).unwrap();
+        assert!(matches!(a, AnyAqm::Codel(_)));
+        let e =
+            AnyAqm::from_params("codel", Params::new("codel", [("targett", "5ms")])).unwrap_err();
+        assert!(e.message.contains("did you mean 'target'"), "{e}");
+        let e = AnyAqm::from_params("codl", Params::new("codl", [("a", "1")])).unwrap_err();
+        assert!(e.message.contains("did you mean 'codel'"), "{e}");
+    }
+}
