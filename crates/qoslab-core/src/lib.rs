@@ -18,19 +18,26 @@
 //! - [`bucket`] — the exact token bucket shared by the RFC meters.
 //! - [`meter`] — meters and policers (`on_packet(now, &pkt) -> Verdict`).
 //! - [`shaper`] — shapers (`enqueue` / `dequeue` / `next_ready`).
+//! - [`queue`] — plain queues on the same contract (FIFO, tail or head drop).
 //! - [`aqm`] — active queue management on the same contract (RED, RIO/WRED,
 //!   CoDel, PIE).
+//! - [`classify`] — filters: u32-like 5-tuple, DSCP, colour, flow hash.
+//! - [`sched`] — schedulers and the policy tree (PRIO, DRR, WFQ, SFQ,
+//!   HTB, FQ-CoDel); every node is a [`Shaper`], so a tree is one too.
 //! - [`drive`] — run a whole trace through a meter or a shaper.
 //! - [`rng`] — seeded, portable randomness for probabilistic markers.
 
 pub mod aqm;
 pub mod bucket;
+pub mod classify;
 pub mod drive;
 pub mod meter;
 pub mod packet;
 pub mod params;
 pub mod parse;
+pub mod queue;
 pub mod rng;
+pub mod sched;
 pub mod shaper;
 pub mod time;
 pub mod units;

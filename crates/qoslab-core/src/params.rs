@@ -160,6 +160,10 @@ impl Params {
             .map(|v| Self::unit(key, &v, parse::parse_limit))
             .transpose()
     }
+    /// The raw string value (lists such as a priomap, parsed by the caller).
+    pub fn opt_str(&mut self, key: &'static str) -> Result<Option<String>, ConfigError> {
+        self.take(key)
+    }
     /// A plain non-negative integer (a seed, a packet count, a DSCP).
     pub fn opt_u64(&mut self, key: &'static str) -> Result<Option<u64>, ConfigError> {
         self.take(key)?

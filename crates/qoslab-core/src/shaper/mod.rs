@@ -33,6 +33,11 @@ pub enum DropReason {
     QueueFull,
     /// The packet can never conform (larger than the bucket / max size).
     TooBig,
+    /// A policer in front of a class dropped it ([`crate::sched::Metered`]).
+    Policed,
+    /// No filter matched and the scheduler has no default class (Linux
+    /// DRR drops such packets; HTB sends them to its direct queue).
+    Unclassified,
 }
 
 impl DropReason {
@@ -40,6 +45,8 @@ impl DropReason {
         match self {
             DropReason::QueueFull => "queue-full",
             DropReason::TooBig => "too-big",
+            DropReason::Policed => "policed",
+            DropReason::Unclassified => "unclassified",
         }
     }
 }

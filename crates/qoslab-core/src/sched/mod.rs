@@ -1,0 +1,87 @@
+//! Schedulers and the policy tree.
+//!
+//! A scheduler classifies each arriving packet into one of its classes and,
+//! on dequeue, picks which class sends next. Every scheduler implements
+//! [`Shaper`](crate::shaper::Shaper), and every class holds a
+//! [`tree::Child`] — itself any `Shaper` — so a whole policy (an HTB tree
+//! with SFQ leaves, a PRIO with a policed and shaped band, …) is one
+//! `Shaper` to the link that drives it.
+//!
+//! Members, one file each, each citing its source:
+//! - [`tree`] — composition: children, the default `pfifo` leaf, and
+//!   [`Metered`] (a policer in front of a class, MQC child `police`).
+//! - [`prio`] — strict priority bands with a priomap, Linux `sch_prio.c`.
+//! - [`drr`] — Deficit Round Robin, Linux `sch_drr.c` (Shreedhar & Varghese).
+//!
+//! Schedulers hold `Box<dyn Shaper + Send>` children (a tree is built once
+//! from a configuration, its node types are open), so they are neither
+//! `Clone` nor part of the [`AnyShaper`](crate::shaper::AnyShaper) enum.
+
+pub mod drr;
+pub mod prio;
+pub mod tree;
+
+pub use drr::Drr;
+pub use prio::Prio;
+pub use tree::{pfifo, Child, Metered, Pfifo};
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Shared harness for the fairness tests.
+    use crate::classify::{Classifier, Filters, TupleMatch};
+    use crate::packet::Packet;
+    use crate::shaper::Shaper;
+    use crate::time::Instant;
+
+    /// Flow `i`'s packet: `flow = i`, source port `i`, TCP.
+    pub fn flow_packet(id: u64, flow: usize, size: u32) -> Packet {
+        let mut p = Packet::new(id, size);
+        p.flow = flow as u32;
+        p.tuple.src_port = flow as u16;
+        p.tuple.src_addr = 0x0a00_0001;
+        p.tuple.dst_addr = 0x0a00_0002;
+        p.tuple.dst_port = 80;
+        p.tuple.protocol = 6;
+        p
+    }
+
+    /// Filters sending source port `i` to class `i`, for `i < n`.
+    pub fn flow_filters(n: usize) -> Filters {
+        (0..n).fold(Filters::new(), |f, i| {
+            f.push(
+                Classifier::Tuple(TupleMatch {
+                    src_port: (i as u16, 0xffff),
+                    ..Default::default()
+                }),
+                i,
+            )
+        })
+    }
+
+    /// Keeps every flow backlogged (`sizes[i]` is flow i's packet size,
+    /// eight packets queued each) and dequeues `n_out` packets, the clock
+    /// advancing one ns per byte; each departure is replaced by a packet of
+    /// the same flow. Returns each flow's share of the bytes sent.
+    pub fn backlogged_shares(q: &mut dyn Shaper, sizes: &[u32], n_out: usize) -> Vec<f64> {
+        let mut id = 0u64;
+        let mut now = Instant::ZERO;
+        for _ in 0..8 {
+            for (f, &s) in sizes.iter().enumerate() {
+                q.enqueue(now, flow_packet(id, f, s)).unwrap();
+                id += 1;
+            }
+        }
+        let mut bytes = vec![0u64; sizes.len()];
+        for _ in 0..n_out {
+            let t = q.next_ready(now).expect("backlogged").max(now);
+            let p = q.dequeue(t).expect("ready");
+            now = t + crate::time::Duration::from_ns(p.size_bytes as u64);
+            let f = p.flow as usize;
+            bytes[f] += p.size_bytes as u64;
+            let _ = q.enqueue(now, flow_packet(id, f, sizes[f]));
+            id += 1;
+        }
+        let total: u64 = bytes.iter().sum();
+        bytes.iter().map(|&b| b as f64 / total as f64).collect()
+    }
+}
