@@ -21,7 +21,13 @@
 //!   no newly acknowledged segment was ever retransmitted (Karn), else
 //!   from the oldest newly SACKed never-retransmitted segment, else from
 //!   the timestamp echo (RFC 7323 §4.1) when the ACK acknowledged data.
-//!   Each sample is reported to [`TcpIo::rtt_sample`].
+//!   These feed the RTO and `AckSample::rtt`.
+//! - [`TcpIo::rtt_sample`] gets Wireshark's `tcp.analysis.ack_rtt`
+//!   instead (epan/dissectors/packet-tcp.c, `tcp_analyze_sequence_number`):
+//!   for an ACK whose number equals the end of a data segment (or the
+//!   SYN), the time since that segment's *original* transmission, as a
+//!   capture at the sender would show it — no Karn filtering, so the ACK
+//!   that closes a hole reports the whole recovery time.
 //! - RTO, RFC 6298 §5 ([`super::rtt`]): started when data is sent and the
 //!   timer is off (5.1), stopped when everything is acknowledged (5.2),
 //!   restarted on every ACK of new data (5.3; RFC 6582 §4 calls this the
@@ -171,6 +177,7 @@ pub struct TcpSender {
     rto_at: Option<Instant>,
     syn_retransmitted: bool,
     syn_sent_at: Instant,
+    syn_first_sent_at: Option<Instant>,
     pacer: Pacer,
     pacing_wait: bool,
     /// `tcp_cwnd_validate` state.
@@ -213,6 +220,7 @@ impl TcpSender {
             rto_at: None,
             syn_retransmitted: false,
             syn_sent_at: Instant::ZERO,
+            syn_first_sent_at: None,
             pacer: Pacer::default(),
             pacing_wait: false,
             max_flight_bytes: 0,
@@ -244,6 +252,7 @@ impl TcpSender {
 
     fn send_syn(&mut self, now: Instant, io: &mut dyn TcpIo) {
         self.syn_sent_at = now;
+        self.syn_first_sent_at.get_or_insert(now);
         io.transmit(TcpHeader {
             seq: 0,
             flags: SYN,
@@ -354,11 +363,11 @@ impl TcpSender {
             None
         };
         match sample {
-            Some(r) => {
-                self.rtt.sample(r);
-                io.rtt_sample(r);
-            }
+            Some(r) => self.rtt.sample(r),
             None => self.rtt.syn_fallback(),
+        }
+        if let Some(t) = self.syn_first_sent_at {
+            io.rtt_sample(now.saturating_since(t));
         }
         self.rtt.reset_backoff();
         if self.syn_retransmitted {
@@ -464,9 +473,13 @@ impl TcpSender {
         let mut newly_acked = 0u64;
         let mut first_ackt: Option<Instant> = None;
         let mut retrans_acked = false;
+        let mut ack_rtt_from = None;
         if advanced {
             let rate = &mut self.rate;
             self.sb.ack_to(h.ack, |seg| {
+                if seg.end() == h.ack {
+                    ack_rtt_from = Some(seg.first_sent_at);
+                }
                 if seg.ever_retransmitted {
                     retrans_acked = true;
                 } else if first_ackt.is_none() {
@@ -494,7 +507,9 @@ impl TcpSender {
         }
         if let Some(r) = rtt {
             self.rtt.sample(r);
-            io.rtt_sample(r);
+        }
+        if let Some(t) = ack_rtt_from {
+            io.rtt_sample(now.saturating_since(t));
         }
 
         let is_dupack = if self.cfg.sack {
@@ -803,6 +818,7 @@ impl TcpSender {
             seq,
             len,
             sent_at: now,
+            first_sent_at: now,
             ever_retransmitted: false,
             retrans_in_flight: false,
             lost: false,
@@ -832,6 +848,7 @@ mod tests {
     use super::super::TcpReceiver;
     use super::*;
     use crate::cc::Reno;
+    use std::sync::{Arc, Mutex};
 
     const MSS: u64 = 1000;
 
@@ -903,9 +920,15 @@ mod tests {
         h.run_until(at_ms(1020));
         assert_eq!(h.sender.stats().established_at, Some(at_ms(1020)));
         assert_eq!(h.sender.stats().timeouts, 1);
-        assert!(
-            h.rtts.is_empty(),
+        assert_eq!(
+            h.sender.srtt(),
+            None,
             "Karn: no sample from a retransmitted SYN"
+        );
+        assert_eq!(
+            h.rtts,
+            vec![(at_ms(1020), ms(1020))],
+            "Wireshark: from the first SYN"
         );
         assert_eq!(h.sender.rto(), ms(3000), "RFC 6298 §5.7");
         assert_eq!(h.data_sent().len(), 1, "RFC 5681 §3.1: IW = 1 segment");
@@ -1028,47 +1051,92 @@ mod tests {
         assert!(h.sender.cwnd_bytes() >= MSS);
     }
 
-    #[test]
-    fn karn_no_sample_from_ack_of_retransmission() {
-        let c = cfg(RecoveryKind::Reno);
-        let mut h = harness(&c, AppLimit::Bytes(200_000), Some(8_000_000));
+    /// Reno that records every AckSample it is given.
+    struct Spy {
+        inner: Reno,
+        log: Arc<Mutex<Vec<AckSample>>>,
+    }
+
+    impl CongestionControl for Spy {
+        fn name(&self) -> &'static str {
+            "spy"
+        }
+        fn on_ack(&mut self, s: &mut CcState, ack: &AckSample) {
+            self.log.lock().unwrap().push(*ack);
+            self.inner.on_ack(s, ack);
+        }
+        fn ssthresh(&mut self, s: &CcState, flight: u64, now: Instant) -> u64 {
+            self.inner.ssthresh(s, flight, now)
+        }
+    }
+
+    fn spied(c: &TcpConfig, app: AppLimit) -> (Harness, Arc<Mutex<Vec<AckSample>>>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let spy = Spy {
+            inner: Reno::new(),
+            log: log.clone(),
+        };
+        let s = TcpSender::new(c, Box::new(spy), app);
+        let mut h = Harness::new(s, TcpReceiver::new(c), ms(10));
+        h.header_bytes = c.header_bytes;
+        h.bottleneck = Some(Rate::from_bps(8_000_000));
         h.drops = vec![(seg(60), 1)];
         h.start();
         h.run_to_done(at_ms(20_000));
-        let hole_ack = h
+        (h, log)
+    }
+
+    /// The ACK that closes the hole: its arrival time at the sender.
+    fn hole_ack_at(h: &Harness) -> Instant {
+        let t = h
             .acks()
             .into_iter()
             .find(|(_, a)| a.ack > seg(60))
-            .map(|(t, _)| t + ms(10))
-            .unwrap();
+            .unwrap()
+            .0;
+        t + ms(10)
+    }
+
+    #[test]
+    fn karn_no_sample_from_ack_of_retransmission() {
+        let (h, log) = spied(&cfg(RecoveryKind::Reno), AppLimit::Bytes(200_000));
+        let at = hole_ack_at(&h);
+        let log = log.lock().unwrap();
+        let hole = log.iter().find(|a| a.now == at).unwrap();
+        assert_eq!(hole.rtt, None, "Karn: the ACK covers a retransmission");
         assert!(
-            !h.rtts.iter().any(|(t, _)| *t == hole_ack),
-            "sample at {hole_ack}"
+            log.iter().any(|a| a.now > at && a.rtt.is_some()),
+            "samples resume"
         );
-        assert!(h.rtts.iter().any(|(t, _)| *t > hole_ack), "samples resume");
+        // Wireshark's ack_rtt still reports it, against the original
+        // transmission of the segment the ACK ends at.
+        let wire = h.rtts.iter().find(|(t, _)| *t == at).unwrap().1;
+        assert!(wire > ms(40), "{wire}");
     }
 
     #[test]
     fn timestamps_give_a_sample_for_the_retransmission() {
         let mut c = cfg(RecoveryKind::Sack);
         c.header_bytes = 52;
-        let mut h = harness(&c, AppLimit::Bytes(200_000), Some(8_000_000));
-        h.drops = vec![(seg(60), 1)];
-        h.start();
-        h.run_to_done(at_ms(20_000));
+        let (h, log) = spied(&c, AppLimit::Bytes(200_000));
         let rtx_at = h.data_sent().into_iter().find(|d| d.2).unwrap().0;
-        let hole_ack = h
-            .acks()
-            .into_iter()
-            .find(|(_, a)| a.ack > seg(60))
-            .map(|(t, _)| t + ms(10))
-            .unwrap();
-        let sample = h.rtts.iter().find(|(t, _)| *t == hole_ack).unwrap().1;
-        assert_eq!(
-            sample,
-            hole_ack - rtx_at,
-            "timed against the retransmission"
-        );
+        let at = hole_ack_at(&h);
+        let log = log.lock().unwrap();
+        let hole = log.iter().find(|a| a.now == at).unwrap();
+        assert_eq!(hole.rtt, Some(at - rtx_at), "timed by the echoed TSval");
+    }
+
+    #[test]
+    fn wireshark_ack_rtt_is_timed_against_the_segment_acked() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.delayed_ack = Some(ms(40));
+        c.quickack_segments = 0;
+        let mut h = harness(&c, AppLimit::Bytes(2_000), None);
+        h.start();
+        h.run_to_done(at_ms(1_000));
+        // SYN at 0, SYN-ACK back at 20; both segments sent at 20, ACKed
+        // together (2nd full segment) at 30, back at 40.
+        assert_eq!(h.rtts, vec![(at_ms(20), ms(20)), (at_ms(40), ms(20))]);
     }
 
     /// Windows-10-like receiver: 64512 bytes, no scaling. The flow is
