@@ -18,6 +18,7 @@
 //! - [`bucket`] — the exact token bucket shared by the RFC meters.
 //! - [`meter`] — meters and policers (`on_packet(now, &pkt) -> Verdict`).
 //! - [`shaper`] — shapers (`enqueue` / `dequeue` / `next_ready`).
+//! - [`queue`] — plain queues on the same contract (FIFO, tail or head drop).
 //! - [`aqm`] — active queue management on the same contract (RED, RIO/WRED,
 //!   CoDel, PIE).
 //! - [`classify`] — filters: u32-like 5-tuple, DSCP, colour, flow hash.
@@ -34,6 +35,7 @@ pub mod meter;
 pub mod packet;
 pub mod params;
 pub mod parse;
+pub mod queue;
 pub mod rng;
 pub mod sched;
 pub mod shaper;

@@ -14,10 +14,21 @@
 //! - [`tcp`] — sans-I/O TCP sender and receiver state machines.
 //! - [`run`] — the entry point.
 
+mod arena;
 pub mod cc;
 pub mod config;
+mod engine;
+mod link;
+mod net;
+mod policy;
 pub mod result;
+mod sim;
+mod stats;
 pub mod tcp;
+#[cfg(test)]
+mod testutil;
+mod timer;
+mod traffic;
 
 pub use config::SimConfig;
 pub use result::SimResult;
@@ -60,9 +71,5 @@ pub fn run(
     config: &SimConfig,
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<SimResult, SimError> {
-    let _ = (config, progress);
-    Err(SimError::Config {
-        path: "simulator".into(),
-        message: "the engine is not built yet".into(),
-    })
+    sim::Sim::new(config)?.run(progress)
 }

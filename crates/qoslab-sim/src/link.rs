@@ -1,0 +1,129 @@
+//! One direction of a point-to-point link: its queue (or shaper), its
+//! transmitter and its wire.
+//!
+//! A packet handed to the direction goes through the optional egress
+//! policer, then into [`EgressQueue`]. When the transmitter is idle it pulls
+//! the head (`dequeue(now)`); a packet of `L` bytes occupies it for
+//! `⌈8·L·10⁹ / rate⌉` ns (serialization, [`Rate::tx_time`]) and reaches the
+//! far end `delay` ns after its last bit left. Random loss (`loss_ppm`)
+//! is drawn per packet from the direction's own RNG stream when the packet
+//! is put on the wire. A shaper that holds packets but releases none now
+//! says when it will ([`EgressQueue::next_ready`]); the transmitter asks the
+//! sending node's timer to wake it then ([`crate::timer`]).
+//!
+//! The state machine lives in `crate::sim` (it needs the event queue and
+//! the packet arena); this module holds the per-direction state.
+
+use crate::config::TimerSpec;
+use crate::policy::EgressQueue;
+use qoslab_core::rng::Rng;
+use qoslab_core::{Bytes, Rate};
+
+/// "No wake-up armed".
+pub const NEVER_NS: u64 = u64::MAX;
+
+/// Runtime state of one link direction.
+#[derive(Clone, Debug)]
+pub struct Link {
+    pub to: u32,
+    pub rate: Rate,
+    pub delay_ns: u64,
+    pub loss_ppm: u32,
+    pub rng: Rng,
+    pub queue: EgressQueue,
+    /// Policy index of an egress policer in front of the queue.
+    pub egress_policer: Option<u32>,
+    /// Policy index that reports this direction's queue.
+    pub queue_policy: Option<u32>,
+    /// Policy index of the policer on `to`'s ingress for these packets.
+    pub ingress_policer: Option<u32>,
+    /// The sending node's timer (shaper wake-ups).
+    pub timer: TimerSpec,
+    /// The transmitter is serializing until then.
+    pub busy_until_ns: u64,
+    /// A `TxDone` event is pending.
+    pub pull_armed: bool,
+    /// The pending shaper wake-up, or [`NEVER_NS`].
+    pub wake_at_ns: u64,
+    /// 8·10⁹ / rate when that is a whole number of ns per byte (fast path).
+    ns_per_byte: Option<u64>,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub lost_packets: u64,
+}
+
+impl Link {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        to: u32,
+        rate: Rate,
+        delay_ns: u64,
+        loss_ppm: u32,
+        rng: Rng,
+        queue: EgressQueue,
+        timer: TimerSpec,
+    ) -> Link {
+        let bps = rate.bps();
+        let ns_per_byte = (bps > 0 && 8_000_000_000 % bps == 0).then(|| 8_000_000_000 / bps);
+        Link {
+            to,
+            rate,
+            delay_ns,
+            loss_ppm,
+            rng,
+            queue,
+            egress_policer: None,
+            queue_policy: None,
+            ingress_policer: None,
+            timer,
+            busy_until_ns: 0,
+            pull_armed: false,
+            wake_at_ns: NEVER_NS,
+            ns_per_byte,
+            tx_packets: 0,
+            tx_bytes: 0,
+            lost_packets: 0,
+        }
+    }
+
+    /// Serialization time of `size_bytes`, rounded up to the next ns.
+    #[inline]
+    pub fn tx_time_ns(&self, size_bytes: u32) -> u64 {
+        match self.ns_per_byte {
+            Some(n) => n * size_bytes as u64,
+            None => self.rate.tx_time(Bytes::new(size_bytes as u64)).as_ns(),
+        }
+    }
+
+    /// Draws whether the packet now put on the wire is lost.
+    #[inline]
+    pub fn draw_loss(&mut self) -> bool {
+        self.loss_ppm > 0 && self.rng.chance(self.loss_ppm as u64, 1_000_000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qoslab_core::queue::{Fifo, FifoLimit};
+
+    fn link(bps: u64) -> Link {
+        Link::new(
+            1,
+            Rate::from_bps(bps),
+            0,
+            0,
+            Rng::new(1, 1),
+            EgressQueue::Fifo(Fifo::new(FifoLimit::Packets(1), false).unwrap()),
+            TimerSpec::default(),
+        )
+    }
+
+    #[test]
+    fn serialization_time_is_exact_and_rounds_up() {
+        assert_eq!(link(1_000_000_000).tx_time_ns(1500), 12_000);
+        assert_eq!(link(20_000_000).tx_time_ns(1500), 600_000);
+        assert_eq!(link(70_000_000).tx_time_ns(1500), 171_429); // 171428.57…
+        assert_eq!(link(3).tx_time_ns(1), 2_666_666_667);
+    }
+}

@@ -1,0 +1,862 @@
+//! The simulator: builds the model from a [`SimConfig`] and runs the event
+//! loop.
+//!
+//! Data flow of one packet: a source allocates it in the arena and hands it
+//! to its node → the route gives the outgoing direction → egress policer
+//! (drop / remark) → queue or shaper → transmitter (serialization) → wire
+//! (loss, propagation) → `Arrive` at the next node → ingress policer → either
+//! delivered to the destination's endpoint or routed on.
+
+use crate::arena::Arena;
+use crate::config::{PolicySpec, SimConfig, TrafficSpec};
+use crate::engine::EventQueue;
+use crate::link::{Link, NEVER_NS};
+use crate::net::{cfg_err, Net, Routes, NO_ROUTE};
+use crate::policy::{self, EgressQueue, Policy};
+use crate::result::{Series, SimResult};
+use crate::stats::{self, FlowStat};
+use crate::tcp::TcpHeader;
+use crate::timer::fire_time_ns;
+use crate::traffic::ping::PingClock;
+use crate::traffic::udp::UdpClock;
+use crate::traffic::IP_UDP_HEADER_BYTES;
+use crate::{Progress, SimError};
+use qoslab_core::packet::FiveTuple;
+use qoslab_core::queue::{Fifo, FifoLimit};
+use qoslab_core::rng::Rng;
+use qoslab_core::{Action, Color, Instant, Packet};
+
+/// How often the progress callback runs (events).
+const PROGRESS_EVERY: u64 = 1 << 18;
+/// A packet that has crossed this many nodes is dropped (a routing loop).
+const MAX_HOPS: u8 = 64;
+/// RNG stream bases: link directions, traffic sources.
+const STREAM_LINK: u64 = 0x1_0000;
+const STREAM_SOURCE: u64 = 0x2_0000_0000;
+
+/// What a packet is, for the endpoint that receives it.
+#[allow(dead_code)] // TCP kinds: wired when the TCP endpoints land
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Udp,
+    PingRequest,
+    PingReply,
+    /// TCP segment toward the receiver (data, SYN).
+    TcpToReceiver,
+    /// TCP segment toward the sender (ACK, SYN-ACK).
+    TcpToSender,
+}
+
+/// A packet in flight (arena slot).
+#[derive(Clone, Copy, Debug)]
+pub struct Pkt {
+    pub src: u32,
+    pub dst: u32,
+    pub flow: u32,
+    pub kind: Kind,
+    pub hops: u8,
+    pub dscp: u8,
+    pub color: Color,
+    pub size_bytes: u32,
+    /// Payload bytes delivered to the application on arrival.
+    pub payload_bytes: u32,
+    /// Departure time at the source (ping RTT).
+    pub sent_ns: u64,
+    pub seq: u32,
+    #[allow(dead_code)] // read by the TCP endpoints
+    pub tcp: TcpHeader,
+}
+
+impl Pkt {
+    /// The packet as conditioners see it. The 5-tuple is synthetic but
+    /// stable: node `n` is 10.0.x.y with x.y = n + 1, the flow picks the
+    /// source port, the service port is iperf3's 5201 (ICMP: ports 0).
+    #[inline]
+    pub fn core(&self, id: u32) -> Packet {
+        let (protocol, sport, dport) = match self.kind {
+            Kind::Udp => (17, 10_000u16.wrapping_add(self.flow as u16), 5201),
+            Kind::PingRequest | Kind::PingReply => (1, 0, 0),
+            Kind::TcpToReceiver => (6, 10_000u16.wrapping_add(self.flow as u16), 5201),
+            Kind::TcpToSender => (6, 5201, 10_000u16.wrapping_add(self.flow as u16)),
+        };
+        Packet {
+            id: id as u64,
+            flow: self.flow,
+            size_bytes: self.size_bytes,
+            dscp: self.dscp,
+            color: self.color,
+            tuple: FiveTuple {
+                src_addr: 0x0a00_0000 | (self.src + 1),
+                dst_addr: 0x0a00_0000 | (self.dst + 1),
+                src_port: sport,
+                dst_port: dport,
+                protocol,
+            },
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    TxDone(u32),
+    Arrive(u32, u32),
+    Wake(u32),
+    Source(u32),
+    Sample,
+}
+
+enum Clock {
+    Udp(UdpClock),
+    Ping(PingClock),
+}
+
+struct Source {
+    flow: u32,
+    clock: Clock,
+    size_bytes: u32,
+    payload_bytes: u32,
+    kind: Kind,
+    /// Sequence number of the send scheduled next (ping).
+    next_seq: u32,
+}
+
+/// Network-level counters (conservation checks, debugging).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetCounters {
+    pub created: u64,
+    pub delivered: u64,
+    pub dropped_policy: u64,
+    pub lost_link: u64,
+    pub dropped_loop: u64,
+}
+
+pub struct Sim {
+    duration_ns: u64,
+    name: String,
+    seed: u64,
+    record: crate::config::RecordSpec,
+    node_names: Vec<String>,
+    links: Vec<Link>,
+    routes: Routes,
+    policies: Vec<Policy>,
+    pkts: Arena<Pkt>,
+    q: EventQueue<Ev>,
+    now_ns: u64,
+    flows: Vec<FlowStat>,
+    sources: Vec<Source>,
+    series: Series,
+    pub counters: NetCounters,
+    events: u64,
+    /// Every delivery (time, flow, wire bytes), for the tests' window checks.
+    #[cfg(test)]
+    pub deliveries: Vec<(u64, u32, u32)>,
+}
+
+fn ns(d: qoslab_core::Duration) -> u64 {
+    d.as_ns()
+}
+
+impl Sim {
+    /// Validates `cfg` and builds the model.
+    pub fn new(cfg: &SimConfig) -> Result<Sim, SimError> {
+        if cfg.duration.as_ns() == 0 {
+            return Err(cfg_err("duration", "must be > 0"));
+        }
+        if stats::wants_samples(&cfg.record) && cfg.record.interval.as_ns() == 0 {
+            return Err(cfg_err("record.interval", "must be > 0"));
+        }
+        let net = Net::build(&cfg.topology)?;
+        let node_names: Vec<String> = net.nodes.iter().map(|n| n.name.clone()).collect();
+        let mut policies = Vec::new();
+        let mut ingress_policy = Vec::new();
+        for plan in &net.ingress {
+            let mut p = Policy::new(plan.name.clone(), plan.spec.kind.to_ascii_lowercase());
+            let pol = policy::build_policer(&plan.spec, &plan.path)?;
+            p.res.describe = policy::owned(pol.describe());
+            p.policer = Some(pol);
+            policies.push(p);
+            ingress_policy.push(policies.len() as u32 - 1);
+        }
+        let mut links = Vec::with_capacity(net.dirs.len());
+        for (i, d) in net.dirs.iter().enumerate() {
+            let name = format!("{} egress", net.dir_name(i as u32));
+            let device = || -> Result<Fifo, SimError> {
+                Fifo::new(FifoLimit::Packets(d.params.queue_limit_packets), false)
+                    .map_err(|e| cfg_err(format!("{}.queue_limit_packets", d.path), e.message))
+            };
+            let mut egress_policer = None;
+            let mut queue_policy = None;
+            let queue = match &d.egress {
+                None => {
+                    let q = EgressQueue::Fifo(device()?);
+                    if d.report_device_queue {
+                        let mut p = Policy::new(name, "fifo".into());
+                        p.res.describe = policy::owned(q.describe());
+                        p.queue_dir = Some(i as u32);
+                        policies.push(p);
+                        queue_policy = Some(policies.len() as u32 - 1);
+                    }
+                    q
+                }
+                Some(plan) => {
+                    let (q, mut p) = match &plan.spec {
+                        PolicySpec::Police(m) => {
+                            let pol = policy::build_policer(m, &plan.path)?;
+                            let mut p = Policy::new(name, m.kind.to_ascii_lowercase());
+                            p.res.describe = policy::owned(pol.describe());
+                            p.policer = Some(pol);
+                            (EgressQueue::Fifo(device()?), p)
+                        }
+                        PolicySpec::Shape(s) => {
+                            let sh = policy::build_shaper(s, &plan.path)?;
+                            let q = EgressQueue::Shaper(sh);
+                            let mut p = Policy::new(name, s.kind.to_ascii_lowercase());
+                            p.res.describe = policy::owned(q.describe());
+                            (q, p)
+                        }
+                        PolicySpec::Fifo(f) => {
+                            let q = EgressQueue::Fifo(policy::build_fifo(f, &plan.path)?);
+                            let mut p = Policy::new(name, "fifo".into());
+                            p.res.describe = policy::owned(q.describe());
+                            (q, p)
+                        }
+                    };
+                    p.queue_dir = Some(i as u32);
+                    let police = p.policer.is_some();
+                    policies.push(p);
+                    let idx = policies.len() as u32 - 1;
+                    queue_policy = Some(idx);
+                    if police {
+                        egress_policer = Some(idx);
+                    }
+                    q
+                }
+            };
+            let mut l = Link::new(
+                d.to,
+                d.params.rate,
+                ns(d.params.delay),
+                d.params.loss_ppm,
+                Rng::new(cfg.seed, STREAM_LINK + i as u64),
+                queue,
+                net.nodes[d.from as usize].timer,
+            );
+            l.egress_policer = egress_policer;
+            l.queue_policy = queue_policy;
+            l.ingress_policer = d.ingress.map(|k| ingress_policy[k]);
+            links.push(l);
+        }
+
+        let mut sim = Sim {
+            duration_ns: cfg.duration.as_ns(),
+            name: cfg.name.clone(),
+            seed: cfg.seed,
+            record: cfg.record,
+            node_names,
+            links,
+            routes: Routes::compute(&net, &[]),
+            policies,
+            pkts: Arena::new(),
+            q: EventQueue::new(),
+            now_ns: 0,
+            flows: Vec::new(),
+            sources: Vec::new(),
+            series: Series::default(),
+            counters: NetCounters::default(),
+            events: 0,
+            #[cfg(test)]
+            deliveries: Vec::new(),
+        };
+        let pairs = sim.add_traffic(cfg, &net)?;
+        let dsts: Vec<u32> = pairs.iter().flat_map(|&(_, a, b)| [a, b]).collect();
+        sim.routes = Routes::compute(&net, &dsts);
+        for &(i, a, b) in &pairs {
+            for (x, y) in [(a, b), (b, a)] {
+                sim.routes
+                    .path(&net, x, y)
+                    .map_err(|m| cfg_err(format!("traffic[{i}]"), m))?;
+            }
+        }
+        if stats::wants_samples(&sim.record) {
+            let iv = sim.record.interval.as_ns();
+            if iv <= sim.duration_ns {
+                sim.q.schedule(iv, Ev::Sample);
+            }
+        }
+        Ok(sim)
+    }
+
+    /// Expands the traffic specs into flows and sources; returns
+    /// (spec index, from, to) of every flow for route checks.
+    fn add_traffic(
+        &mut self,
+        cfg: &SimConfig,
+        net: &Net,
+    ) -> Result<Vec<(usize, u32, u32)>, SimError> {
+        let mut pairs = Vec::new();
+        for (i, t) in cfg.traffic.iter().enumerate() {
+            let path = |f: &str| format!("traffic[{i}].{f}");
+            let (flows, endpoints, schedule, label) = match t {
+                TrafficSpec::TcpBulk {
+                    flows,
+                    endpoints,
+                    schedule,
+                    label,
+                    ..
+                }
+                | TrafficSpec::UdpCbr {
+                    flows,
+                    endpoints,
+                    schedule,
+                    label,
+                    ..
+                }
+                | TrafficSpec::OnOff {
+                    flows,
+                    endpoints,
+                    schedule,
+                    label,
+                    ..
+                } => (*flows, endpoints, schedule, label),
+                TrafficSpec::Ping {
+                    endpoints,
+                    schedule,
+                    label,
+                    ..
+                } => (1, endpoints, schedule, label),
+            };
+            if flows == 0 {
+                return Err(cfg_err(path("flows"), "must be at least 1"));
+            }
+            let resolve =
+                |name: &Option<String>, field: &str, k: u32, dumbbell_prefix: &str, count: u32| {
+                    match name {
+                        Some(n) => net
+                            .node_index(n)
+                            .ok_or_else(|| cfg_err(path(field), format!("unknown node '{n}'"))),
+                        None => match &cfg.topology {
+                            crate::config::Topology::Dumbbell(_) => net
+                                .node_index(&format!("{dumbbell_prefix}{}", k % count))
+                                .ok_or_else(|| cfg_err(path(field), "no such dumbbell host")),
+                            crate::config::Topology::Explicit(_) => Err(cfg_err(
+                                path(field),
+                                "an explicit topology needs the node named",
+                            )),
+                        },
+                    }
+                };
+            let (ns_, nr) = match &cfg.topology {
+                crate::config::Topology::Dumbbell(d) => (d.senders.max(1), d.receivers.max(1)),
+                crate::config::Topology::Explicit(_) => (1, 1),
+            };
+            for k in 0..flows {
+                let from = resolve(&endpoints.from, "from", k, "s", ns_)?;
+                let to = resolve(&endpoints.to, "to", k, "d", nr)?;
+                if from == to {
+                    return Err(cfg_err(path("to"), "a flow from a node to itself"));
+                }
+                let start = ns(schedule.start)
+                    .saturating_add(ns(schedule.stagger).saturating_mul(k as u64));
+                let stop = schedule.stop.map_or(u64::MAX, ns);
+                let flow_id = self.flows.len() as u32;
+                let label = if label.is_empty() {
+                    default_label(t)
+                } else {
+                    label.clone()
+                };
+                pairs.push((i, from, to));
+                match t {
+                    TrafficSpec::UdpCbr {
+                        rate,
+                        payload_bytes,
+                        ..
+                    }
+                    | TrafficSpec::OnOff {
+                        rate,
+                        payload_bytes,
+                        ..
+                    } => {
+                        if rate.bps() == 0 {
+                            return Err(cfg_err(path("rate"), "must be > 0"));
+                        }
+                        check_payload(*payload_bytes, &path("payload_bytes"))?;
+                        let clock = match t {
+                            TrafficSpec::OnOff {
+                                on,
+                                off,
+                                exponential,
+                                ..
+                            } => {
+                                if on.as_ns() == 0 {
+                                    return Err(cfg_err(path("on"), "must be > 0"));
+                                }
+                                UdpClock::on_off(
+                                    start,
+                                    rate.bps(),
+                                    *payload_bytes,
+                                    ns(*on),
+                                    ns(*off),
+                                    *exponential,
+                                    Rng::new(cfg.seed, STREAM_SOURCE + flow_id as u64),
+                                )
+                            }
+                            _ => UdpClock::cbr(start, rate.bps(), *payload_bytes),
+                        };
+                        let f = FlowStat::new("udp", label, from, to, start, stop);
+                        self.add_source(f, Clock::Udp(clock), *payload_bytes, Kind::Udp);
+                    }
+                    TrafficSpec::Ping {
+                        interval,
+                        payload_bytes,
+                        ..
+                    } => {
+                        if interval.as_ns() == 0 {
+                            return Err(cfg_err(path("interval"), "must be > 0"));
+                        }
+                        check_payload(*payload_bytes, &path("payload_bytes"))?;
+                        let f = FlowStat::new("ping", label, from, to, start, stop);
+                        let clock = Clock::Ping(PingClock::new(start, ns(*interval)));
+                        self.add_source(f, clock, *payload_bytes, Kind::PingRequest);
+                    }
+                    TrafficSpec::TcpBulk { .. } => {
+                        return Err(cfg_err(
+                            path("kind"),
+                            "TCP endpoints are not in this build yet",
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(pairs)
+    }
+
+    /// Adds a UDP or ping flow and schedules its first packet.
+    fn add_source(&mut self, f: FlowStat, clock: Clock, payload_bytes: u32, kind: Kind) {
+        let mut s = Source {
+            flow: self.flows.len() as u32,
+            clock,
+            size_bytes: payload_bytes + IP_UDP_HEADER_BYTES,
+            payload_bytes,
+            kind,
+            next_seq: 0,
+        };
+        let (t, seq) = next_send(&mut s);
+        s.next_seq = seq;
+        if t < f.stop_ns && t < self.duration_ns {
+            self.q.schedule(t, Ev::Source(self.sources.len() as u32));
+        }
+        self.flows.push(f);
+        self.sources.push(s);
+    }
+}
+
+fn next_send(s: &mut Source) -> (u64, u32) {
+    match &mut s.clock {
+        Clock::Udp(c) => (c.next_ns(), 0),
+        Clock::Ping(p) => p.next(),
+    }
+}
+
+fn check_payload(b: u32, path: &str) -> Result<(), SimError> {
+    if b == 0 || b > 65_507 {
+        return Err(cfg_err(path, format!("{b} bytes: must be 1..=65507")));
+    }
+    Ok(())
+}
+
+fn default_label(t: &TrafficSpec) -> String {
+    match t {
+        TrafficSpec::TcpBulk { .. } => "bulk",
+        TrafficSpec::UdpCbr { .. } => "udp",
+        TrafficSpec::OnOff { .. } => "onoff",
+        TrafficSpec::Ping { .. } => "ping",
+    }
+    .into()
+}
+
+impl Sim {
+    /// Runs to the end (or until `progress` says stop).
+    pub fn run(
+        mut self,
+        progress: &mut dyn FnMut(Progress) -> bool,
+    ) -> Result<SimResult, SimError> {
+        self.run_loop(progress)?;
+        Ok(self.finish())
+    }
+
+    /// The event loop; leaves the model in its end state.
+    pub fn run_loop(&mut self, progress: &mut dyn FnMut(Progress) -> bool) -> Result<(), SimError> {
+        let end = self.duration_ns;
+        while let Some((t, ev)) = self.q.pop_until(end) {
+            self.now_ns = t;
+            self.events += 1;
+            match ev {
+                Ev::Arrive(d, id) => self.on_arrive(d, id),
+                Ev::TxDone(d) => {
+                    self.links[d as usize].pull_armed = false;
+                    self.kick(d);
+                }
+                Ev::Wake(d) => {
+                    let l = &mut self.links[d as usize];
+                    if l.wake_at_ns == t {
+                        l.wake_at_ns = NEVER_NS;
+                        self.kick(d);
+                    }
+                }
+                Ev::Source(s) => self.on_source(s),
+                Ev::Sample => self.on_sample(),
+            }
+            if self.events % PROGRESS_EVERY == 0 && !progress(self.progress()) {
+                return Err(SimError::Cancelled);
+            }
+        }
+        self.now_ns = end;
+        if !progress(self.progress()) {
+            return Err(SimError::Cancelled);
+        }
+        Ok(())
+    }
+
+    fn progress(&self) -> Progress {
+        Progress {
+            sim_time_ns: self.now_ns,
+            duration_ns: self.duration_ns,
+            events: self.events,
+        }
+    }
+
+    #[inline]
+    fn drop_pkt(&mut self, id: u32) {
+        self.pkts.free(id);
+    }
+
+    /// Hands packet `id` to the route out of `node`.
+    #[inline]
+    fn forward(&mut self, node: u32, id: u32) {
+        let dst = self.pkts.get(id).dst;
+        let d = self.routes.next(node, dst);
+        if d == NO_ROUTE {
+            // Validated for every flow's endpoints; unreachable in practice.
+            self.counters.dropped_loop += 1;
+            self.drop_pkt(id);
+            return;
+        }
+        self.enqueue(d, id);
+    }
+
+    /// Egress of direction `d`: policer, then queue, then the transmitter.
+    fn enqueue(&mut self, d: u32, id: u32) {
+        let now = Instant::from_ns(self.now_ns);
+        let l = &mut self.links[d as usize];
+        let data = self.pkts.get_mut(id);
+        let mut p = data.core(id);
+        if let Some(pi) = l.egress_policer {
+            let pol = &mut self.policies[pi as usize];
+            let v = pol.police(now, &p);
+            match v.action {
+                Action::Drop => {
+                    pol.count_drop(p.size_bytes);
+                    self.counters.dropped_policy += 1;
+                    self.pkts.free(id);
+                    return;
+                }
+                Action::SetDscp(x) => {
+                    p.dscp = x;
+                    data.dscp = x;
+                }
+                Action::Transmit => {}
+            }
+            p.color = v.color;
+            data.color = v.color;
+        } else if let Some(qp) = l.queue_policy {
+            self.policies[qp as usize].count_in_green(p.size_bytes);
+        }
+        if let Err(dr) = l.queue.enqueue(now, p) {
+            if let Some(qp) = l.queue_policy {
+                self.policies[qp as usize].count_drop(dr.packet.size_bytes);
+            }
+            self.counters.dropped_policy += 1;
+            self.pkts.free(dr.packet.id as u32);
+        }
+        if let Some(qp) = l.queue_policy {
+            let (qp_n, qb) = (l.queue.backlog_packets(), l.queue.backlog_bytes());
+            self.policies[qp as usize].observe_queue(qp_n, qb);
+        }
+        self.kick(d);
+    }
+
+    /// Starts the next transmission on `d` if the transmitter is idle, or
+    /// arranges to come back when it is / when the shaper allows.
+    fn kick(&mut self, d: u32) {
+        let now = self.now_ns;
+        let l = &mut self.links[d as usize];
+        if now < l.busy_until_ns {
+            if !l.pull_armed {
+                l.pull_armed = true;
+                self.q.schedule(l.busy_until_ns, Ev::TxDone(d));
+            }
+            return;
+        }
+        // A shaper waiting for its wake-up is throttled: arrivals do not
+        // poll it (only the node's timer does), though they may bring the
+        // wake-up forward (a rate-adaptive shaper speeding up).
+        let throttled = l.wake_at_ns != NEVER_NS;
+        let head = if throttled {
+            None
+        } else {
+            l.queue.dequeue(Instant::from_ns(now))
+        };
+        match head {
+            Some(p) => {
+                let tx = l.tx_time_ns(p.size_bytes);
+                l.busy_until_ns = now.saturating_add(tx);
+                l.tx_packets += 1;
+                l.tx_bytes += p.size_bytes as u64;
+                let id = p.id as u32;
+                if l.draw_loss() {
+                    l.lost_packets += 1;
+                    self.counters.lost_link += 1;
+                    self.pkts.free(id);
+                } else {
+                    self.q.schedule(
+                        l.busy_until_ns.saturating_add(l.delay_ns),
+                        Ev::Arrive(d, id),
+                    );
+                }
+                if l.queue.backlog_packets() > 0 {
+                    l.pull_armed = true;
+                    self.q.schedule(l.busy_until_ns, Ev::TxDone(d));
+                }
+            }
+            None => {
+                if let Some(t) = l.queue.next_ready(Instant::from_ns(now)) {
+                    let fire = fire_time_ns(l.timer, t.as_ns()).max(now + 1);
+                    if fire < l.wake_at_ns {
+                        l.wake_at_ns = fire;
+                        self.q.schedule(fire, Ev::Wake(d));
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_arrive(&mut self, d: u32, id: u32) {
+        let l = &self.links[d as usize];
+        let node = l.to;
+        if let Some(pi) = l.ingress_policer {
+            let now = Instant::from_ns(self.now_ns);
+            let data = self.pkts.get_mut(id);
+            let p = data.core(id);
+            let pol = &mut self.policies[pi as usize];
+            let v = pol.police(now, &p);
+            match v.action {
+                Action::Drop => {
+                    pol.count_drop(p.size_bytes);
+                    self.counters.dropped_policy += 1;
+                    self.pkts.free(id);
+                    return;
+                }
+                Action::SetDscp(x) => data.dscp = x,
+                Action::Transmit => {}
+            }
+            data.color = v.color;
+        }
+        let data = self.pkts.get_mut(id);
+        if data.dst == node {
+            self.deliver(node, id);
+            return;
+        }
+        data.hops += 1;
+        if data.hops >= MAX_HOPS {
+            self.counters.dropped_loop += 1;
+            self.drop_pkt(id);
+            return;
+        }
+        self.forward(node, id);
+    }
+
+    /// Packet `id` reached its destination `node`.
+    fn deliver(&mut self, node: u32, id: u32) {
+        self.counters.delivered += 1;
+        let data = *self.pkts.get(id);
+        #[cfg(test)]
+        self.deliveries
+            .push((self.now_ns, data.flow, data.size_bytes));
+        let f = &mut self.flows[data.flow as usize];
+        match data.kind {
+            Kind::Udp => {
+                f.packets_received += 1;
+                f.bytes_delivered += data.payload_bytes as u64;
+                self.pkts.free(id);
+            }
+            Kind::PingRequest => {
+                // The echo reply reuses the slot: same size, back to the source.
+                let from = f.from;
+                let r = self.pkts.get_mut(id);
+                r.kind = Kind::PingReply;
+                r.src = node;
+                r.dst = from;
+                r.hops = 0;
+                r.color = Color::Green;
+                self.counters.created += 1;
+                self.forward(node, id);
+            }
+            Kind::PingReply => {
+                f.packets_received += 1;
+                f.bytes_delivered += data.payload_bytes as u64;
+                let rtt = self.now_ns - data.sent_ns;
+                f.rtt_ns.push(rtt);
+                if self.record.ping {
+                    let s = &mut self.series;
+                    s.ping_time_ns.push(self.now_ns);
+                    s.ping_flow.push(data.flow);
+                    s.ping_seq.push(data.seq);
+                    s.ping_rtt_ns.push(rtt);
+                }
+                self.pkts.free(id);
+            }
+            Kind::TcpToReceiver | Kind::TcpToSender => {
+                self.pkts.free(id);
+            }
+        }
+    }
+
+    fn on_source(&mut self, si: u32) {
+        let now = self.now_ns;
+        let s = &mut self.sources[si as usize];
+        let f = &mut self.flows[s.flow as usize];
+        if now >= f.stop_ns {
+            return;
+        }
+        let pkt = Pkt {
+            src: f.from,
+            dst: f.to,
+            flow: s.flow,
+            kind: s.kind,
+            hops: 0,
+            dscp: 0,
+            color: Color::Green,
+            size_bytes: s.size_bytes,
+            payload_bytes: s.payload_bytes,
+            sent_ns: now,
+            seq: s.next_seq,
+            tcp: TcpHeader::default(),
+        };
+        f.packets_sent += 1;
+        let from = f.from;
+        let stop = f.stop_ns;
+        let (t, seq) = next_send(s);
+        s.next_seq = seq;
+        if t < stop && t < self.duration_ns {
+            self.q.schedule(t, Ev::Source(si));
+        }
+        let id = self.pkts.alloc(pkt);
+        self.counters.created += 1;
+        self.forward(from, id);
+    }
+
+    fn on_sample(&mut self) {
+        let t = self.now_ns;
+        let now = Instant::from_ns(t);
+        let r = self.record;
+        if r.goodput {
+            stats::sample_goodput(&mut self.series, t, &mut self.flows);
+        }
+        if r.queue || r.tokens {
+            for (i, p) in self.policies.iter().enumerate() {
+                let (qp, qb, tok) = match p.queue_dir {
+                    Some(d) => {
+                        let q = &self.links[d as usize].queue;
+                        let tok = match (&p.policer, q.tokens_bytes(now)) {
+                            (Some(pol), _) => policy::meter_tokens_bytes(&pol.meter),
+                            (None, t) => t,
+                        };
+                        (q.backlog_packets() as u64, q.backlog_bytes(), tok)
+                    }
+                    None => (
+                        0,
+                        0,
+                        p.policer
+                            .as_ref()
+                            .and_then(|x| policy::meter_tokens_bytes(&x.meter)),
+                    ),
+                };
+                let s = &mut self.series;
+                s.queue_time_ns.push(t);
+                s.queue_policy.push(i as u32);
+                s.queue_packets.push(qp);
+                s.queue_bytes.push(qb);
+                s.tokens_bytes
+                    .push(if r.tokens { tok.unwrap_or(-1) } else { -1 });
+            }
+        }
+        if r.colors {
+            for (i, p) in self.policies.iter_mut().enumerate() {
+                let s = &mut self.series;
+                s.color_time_ns.push(t);
+                s.color_policy.push(i as u32);
+                s.color_green_bytes
+                    .push(p.res.color_bytes[0] - p.last_color_bytes[0]);
+                s.color_yellow_bytes
+                    .push(p.res.color_bytes[1] - p.last_color_bytes[1]);
+                s.color_red_bytes
+                    .push(p.res.color_bytes[2] - p.last_color_bytes[2]);
+                s.color_dropped_bytes
+                    .push(p.res.bytes_dropped - p.last_bytes_dropped);
+                p.last_color_bytes = p.res.color_bytes;
+                p.last_bytes_dropped = p.res.bytes_dropped;
+            }
+        }
+        let next = t.saturating_add(r.interval.as_ns());
+        if next <= self.duration_ns {
+            self.q.schedule(next, Ev::Sample);
+        }
+    }
+
+    /// Packets in flight or queued (arena slots in use).
+    #[cfg(test)]
+    pub fn packets_live(&self) -> usize {
+        self.pkts.live()
+    }
+
+    #[cfg(test)]
+    pub fn flows(&self) -> &[FlowStat] {
+        &self.flows
+    }
+
+    /// Assembles the result.
+    pub fn finish(self) -> SimResult {
+        let end = self.duration_ns;
+        let flows: Vec<_> = self
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| f.result(i as u32, &self.node_names, end))
+            .collect();
+        let sum_goodput_bps = flows
+            .iter()
+            .filter(|f| f.protocol != "ping")
+            .map(|f| f.goodput_bps)
+            .sum();
+        let tcp: Vec<f64> = flows
+            .iter()
+            .filter(|f| f.protocol == "tcp")
+            .map(|f| f.goodput_bps)
+            .collect();
+        SimResult {
+            name: self.name,
+            seed: self.seed,
+            duration_ns: end,
+            flows,
+            policies: self.policies.into_iter().map(|p| p.res).collect(),
+            series: self.series,
+            sum_goodput_bps,
+            jain_fairness: crate::result::jain_fairness(&tcp),
+            events: self.events,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "sim_tests.rs"]
+mod tests;

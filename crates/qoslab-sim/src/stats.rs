@@ -1,0 +1,157 @@
+//! Measurements: per-flow counters, the RTT summary, and the time series
+//! that [`RecordSpec`] asks for (nothing else is stored).
+//!
+//! Definitions (see [`crate::result`]): goodput is payload bytes delivered
+//! in order to the receiving application per interval (Wireshark IO graph
+//! of the receiver); flow goodput is `bytes_delivered · 8 / (end − start)`
+//! (iperf3's receiver figure).
+
+use crate::config::RecordSpec;
+use crate::result::{FlowResult, RttSummary, Series};
+
+/// Counters of one flow (TCP connection, UDP source or ping probe).
+#[derive(Clone, Debug)]
+pub struct FlowStat {
+    pub protocol: &'static str,
+    pub label: String,
+    pub from: u32,
+    pub to: u32,
+    pub start_ns: u64,
+    /// When the source stops sending (schedule stop or end of run).
+    pub stop_ns: u64,
+    /// Set when a byte-limited TCP flow finished (all bytes acked).
+    pub done_ns: Option<u64>,
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    pub bytes_delivered: u64,
+    pub rtt_ns: Vec<u64>,
+    /// Delivered bytes at the last series sample.
+    pub last_sample_bytes: u64,
+    /// Index into the engine's TCP connections, for TCP flows.
+    #[allow(dead_code)] // set when the TCP endpoints land
+    pub tcp: Option<u32>,
+}
+
+impl FlowStat {
+    pub fn new(
+        protocol: &'static str,
+        label: String,
+        from: u32,
+        to: u32,
+        start_ns: u64,
+        stop_ns: u64,
+    ) -> Self {
+        FlowStat {
+            protocol,
+            label,
+            from,
+            to,
+            start_ns,
+            stop_ns,
+            done_ns: None,
+            packets_sent: 0,
+            packets_received: 0,
+            bytes_delivered: 0,
+            rtt_ns: Vec::new(),
+            last_sample_bytes: 0,
+            tcp: None,
+        }
+    }
+
+    /// The flow's summary row; TCP fields are filled by the caller.
+    pub fn result(&self, id: u32, node_names: &[String], end_of_run_ns: u64) -> FlowResult {
+        let end_ns = self
+            .done_ns
+            .unwrap_or(self.stop_ns)
+            .min(end_of_run_ns)
+            .max(self.start_ns);
+        let span = end_ns - self.start_ns;
+        let goodput_bps = if span == 0 {
+            0.0
+        } else {
+            self.bytes_delivered as f64 * 8.0 * 1e9 / span as f64
+        };
+        FlowResult {
+            id,
+            protocol: self.protocol,
+            label: self.label.clone(),
+            from: node_names[self.from as usize].clone(),
+            to: node_names[self.to as usize].clone(),
+            start_ns: self.start_ns,
+            end_ns,
+            bytes_delivered: self.bytes_delivered,
+            goodput_bps,
+            packets_sent: self.packets_sent,
+            retransmits: 0,
+            packets_lost: self.packets_sent.saturating_sub(self.packets_received),
+            rtt: rtt_summary(&self.rtt_ns),
+            timeouts: 0,
+            fast_recoveries: 0,
+        }
+    }
+}
+
+/// Min, mean, nearest-rank p50/p95 and max of `samples`.
+pub fn rtt_summary(samples: &[u64]) -> RttSummary {
+    if samples.is_empty() {
+        return RttSummary::default();
+    }
+    let mut v = samples.to_vec();
+    v.sort_unstable();
+    let rank = |p: u64| v[((p * v.len() as u64).div_ceil(100) as usize).clamp(1, v.len()) - 1];
+    RttSummary {
+        samples: v.len() as u64,
+        min_ns: v[0],
+        mean_ns: v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64,
+        p50_ns: rank(50),
+        p95_ns: rank(95),
+        max_ns: v[v.len() - 1],
+    }
+}
+
+/// Whether any interval series is wanted (then `Sample` events run).
+pub fn wants_samples(r: &RecordSpec) -> bool {
+    r.goodput || r.cwnd || r.queue || r.tokens || r.colors
+}
+
+/// Appends one goodput row per flow for the interval ending at `t_ns`.
+pub fn sample_goodput(series: &mut Series, t_ns: u64, flows: &mut [FlowStat]) {
+    for (i, f) in flows.iter_mut().enumerate() {
+        series.goodput_time_ns.push(t_ns);
+        series.goodput_flow.push(i as u32);
+        series
+            .goodput_bytes
+            .push(f.bytes_delivered - f.last_sample_bytes);
+        f.last_sample_bytes = f.bytes_delivered;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rtt_summary_uses_nearest_rank() {
+        let s: Vec<u64> = (1..=100).rev().collect();
+        let r = rtt_summary(&s);
+        assert_eq!(
+            (r.samples, r.min_ns, r.p50_ns, r.p95_ns, r.max_ns),
+            (100, 1, 50, 95, 100)
+        );
+        assert!((r.mean_ns - 50.5).abs() < 1e-9);
+        assert_eq!(rtt_summary(&[7]).p95_ns, 7);
+        assert_eq!(rtt_summary(&[]).samples, 0);
+    }
+
+    #[test]
+    fn goodput_end_is_done_or_stop_capped_by_the_run() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let mut f = FlowStat::new("udp", "x".into(), 0, 1, 1_000_000_000, u64::MAX);
+        f.bytes_delivered = 1_000_000;
+        let r = f.result(0, &names, 3_000_000_000);
+        assert_eq!(r.end_ns, 3_000_000_000);
+        assert!((r.goodput_bps - 4_000_000.0).abs() < 1e-6);
+        f.done_ns = Some(2_000_000_000);
+        assert!((f.result(0, &names, 3_000_000_000).goodput_bps - 8_000_000.0).abs() < 1e-6);
+    }
+}
