@@ -374,9 +374,9 @@ def iperf_digest(j: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_case(case: Case, duration_s: int) -> dict[str, Any]:
+def run_case(case: Case, duration_s: int, repeat: int = 0) -> dict[str, Any]:
     log: list[str] = []
-    tag = str(CASES.index(case)) if case in CASES else "x"
+    tag = f"{CASES.index(case) if case in CASES else 'x'}{repeat}"
     with Lab(tag, log) as lab:
         ns_sysctls = {
             k: lab.sh("c", ["sysctl", "-n", f"net.ipv4.{k}"]).strip()
@@ -445,6 +445,7 @@ def run_case(case: Case, duration_s: int) -> dict[str, Any]:
         sent = re.search(r"(\d+) packets transmitted, (\d+) received", pout)
         return {
             "case": asdict(case),
+            "repeat": repeat,
             "tc_command": f"tc qdisc add dev {ROUTER_EGRESS} root tbf " + " ".join(case.tbf_args()),
             "iperf3_command": f"iperf3 -c {SERVER_IP} -P {case.flows} -t {duration_s}"
             f" -C {case.cc} -J",
@@ -535,6 +536,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--case", action="append", help="run only this case (repeatable)")
     ap.add_argument("--duration", type=int, default=15, help="iperf3 -t seconds (default 15)")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="runs of each case, for the spread (default 1)"
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     a = ap.parse_args(argv)
@@ -546,6 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not 3 <= a.duration <= 60:
         ap.error("--duration must be 3..60 s (the run is meant to stay short)")
+    if not 1 <= a.repeat <= 5:
+        ap.error("--repeat must be 1..5")
     known = {c.name: c for c in CASES}
     chosen = list(CASES)
     if a.case:
@@ -560,12 +566,13 @@ def main(argv: list[str] | None = None) -> int:
         preflight()
         env = environment()
         results = []
-        for c in chosen:
+        for k, c in ((k, c) for k in range(a.repeat) for c in chosen):
             print(
-                f"-- {c.name}: tbf {' '.join(c.tbf_args())}, {c.flows}x {c.cc}, {a.duration}s",
+                f"-- {c.name} (run {k + 1}/{a.repeat}): tbf {' '.join(c.tbf_args())}, "
+                f"{c.flows}x {c.cc}, {a.duration}s",
                 flush=True,
             )
-            r = run_case(c, a.duration)
+            r = run_case(c, a.duration, k)
             ip = r["iperf3"]
             print(
                 f"   goodput {ip['sum_goodput_bps'] / 1e6:.2f} Mbit/s, "
