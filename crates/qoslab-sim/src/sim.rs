@@ -16,8 +16,8 @@ use crate::policy::{self, EgressQueue, Policy};
 use crate::result::{Series, SimResult};
 use crate::stats::{self, FlowStat};
 use crate::tcp::{AppLimit, TcpHeader, TcpReceiver, TcpSender};
-use crate::traffic::bulk::{IoBuf, Side, TcpConn, UNARMED};
 use crate::timer::fire_time_ns;
+use crate::traffic::bulk::{IoBuf, Side, TcpConn, UNARMED};
 use crate::traffic::ping::PingClock;
 use crate::traffic::udp::UdpClock;
 use crate::traffic::IP_UDP_HEADER_BYTES;
@@ -31,9 +31,10 @@ use qoslab_core::{Action, Color, Instant, Packet};
 const PROGRESS_EVERY: u64 = 1 << 18;
 /// A packet that has crossed this many nodes is dropped (a routing loop).
 const MAX_HOPS: u8 = 64;
-/// RNG stream bases: link directions, traffic sources.
+/// RNG stream bases: link directions, traffic sources, congestion control.
 const STREAM_LINK: u64 = 0x1_0000;
 const STREAM_SOURCE: u64 = 0x2_0000_0000;
+const STREAM_CC: u64 = 0x3_0000_0000;
 
 /// What a packet is, for the endpoint that receives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -429,7 +430,8 @@ impl Sim {
                         if *bytes == Some(0) {
                             return Err(cfg_err(path("bytes"), "must be > 0"));
                         }
-                        let cc = crate::cc::build(tcp.cc).ok_or_else(|| {
+                        let cc_seed = Rng::new(cfg.seed, STREAM_CC + flow_id as u64).next_u64();
+                        let cc = crate::cc::build_seeded(tcp.cc, cc_seed).ok_or_else(|| {
                             cfg_err(
                                 path("tcp.cc"),
                                 format!("congestion control {:?} is not available yet", tcp.cc),
@@ -570,7 +572,9 @@ impl Sim {
                 Ev::Source(s) => self.on_source(s),
                 Ev::TcpStart(c) => {
                     let mut io = std::mem::take(&mut self.io);
-                    self.conns[c as usize].sender.start(Instant::from_ns(t), &mut io);
+                    self.conns[c as usize]
+                        .sender
+                        .start(Instant::from_ns(t), &mut io);
                     self.after_tcp(c, Side::Sender, io, t);
                 }
                 Ev::TcpStop(c) => {
