@@ -1230,6 +1230,41 @@ mod tests {
         assert_eq!(h.rtts, vec![(at_ms(20), ms(20)), (at_ms(40), ms(20))]);
     }
 
+    /// Every algorithm of `cc::build` drives the sender to completion
+    /// through a bottleneck with losses (BBR owns cwnd and paces).
+    #[test]
+    fn every_algorithm_completes_a_lossy_transfer() {
+        use crate::config::CcKind;
+        for kind in [
+            CcKind::Reno,
+            CcKind::NewReno,
+            CcKind::Cubic,
+            CcKind::Compound,
+            CcKind::Bbr,
+        ] {
+            for recovery in [
+                RecoveryKind::Reno,
+                RecoveryKind::NewReno,
+                RecoveryKind::Sack,
+            ] {
+                let mut c = cfg(recovery);
+                c.cc = kind;
+                c.header_bytes = 52;
+                let cc = crate::cc::build(kind).unwrap();
+                let s = TcpSender::new(&c, cc, AppLimit::Bytes(1_000_000));
+                let mut h = Harness::new(s, TcpReceiver::new(&c), ms(10));
+                h.bottleneck = Some(Rate::from_bps(20_000_000));
+                h.drops = (0..20).map(|k| (seg(50 + 37 * k), 1)).collect();
+                h.start();
+                let end = h.run_to_done(at_ms(60_000));
+                assert!(h.sender.is_done(), "{kind:?}/{recovery:?} stuck at {end}");
+                assert_eq!(h.receiver.delivered_bytes(), 1_000_000);
+                let max_flight = h.trace.iter().map(|t| t.flight).max().unwrap();
+                assert!(max_flight <= 6 * 1024 * 1024);
+            }
+        }
+    }
+
     /// Windows-10-like receiver: 64512 bytes, no scaling. The flow is
     /// window-limited (BDP 125 kB): in flight never exceeds 64512 and cwnd
     /// stays bounded because it is not what limits the flow.
