@@ -51,7 +51,12 @@
 //!   restores the cwnd saved at its start
 //!   (`bbr_set_cwnd_to_recover_or_restore`). An RTO sets cwnd to 1 segment
 //!   (Linux `tcp_enter_loss`), resets the full-bandwidth detector and ends
-//!   the round (`bbr_set_state(TCP_CA_Loss)`).
+//!   the round (`bbr_set_state(TCP_CA_Loss)`); cwnd then grows by `acked`
+//!   and the saved cwnd is restored when the Loss state ends. The contract
+//!   has no Loss flag, so the Loss state is taken to last until the bytes
+//!   outstanding at the timeout (the `bytes_in_flight` handed to `on_rto`,
+//!   i.e. the sender's flight size) have been delivered — bytes SACKed
+//!   before the timeout make it last a little longer than Linux's.
 //! - **Long-term bandwidth (policer detection)** (`bbr_lt_bw_sampling`): from
 //!   the first loss, intervals of 4–16 rounds are sampled; an interval is
 //!   lossy when lost/delivered ≥ 50/256 (≈ 20 %); two consecutive lossy
@@ -243,8 +248,10 @@ pub struct Bbr {
     cycle_stamp: Instant,
     prior_cwnd_bytes: u64,
     prev_ca_state: CaState,
-    /// An RTO started the current recovery (Linux `TCP_CA_Loss`).
-    in_loss: bool,
+    /// After an RTO: the Loss state lasts until this many bytes have been
+    /// delivered (all that was outstanding at the timeout; Linux leaves
+    /// `TCP_CA_Loss` when `snd_una` reaches `high_seq`).
+    loss_end_delivered_bytes: Option<u64>,
     packet_conservation: bool,
     lt: LongTerm,
     ack_epoch_stamp: Instant,
@@ -283,7 +290,7 @@ impl Bbr {
             cycle_stamp: Instant::ZERO,
             prior_cwnd_bytes: 0,
             prev_ca_state: CaState::Open,
-            in_loss: false,
+            loss_end_delivered_bytes: None,
             packet_conservation: false,
             lt: LongTerm::default(),
             ack_epoch_stamp: Instant::ZERO,
@@ -683,10 +690,12 @@ impl Bbr {
         if rs.lost_bytes > 0 {
             *cwnd = cwnd.saturating_sub(rs.lost_bytes).max(mss);
         }
-        let state = match (ack.in_recovery, self.in_loss) {
-            (false, _) => CaState::Open,
-            (true, false) => CaState::Recovery,
-            (true, true) => CaState::Loss,
+        let state = if self.loss_end_delivered_bytes.is_some() {
+            CaState::Loss
+        } else if ack.in_recovery {
+            CaState::Recovery
+        } else {
+            CaState::Open
         };
         if state == CaState::Recovery && self.prev_ca_state != CaState::Recovery {
             // First round of recovery: packet conservation.
@@ -768,8 +777,12 @@ impl CongestionControl for Bbr {
             }),
         };
         self.lost_bytes += rs.lost_bytes;
-        if !ack.in_recovery {
-            self.in_loss = false;
+        if ack.in_recovery
+            || self
+                .loss_end_delivered_bytes
+                .is_some_and(|end| self.delivered_bytes >= end)
+        {
+            self.loss_end_delivered_bytes = None;
         }
         // bbr_update_model
         self.update_bw(&rs, ack.now);
@@ -802,7 +815,7 @@ impl CongestionControl for Bbr {
         s.ssthresh_bytes = self.ssthresh(s, bytes_in_flight, now);
         s.cwnd_bytes = s.mss as u64;
         self.prev_ca_state = CaState::Loss;
-        self.in_loss = true;
+        self.loss_end_delivered_bytes = Some(self.delivered_bytes + bytes_in_flight);
         self.full_bw_bytes_per_s = 0;
         self.round_start = true;
         let rs = Sample {
@@ -1117,13 +1130,20 @@ mod tests {
         let (mut b, mut s) = started();
         let mut p = Path::new();
         into_probe_bw(&mut p, &mut b, &mut s);
-        b.on_rto(&mut s, 800 * MSS, Instant::from_ns(p.now_ns));
+        let saved = s.cwnd_bytes;
+        b.on_rto(&mut s, 30 * MSS, Instant::from_ns(p.now_ns));
         assert_eq!(s.cwnd_bytes, MSS);
-        p.in_recovery = true;
+        // The sender reports in_recovery = false in the Loss state.
         p.round(&mut b, &mut s, 8_000_000, 1, 0, false, 0);
         assert_eq!(s.cwnd_bytes, 4 * MSS, "minimum window");
         p.round(&mut b, &mut s, 8_000_000, 10, 0, false, 0);
         assert_eq!(s.cwnd_bytes, 14 * MSS, "+acked per ACK, no conservation");
+        // 30 segments outstanding at the RTO: the 30th delivered ends Loss
+        // and restores the saved window (then +acked, as every ACK).
+        p.round(&mut b, &mut s, 8_000_000, 18, 0, false, 0);
+        assert_eq!(s.cwnd_bytes, 32 * MSS);
+        p.round(&mut b, &mut s, 8_000_000, 1, 0, false, 0);
+        assert_eq!(s.cwnd_bytes, saved + MSS);
     }
 
     #[test]

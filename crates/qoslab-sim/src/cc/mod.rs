@@ -124,9 +124,10 @@ pub struct AckSample {
     pub srtt: Option<Duration>,
     /// Bytes in flight after this ACK was processed.
     pub bytes_in_flight: u64,
-    /// The sender is in fast recovery or loss recovery (RTO): window growth
-    /// algorithms must not grow (Linux calls `cong_avoid` only in Open/
-    /// Disorder states).
+    /// The sender is in fast recovery (Linux `TCP_CA_Recovery`, a cwnd
+    /// reduction): window-growth algorithms must not grow. After an RTO
+    /// (Linux `TCP_CA_Loss`) it is false: cwnd slow-starts from one
+    /// segment, as in Linux (`tcp_in_cwnd_reduction` is false in Loss).
     pub in_recovery: bool,
     /// The window was what limited sending (Linux `tcp_is_cwnd_limited`);
     /// growth algorithms do not grow an unused window (RFC 7661 spirit),

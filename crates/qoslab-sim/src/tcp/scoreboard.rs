@@ -24,6 +24,8 @@ pub struct SentSegment {
     pub len: u32,
     /// Time of the latest (re)transmission.
     pub sent_at: Instant,
+    /// Time of the original transmission.
+    pub first_sent_at: Instant,
     /// Retransmitted at least once (Karn: no RTT sample from it).
     pub ever_retransmitted: bool,
     /// A retransmission of it is presumed in flight.
@@ -289,6 +291,7 @@ mod tests {
                 seq: 1 + i * 1000,
                 len: 1000,
                 sent_at: Instant::ZERO,
+                first_sent_at: Instant::ZERO,
                 ever_retransmitted: false,
                 retrans_in_flight: false,
                 lost: false,

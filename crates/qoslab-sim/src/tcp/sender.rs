@@ -21,7 +21,13 @@
 //!   no newly acknowledged segment was ever retransmitted (Karn), else
 //!   from the oldest newly SACKed never-retransmitted segment, else from
 //!   the timestamp echo (RFC 7323 §4.1) when the ACK acknowledged data.
-//!   Each sample is reported to [`TcpIo::rtt_sample`].
+//!   These feed the RTO and `AckSample::rtt`.
+//! - [`TcpIo::rtt_sample`] gets Wireshark's `tcp.analysis.ack_rtt`
+//!   instead (epan/dissectors/packet-tcp.c, `tcp_analyze_sequence_number`):
+//!   for an ACK whose number equals the end of a data segment (or the
+//!   SYN), the time since that segment's *original* transmission, as a
+//!   capture at the sender would show it — no Karn filtering, so the ACK
+//!   that closes a hole reports the whole recovery time.
 //! - RTO, RFC 6298 §5 ([`super::rtt`]): started when data is sent and the
 //!   timer is off (5.1), stopped when everything is acknowledged (5.2),
 //!   restarted on every ACK of new data (5.3; RFC 6582 §4 calls this the
@@ -47,9 +53,14 @@
 //!     "recover" guard against a second reduction after an RTO is the Loss
 //!     state (no fast retransmit until the RTO's recovery point is acked).
 //!   - `Sack`, RFC 6675 §5: enter at DupThresh (3) dupacks or when
-//!     IsLost(HighACK+1); RecoveryPoint = HighData; cwnd = ssthresh
-//!     (§5 step 4.2; not PRR, RFC 6937, which Linux uses: the sender then
-//!     waits until pipe drops below ssthresh); the first lost segment is
+//!     IsLost(HighACK+1); RecoveryPoint = HighData; the window during
+//!     recovery follows RFC 6937 Proportional Rate Reduction by default,
+//!     as Linux does (`tcp_cwnd_reduction`, net/ipv4/tcp_input.c): cwnd =
+//!     pipe + sndcnt on every ACK, sending ssthresh/RecoverFS of what is
+//!     delivered while pipe > ssthresh, then slow-starting back up to
+//!     ssthresh (PRR-SSRB). [`TcpSender::set_prr`]`(false)` gives plain
+//!     RFC 6675 (§5 step 4.2 cwnd = ssthresh: the sender is silent until
+//!     pipe drops below ssthresh, then bursts). The first lost segment is
 //!     retransmitted at once (4.3), then NextSeg while cwnd − pipe ≥ 1
 //!     segment: rule 1 (lost, not yet retransmitted — like Linux, any such
 //!     segment, not only those above HighRxt), rule 2 (new data), rule 3
@@ -75,7 +86,7 @@
 //!
 //! Left out (named): TLP (RFC 8985 §7), RACK time-based loss detection
 //! (RFC 8985), limited transmit for non-SACK connections (RFC 3042), F-RTO
-//! (RFC 5682) and Eifel/DSACK undo, ECN (RFC 3168), PRR (RFC 6937), FIN,
+//! (RFC 5682) and Eifel/DSACK undo, ECN (RFC 3168), FIN,
 //! SYN give-up after `tcp_syn_retries`, congestion-window validation
 //! after idle (RFC 7661), Nagle (a bulk sender always has full segments).
 
@@ -171,12 +182,18 @@ pub struct TcpSender {
     rto_at: Option<Instant>,
     syn_retransmitted: bool,
     syn_sent_at: Instant,
+    syn_first_sent_at: Option<Instant>,
     pacer: Pacer,
     pacing_wait: bool,
     /// `tcp_cwnd_validate` state.
     max_flight_bytes: u64,
     cwnd_usage_seq: u64,
     is_cwnd_limited: bool,
+    /// RFC 6937 PRR for SACK recovery (on by default, as in Linux).
+    prr: bool,
+    prr_delivered: u64,
+    prr_out: u64,
+    recover_fs: u64,
     /// Peer's TSval to echo.
     ts_recent: u64,
     stats: SenderStats,
@@ -213,11 +230,16 @@ impl TcpSender {
             rto_at: None,
             syn_retransmitted: false,
             syn_sent_at: Instant::ZERO,
+            syn_first_sent_at: None,
             pacer: Pacer::default(),
             pacing_wait: false,
             max_flight_bytes: 0,
             cwnd_usage_seq: 0,
             is_cwnd_limited: false,
+            prr: true,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: 0,
             ts_recent: 0,
             stats: SenderStats::default(),
         }
@@ -225,6 +247,13 @@ impl TcpSender {
 
     fn mss(&self) -> u32 {
         self.state.mss
+    }
+
+    /// Choose the window reduction of SACK recovery: `true` (default) =
+    /// RFC 6937 Proportional Rate Reduction as Linux does
+    /// (`tcp_cwnd_reduction`); `false` = RFC 6675 §5 cwnd = ssthresh.
+    pub fn set_prr(&mut self, on: bool) {
+        self.prr = on;
     }
 
     /// RFC 6675 recovery needs both the kind and the SACK option.
@@ -244,6 +273,7 @@ impl TcpSender {
 
     fn send_syn(&mut self, now: Instant, io: &mut dyn TcpIo) {
         self.syn_sent_at = now;
+        self.syn_first_sent_at.get_or_insert(now);
         io.transmit(TcpHeader {
             seq: 0,
             flags: SYN,
@@ -354,11 +384,11 @@ impl TcpSender {
             None
         };
         match sample {
-            Some(r) => {
-                self.rtt.sample(r);
-                io.rtt_sample(r);
-            }
+            Some(r) => self.rtt.sample(r),
             None => self.rtt.syn_fallback(),
+        }
+        if let Some(t) = self.syn_first_sent_at {
+            io.rtt_sample(now.saturating_since(t));
         }
         self.rtt.reset_backoff();
         if self.syn_retransmitted {
@@ -464,9 +494,13 @@ impl TcpSender {
         let mut newly_acked = 0u64;
         let mut first_ackt: Option<Instant> = None;
         let mut retrans_acked = false;
+        let mut ack_rtt_from = None;
         if advanced {
             let rate = &mut self.rate;
             self.sb.ack_to(h.ack, |seg| {
+                if seg.end() == h.ack {
+                    ack_rtt_from = Some(seg.first_sent_at);
+                }
                 if seg.ever_retransmitted {
                     retrans_acked = true;
                 } else if first_ackt.is_none() {
@@ -494,7 +528,9 @@ impl TcpSender {
         }
         if let Some(r) = rtt {
             self.rtt.sample(r);
-            io.rtt_sample(r);
+        }
+        if let Some(t) = ack_rtt_from {
+            io.rtt_sample(now.saturating_since(t));
         }
 
         let is_dupack = if self.cfg.sack {
@@ -502,9 +538,16 @@ impl TcpSender {
         } else {
             !advanced && h.payload_len == 0 && !window_changed && self.snd_nxt > self.snd_una
         };
-        let lost_before = self.sb.lost_bytes();
+        let newly_lost = if self.sack_recovery() {
+            self.sb.mark_lost_by_sack(DUP_THRESH, self.mss())
+        } else {
+            0
+        };
         self.update_loss_state(now, is_dupack, advanced, h.ack - prior_una, io);
-        let newly_lost = self.sb.lost_bytes().saturating_sub(lost_before);
+        let delivered = newly_acked + newly_sacked;
+        if self.ca == CaState::Recovery && self.prr_active() && delivered > 0 {
+            self.prr_reduce(delivered, advanced && newly_lost == 0);
+        }
 
         if advanced || newly_sacked > 0 {
             let rs = self
@@ -512,7 +555,7 @@ impl TcpSender {
                 .finish(&acc, now, self.rtt.min_rtt(), newly_lost, prior_in_flight);
             let sample = AckSample {
                 now,
-                acked_bytes: newly_acked + newly_sacked,
+                acked_bytes: delivered,
                 rtt,
                 min_rtt: self.rtt.min_rtt(),
                 srtt: self.rtt.srtt(),
@@ -545,9 +588,6 @@ impl TcpSender {
         io: &mut dyn TcpIo,
     ) {
         let sack = self.sack_recovery();
-        if sack {
-            self.sb.mark_lost_by_sack(DUP_THRESH, self.mss());
-        }
         let mss = self.mss() as u64;
         let owns = self.cc.owns_cwnd();
         match self.ca {
@@ -621,6 +661,9 @@ impl TcpSender {
         let flight = self.flight_size_bytes();
         let ssthresh = self.cc.ssthresh(&self.state, flight, now);
         self.state.ssthresh_bytes = ssthresh;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.recover_fs = flight.max(1);
         if !self.cc.owns_cwnd() {
             let mss = self.mss() as u64;
             self.state.cwnd_bytes = if self.sack_recovery() {
@@ -634,6 +677,32 @@ impl TcpSender {
         if let Some(idx) = self.sb.first_lost_unsent() {
             self.retransmit(now, idx, io, false);
         }
+    }
+
+    fn prr_active(&self) -> bool {
+        self.prr && self.sack_recovery() && !self.cc.owns_cwnd()
+    }
+
+    /// RFC 6937 §3 PRR, with Linux's `tcp_cwnd_reduction` choices: the
+    /// slow-start reduction bound (PRR-SSRB) adds one segment only when the
+    /// ACK advanced SND.UNA without revealing new losses, and the first
+    /// transmission of the recovery is always allowed.
+    fn prr_reduce(&mut self, delivered: u64, ssrb_extra: bool) {
+        self.prr_delivered += delivered;
+        let pipe = self.sb.pipe() as i128;
+        let ssthresh = self.state.ssthresh_bytes as i128;
+        let mss = self.mss() as i128;
+        let (dlv, out) = (self.prr_delivered as i128, self.prr_out as i128);
+        let mut sndcnt = if pipe > ssthresh {
+            // Proportional part: ceil(prr_delivered · ssthresh / RecoverFS).
+            let fs = self.recover_fs as i128;
+            (dlv * ssthresh + fs - 1) / fs - out
+        } else {
+            let limit = (dlv - out).max(delivered as i128) + if ssrb_extra { mss } else { 0 };
+            (ssthresh - pipe).min(limit)
+        };
+        sndcnt = sndcnt.max(if self.prr_out == 0 { mss } else { 0 });
+        self.state.cwnd_bytes = u64::try_from(pipe + sndcnt).unwrap_or(u64::MAX).max(1);
     }
 
     fn exit_recovery(&mut self, now: Instant) {
@@ -786,6 +855,9 @@ impl TcpSender {
 
     fn after_send(&mut self, now: Instant, len: u32, paced: bool) {
         self.stats.segments_sent += 1;
+        if self.ca == CaState::Recovery {
+            self.prr_out += len as u64;
+        }
         if paced {
             if let Some(rate) = self.pacing_rate() {
                 self.pacer.on_send(now, len, rate);
@@ -803,6 +875,7 @@ impl TcpSender {
             seq,
             len,
             sent_at: now,
+            first_sent_at: now,
             ever_retransmitted: false,
             retrans_in_flight: false,
             lost: false,
@@ -832,6 +905,7 @@ mod tests {
     use super::super::TcpReceiver;
     use super::*;
     use crate::cc::Reno;
+    use std::sync::{Arc, Mutex};
 
     const MSS: u64 = 1000;
 
@@ -903,9 +977,15 @@ mod tests {
         h.run_until(at_ms(1020));
         assert_eq!(h.sender.stats().established_at, Some(at_ms(1020)));
         assert_eq!(h.sender.stats().timeouts, 1);
-        assert!(
-            h.rtts.is_empty(),
+        assert_eq!(
+            h.sender.srtt(),
+            None,
             "Karn: no sample from a retransmitted SYN"
+        );
+        assert_eq!(
+            h.rtts,
+            vec![(at_ms(1020), ms(1020))],
+            "Wireshark: from the first SYN"
         );
         assert_eq!(h.sender.rto(), ms(3000), "RFC 6298 §5.7");
         assert_eq!(h.data_sent().len(), 1, "RFC 5681 §3.1: IW = 1 segment");
@@ -997,6 +1077,40 @@ mod tests {
         assert!(rtx[2].0 < first_acked, "{rtx:?} vs {first_acked}");
     }
 
+    /// Sender events (ACK arrivals) between entering recovery and the
+    /// first new segment sent after it.
+    fn acks_before_first_new_send(prr: bool) -> usize {
+        let c = cfg(RecoveryKind::Sack);
+        let mut s = TcpSender::new(&c, Box::new(Reno::new()), AppLimit::Bytes(300_000));
+        s.set_prr(prr);
+        let mut h = Harness::new(s, TcpReceiver::new(&c), ms(10));
+        h.bottleneck = Some(Rate::from_bps(8_000_000));
+        h.drops = vec![(seg(60), 1)];
+        h.start();
+        h.run_to_done(at_ms(30_000));
+        assert!(h.sender.is_done());
+        assert_eq!(h.sender.stats().timeouts, 0);
+        let data = h.data_sent();
+        let rtx = data.iter().position(|d| d.2).unwrap();
+        let next_new = data[rtx + 1..].iter().find(|d| !d.2).unwrap().0;
+        h.trace
+            .iter()
+            .filter(|t| t.at > data[rtx].0 && t.at <= next_new)
+            .count()
+    }
+
+    #[test]
+    fn prr_keeps_sending_through_recovery_rfc6675_pauses() {
+        // PRR: one segment per two delivered from the start; the
+        // retransmission already counts in prr_out, so new data leaves
+        // within a few ACKs instead of after half a window of them.
+        let prr = acks_before_first_new_send(true);
+        assert!(prr <= 4, "PRR waited {prr} ACKs");
+        // RFC 6675 cwnd = ssthresh: silent until pipe falls by half.
+        let plain = acks_before_first_new_send(false);
+        assert!(plain >= 5, "RFC 6675 waited only {plain} ACKs");
+    }
+
     #[test]
     fn reno_survives_three_losses() {
         let h = multi_loss(RecoveryKind::Reno);
@@ -1028,47 +1142,127 @@ mod tests {
         assert!(h.sender.cwnd_bytes() >= MSS);
     }
 
-    #[test]
-    fn karn_no_sample_from_ack_of_retransmission() {
-        let c = cfg(RecoveryKind::Reno);
-        let mut h = harness(&c, AppLimit::Bytes(200_000), Some(8_000_000));
+    /// Reno that records every AckSample it is given.
+    struct Spy {
+        inner: Reno,
+        log: Arc<Mutex<Vec<AckSample>>>,
+    }
+
+    impl CongestionControl for Spy {
+        fn name(&self) -> &'static str {
+            "spy"
+        }
+        fn on_ack(&mut self, s: &mut CcState, ack: &AckSample) {
+            self.log.lock().unwrap().push(*ack);
+            self.inner.on_ack(s, ack);
+        }
+        fn ssthresh(&mut self, s: &CcState, flight: u64, now: Instant) -> u64 {
+            self.inner.ssthresh(s, flight, now)
+        }
+    }
+
+    fn spied(c: &TcpConfig, app: AppLimit) -> (Harness, Arc<Mutex<Vec<AckSample>>>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let spy = Spy {
+            inner: Reno::new(),
+            log: log.clone(),
+        };
+        let s = TcpSender::new(c, Box::new(spy), app);
+        let mut h = Harness::new(s, TcpReceiver::new(c), ms(10));
+        h.header_bytes = c.header_bytes;
+        h.bottleneck = Some(Rate::from_bps(8_000_000));
         h.drops = vec![(seg(60), 1)];
         h.start();
         h.run_to_done(at_ms(20_000));
-        let hole_ack = h
+        (h, log)
+    }
+
+    /// The ACK that closes the hole: its arrival time at the sender.
+    fn hole_ack_at(h: &Harness) -> Instant {
+        let t = h
             .acks()
             .into_iter()
             .find(|(_, a)| a.ack > seg(60))
-            .map(|(t, _)| t + ms(10))
-            .unwrap();
+            .unwrap()
+            .0;
+        t + ms(10)
+    }
+
+    #[test]
+    fn karn_no_sample_from_ack_of_retransmission() {
+        let (h, log) = spied(&cfg(RecoveryKind::Reno), AppLimit::Bytes(200_000));
+        let at = hole_ack_at(&h);
+        let log = log.lock().unwrap();
+        let hole = log.iter().find(|a| a.now == at).unwrap();
+        assert_eq!(hole.rtt, None, "Karn: the ACK covers a retransmission");
         assert!(
-            !h.rtts.iter().any(|(t, _)| *t == hole_ack),
-            "sample at {hole_ack}"
+            log.iter().any(|a| a.now > at && a.rtt.is_some()),
+            "samples resume"
         );
-        assert!(h.rtts.iter().any(|(t, _)| *t > hole_ack), "samples resume");
+        // Wireshark's ack_rtt still reports it, against the original
+        // transmission of the segment the ACK ends at.
+        let wire = h.rtts.iter().find(|(t, _)| *t == at).unwrap().1;
+        assert!(wire > ms(40), "{wire}");
     }
 
     #[test]
     fn timestamps_give_a_sample_for_the_retransmission() {
         let mut c = cfg(RecoveryKind::Sack);
         c.header_bytes = 52;
-        let mut h = harness(&c, AppLimit::Bytes(200_000), Some(8_000_000));
-        h.drops = vec![(seg(60), 1)];
-        h.start();
-        h.run_to_done(at_ms(20_000));
+        let (h, log) = spied(&c, AppLimit::Bytes(200_000));
         let rtx_at = h.data_sent().into_iter().find(|d| d.2).unwrap().0;
-        let hole_ack = h
-            .acks()
-            .into_iter()
-            .find(|(_, a)| a.ack > seg(60))
-            .map(|(t, _)| t + ms(10))
-            .unwrap();
-        let sample = h.rtts.iter().find(|(t, _)| *t == hole_ack).unwrap().1;
-        assert_eq!(
-            sample,
-            hole_ack - rtx_at,
-            "timed against the retransmission"
-        );
+        let at = hole_ack_at(&h);
+        let log = log.lock().unwrap();
+        let hole = log.iter().find(|a| a.now == at).unwrap();
+        assert_eq!(hole.rtt, Some(at - rtx_at), "timed by the echoed TSval");
+    }
+
+    #[test]
+    fn wireshark_ack_rtt_is_timed_against_the_segment_acked() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.delayed_ack = Some(ms(40));
+        c.quickack_segments = 0;
+        let mut h = harness(&c, AppLimit::Bytes(2_000), None);
+        h.start();
+        h.run_to_done(at_ms(1_000));
+        // SYN at 0, SYN-ACK back at 20; both segments sent at 20, ACKed
+        // together (2nd full segment) at 30, back at 40.
+        assert_eq!(h.rtts, vec![(at_ms(20), ms(20)), (at_ms(40), ms(20))]);
+    }
+
+    /// Every algorithm of `cc::build` drives the sender to completion
+    /// through a bottleneck with losses (BBR owns cwnd and paces).
+    #[test]
+    fn every_algorithm_completes_a_lossy_transfer() {
+        use crate::config::CcKind;
+        for kind in [
+            CcKind::Reno,
+            CcKind::NewReno,
+            CcKind::Cubic,
+            CcKind::Compound,
+            CcKind::Bbr,
+        ] {
+            for recovery in [
+                RecoveryKind::Reno,
+                RecoveryKind::NewReno,
+                RecoveryKind::Sack,
+            ] {
+                let mut c = cfg(recovery);
+                c.cc = kind;
+                c.header_bytes = 52;
+                let cc = crate::cc::build(kind).unwrap();
+                let s = TcpSender::new(&c, cc, AppLimit::Bytes(1_000_000));
+                let mut h = Harness::new(s, TcpReceiver::new(&c), ms(10));
+                h.bottleneck = Some(Rate::from_bps(20_000_000));
+                h.drops = (0..20).map(|k| (seg(50 + 37 * k), 1)).collect();
+                h.start();
+                let end = h.run_to_done(at_ms(60_000));
+                assert!(h.sender.is_done(), "{kind:?}/{recovery:?} stuck at {end}");
+                assert_eq!(h.receiver.delivered_bytes(), 1_000_000);
+                let max_flight = h.trace.iter().map(|t| t.flight).max().unwrap();
+                assert!(max_flight <= 6 * 1024 * 1024);
+            }
+        }
     }
 
     /// Windows-10-like receiver: 64512 bytes, no scaling. The flow is
