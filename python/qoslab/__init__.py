@@ -7,9 +7,20 @@ runs them over NumPy arrays and renders results::
     colors = qoslab.color("srtcm", times_ns, sizes, cir="1mbit", cbs="3000B", ebs="6000B")
     result = qoslab.police("srtcm", times_ns, sizes, cir="1mbit", cbs=3000, violate="drop")
     shaped = qoslab.shape("tbf", times_ns, sizes, rate="1mbit", burst="3000B", limit="30000B")
+    result = qoslab.simulate("scenarios/example.toml")   # or TOML text, or a dict
+    result.summary["sum_goodput_bps"], result.goodput     # dict, pandas DataFrame
 """
 
-from qoslab._core import ConfigError, TraceError, core_version, parse_rate, parse_size, parse_time
+from qoslab._core import (
+    Cancelled,
+    ConfigError,
+    ScenarioError,
+    TraceError,
+    core_version,
+    parse_rate,
+    parse_size,
+    parse_time,
+)
 from qoslab.api import (
     ACTION_NAMES,
     COLOR_NAMES,
@@ -22,14 +33,19 @@ from qoslab.api import (
     shape,
     shaper_kinds,
 )
+from qoslab.results import SimulationResult
+from qoslab.run import simulate
 
 __version__ = core_version()
 __all__ = [
     "ACTION_NAMES",
     "COLOR_NAMES",
+    "Cancelled",
     "ConfigError",
     "PoliceResult",
+    "ScenarioError",
     "ShapeResult",
+    "SimulationResult",
     "TraceError",
     "__version__",
     "color",
@@ -41,4 +57,5 @@ __all__ = [
     "police",
     "shape",
     "shaper_kinds",
+    "simulate",
 ]

@@ -1,5 +1,8 @@
 """Type stub for the Rust extension ``qoslab._core`` (thin bindings to qoslab-core)."""
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -14,6 +17,18 @@ class TraceError(ValueError):
 
     index: int
     message: str
+
+class ScenarioError(ValueError):
+    """A scenario is invalid; ``str()`` is ``file:line:col: path: message``."""
+
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+
+class Cancelled(KeyboardInterrupt):
+    """A simulation was cancelled (Ctrl-C, or the progress callback returned False)."""
 
 def core_version() -> str: ...
 def meter_kinds() -> list[tuple[str, str]]: ...
@@ -36,3 +51,10 @@ def shape_trace(
 def parse_rate(s: str) -> int: ...
 def parse_size(s: str) -> int: ...
 def parse_time(s: str) -> int: ...
+def scenario_info(text: str, filename: str = "<string>") -> dict[str, object]: ...
+def simulate_toml(
+    text: str,
+    filename: str = "<string>",
+    seed: int | None = None,
+    progress: Callable[[int, int, int], object] | None = None,
+) -> dict[str, Any]: ...

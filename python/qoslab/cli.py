@@ -1,11 +1,13 @@
 """The ``qoslab`` command line.
 
+``qoslab run SCENARIO`` simulates a scenario file (see ``qoslab.run``).
 ``qoslab meter KIND`` and ``qoslab shape KIND`` run a trace CSV through any
 meter or shaper kind of qoslab-core. Options the command does not know
 (``--cir 20mbit``) become conditioner parameters, as does ``--param cir=20mbit``.
 
 Errors in the user's input print one line, ``qoslab: error: <file>:<line>:
-<message>`` or ``qoslab: error: <param>: <message>``, and exit with status 2.
+<message>`` or ``qoslab: error: <param>: <message>``, and exit with status 2;
+Ctrl-C prints ``qoslab: cancelled`` and exits with 130.
 Anything else is a bug and keeps its traceback.
 """
 
@@ -21,11 +23,13 @@ from typing import Any, NoReturn
 import numpy as np
 
 from qoslab import __version__, _core
-from qoslab._core import ConfigError, TraceError
+from qoslab import run as run_cmd
+from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
 from qoslab.api import ACTION_NAMES, COLOR_NAMES, _config_error, police, shape
 from qoslab.traceio import TraceFile, TraceFileError, read_trace, write_csv
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):
@@ -64,6 +68,7 @@ Output: the input columns plus 'departure_ns' (empty when dropped) and
 
 MAIN_EPILOG = """\
 examples:
+  qoslab run scenarios/example.toml
   qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B \\
       --input examples/trace.csv --output /tmp/colored.csv --json
   qoslab shape --list
@@ -81,6 +86,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"qoslab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    run_cmd.add_run_parser(sub, fmt)
     for name, helptext, epilog in (
         ("meter", "colour (and police) a trace CSV with a meter", METER_EPILOG),
         ("shape", "shape a trace CSV with a shaper", SHAPE_EPILOG),
@@ -266,6 +272,10 @@ def _run(argv: Sequence[str] | None) -> int:
             raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see 'qoslab --help')")
         parser.print_help()
         return EXIT_USAGE
+    if args.command == "run":
+        if extras:
+            raise UsageError(f"run: unrecognized arguments: {' '.join(extras)}")
+        return run_cmd.main(args)
     kinds = _core.meter_kinds() if args.command == "meter" else _core.shaper_kinds()
     if args.list:
         return _list(kinds, "meter" if args.command == "meter" else "shaper")
@@ -319,6 +329,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(e))
     except TraceFileError as e:
         return _fail(str(e))
+    except ScenarioError as e:
+        return _fail(str(e))
+    except (Cancelled, KeyboardInterrupt):
+        print("qoslab: cancelled", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except ConfigError as e:
         param = getattr(e, "param", None)
         message = getattr(e, "message", None)

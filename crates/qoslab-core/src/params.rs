@@ -208,6 +208,18 @@ impl Params {
             })
             .transpose()
     }
+    /// A finite decimal number such as `0.02` or `1.25` (tc's `%lg`).
+    pub fn opt_f64(&mut self, key: &'static str) -> Result<Option<f64>, ConfigError> {
+        self.take(key)?
+            .map(|v| match v.parse::<f64>() {
+                Ok(x) if x.is_finite() => Ok(x),
+                _ => Err(ConfigError::new(
+                    key,
+                    format!("expected a number such as 0.02, got '{v}'"),
+                )),
+            })
+            .transpose()
+    }
     /// One of `choices` (case-insensitive); returns the matching choice.
     pub fn opt_choice(
         &mut self,

@@ -1,4 +1,5 @@
 //! Thin PyO3 bindings: convert, call qoslab-core, map errors, convert back.
+//! Scenarios and the simulator are bound in [`sim`].
 //!
 //! No logic lives here. Every kind of meter or shaper goes through
 //! `Policer::from_params` / `AnyShaper::from_params` and the batch drivers in
@@ -11,6 +12,8 @@
 //! `ValueError` with `.param` and `.message`), `drive::TraceError` becomes
 //! `qoslab.TraceError` (a `ValueError` with `.index` and `.message`). Nothing
 //! here unwraps user data, so no panic can reach Python.
+
+mod sim;
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::create_exception;
@@ -237,6 +240,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("ScenarioError", py.get_type::<sim::ScenarioError>())?;
+    m.add("Cancelled", py.get_type::<sim::Cancelled>())?;
+    m.add_function(wrap_pyfunction!(sim::scenario_info, m)?)?;
+    m.add_function(wrap_pyfunction!(sim::simulate_toml, m)?)?;
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(meter_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(shaper_kinds, m)?)?;

@@ -9,6 +9,12 @@
 //! - [`codel`] — CoDel, RFC 8289 + Linux `codel_impl.h` / `sch_codel.c`
 //!   (kind `codel`). Its state machine [`codel::CodelState`] is reusable per
 //!   flow (FQ-CoDel).
+//! - [`red`] — RED, Floyd & Jacobson 1993 + Linux `red.h` / `sch_red.c` /
+//!   tc `q_red.c` (kind `red`). Its fixed-point core [`red::RedParms`] /
+//!   [`red::RedVars`] also drives RIO/WRED.
+//! - [`rio`] — RIO-C (Clark & Fang 1998) and WRED (Cisco) with green /
+//!   yellow / red thresholds over one FIFO, RFC 2963 App. A preset (kinds
+//!   `rio`, `wred`).
 //!
 //! Drops at enqueue come back as [`Dropped`] from `enqueue`; the forced
 //! (tail) and early (probabilistic) kinds are told apart by each AQM's
@@ -24,6 +30,8 @@
 //! Hot paths dispatch through the [`AnyAqm`] enum (no `Box<dyn>`).
 
 pub mod codel;
+pub mod red;
+pub mod rio;
 
 use crate::packet::Packet;
 use crate::params::{ConfigError, Params};
@@ -31,6 +39,8 @@ use crate::shaper::{Dropped, Shaper};
 use crate::time::Instant;
 
 pub use codel::{Codel, CodelParams, CodelQueue, CodelState, CodelStats};
+pub use red::{Red, RedParms, RedVars};
+pub use rio::{Rio, RioConfig, RioMode};
 
 /// Drop and mark counters common to all AQMs, cumulative.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,21 +76,54 @@ pub(crate) fn parse_limit_packets(
 
 /// Every AQM, for enum dispatch.
 #[derive(Clone, Debug)]
+// One per queue, built once and never moved on the hot path.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyAqm {
+    Red(Red),
+    /// `rio` (RIO-C) and `wred`: one type, [`RioMode`].
+    Rio(Rio),
     Codel(Codel),
 }
 
+/// `match` over every [`AnyAqm`] variant, binding the inner AQM to `$a`.
+macro_rules! each_aqm {
+    ($self:expr, $a:ident => $e:expr) => {
+        match $self {
+            AnyAqm::Red($a) => $e,
+            AnyAqm::Rio($a) => $e,
+            AnyAqm::Codel($a) => $e,
+        }
+    };
+}
+
 /// (kind, one-line description) of every AQM [`AnyAqm::from_params`] builds.
-pub const AQM_KINDS: &[(&str, &str)] = &[(
-    "codel",
-    "CoDel (RFC 8289, Linux sch_codel): limit (packets, 1000), target (5ms), interval (100ms), ce-threshold, ecn, mtu",
-)];
+pub const AQM_KINDS: &[(&str, &str)] = &[
+    (
+        "red",
+        "RED (Floyd & Jacobson 1993, Linux sch_red + tc-red): limit, min, max, avpkt, burst, probability, bandwidth, ecn, harddrop, adaptive, seed",
+    ),
+    (
+        "wred",
+        "WRED (Cisco): one average, per-colour min/max/probability: limit, {green,yellow,red}-{min,max,probability}, ewma (9), classify, preset rfc2963",
+    ),
+    (
+        "rio",
+        "RIO-C (Clark & Fang 1998), three colours as RFC 2963 App. A: same keys as wred; colour c judged on the backlog of colours <= c",
+    ),
+    (
+        "codel",
+        "CoDel (RFC 8289, Linux sch_codel): limit (packets, 1000), target (5ms), interval (100ms), ce-threshold, ecn, mtu",
+    ),
+];
 
 impl AnyAqm {
     /// Builds AQM `kind` from string parameters and rejects unknown keys.
     pub fn from_params(kind: &str, mut p: Params) -> Result<Self, ConfigError> {
         let kind = kind.to_ascii_lowercase();
         let a = match kind.as_str() {
+            "red" => AnyAqm::Red(Red::from_params(&mut p)?),
+            "wred" => AnyAqm::Rio(Rio::from_params(RioMode::Wred, &mut p)?),
+            "rio" => AnyAqm::Rio(Rio::from_params(RioMode::RioC, &mut p)?),
             "codel" => AnyAqm::Codel(Codel::from_params(&mut p)?),
             other => return Err(crate::meter::unknown_kind("aqm", other, AQM_KINDS)),
         };
@@ -90,54 +133,43 @@ impl AnyAqm {
 
     /// Drop and mark counters.
     pub fn counters(&self) -> AqmCounters {
-        match self {
-            AnyAqm::Codel(a) => a.counters(),
-        }
+        each_aqm!(self, a => a.counters())
     }
 
-    /// Packets dropped at dequeue since the last call (CoDel), oldest first.
+    /// Packets dropped at dequeue since the last call (CoDel), oldest first;
+    /// empty for AQMs that drop only at enqueue.
     pub fn take_dropped(&mut self) -> impl Iterator<Item = Dropped> + '_ {
-        match self {
-            AnyAqm::Codel(a) => a.take_dropped(),
-        }
+        let drain = match self {
+            AnyAqm::Codel(a) => Some(a.take_dropped()),
+            _ => None,
+        };
+        drain.into_iter().flatten()
     }
 }
 
 impl Shaper for AnyAqm {
     #[inline]
     fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
-        match self {
-            AnyAqm::Codel(a) => a.enqueue(now, pkt),
-        }
+        each_aqm!(self, a => a.enqueue(now, pkt))
     }
     #[inline]
     fn dequeue(&mut self, now: Instant) -> Option<Packet> {
-        match self {
-            AnyAqm::Codel(a) => a.dequeue(now),
-        }
+        each_aqm!(self, a => a.dequeue(now))
     }
     #[inline]
     fn next_ready(&self, now: Instant) -> Option<Instant> {
-        match self {
-            AnyAqm::Codel(a) => a.next_ready(now),
-        }
+        each_aqm!(self, a => a.next_ready(now))
     }
     #[inline]
     fn backlog_packets(&self) -> usize {
-        match self {
-            AnyAqm::Codel(a) => a.backlog_packets(),
-        }
+        each_aqm!(self, a => a.backlog_packets())
     }
     #[inline]
     fn backlog_bytes(&self) -> u64 {
-        match self {
-            AnyAqm::Codel(a) => a.backlog_bytes(),
-        }
+        each_aqm!(self, a => a.backlog_bytes())
     }
     fn describe(&self) -> Vec<(&'static str, String)> {
-        match self {
-            AnyAqm::Codel(a) => a.describe(),
-        }
+        each_aqm!(self, a => a.describe())
     }
 }
 
@@ -149,6 +181,12 @@ mod tests {
     fn from_params_builds_each_kind_and_rejects_unknown() {
         let a = AnyAqm::from_params("CoDel", Params::new("codel", [("target", "5ms")])).unwrap();
         assert!(matches!(a, AnyAqm::Codel(_)));
+        let a = AnyAqm::from_params(
+            "red",
+            Params::new("red", [("limit", "60kb"), ("avpkt", "1000")]),
+        )
+        .unwrap();
+        assert!(matches!(a, AnyAqm::Red(_)));
         let e =
             AnyAqm::from_params("codel", Params::new("codel", [("targett", "5ms")])).unwrap_err();
         assert!(e.message.contains("did you mean 'target'"), "{e}");

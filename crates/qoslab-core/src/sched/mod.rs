@@ -12,16 +12,19 @@
 //!   [`Metered`] (a policer in front of a class, MQC child `police`).
 //! - [`prio`] — strict priority bands with a priomap, Linux `sch_prio.c`.
 //! - [`drr`] — Deficit Round Robin, Linux `sch_drr.c` (Shreedhar & Varghese).
+//! - [`htb`] — Hierarchical Token Bucket, Linux `sch_htb.c` + tc `q_htb.c`.
 //!
 //! Schedulers hold `Box<dyn Shaper + Send>` children (a tree is built once
 //! from a configuration, its node types are open), so they are neither
 //! `Clone` nor part of the [`AnyShaper`](crate::shaper::AnyShaper) enum.
 
 pub mod drr;
+pub mod htb;
 pub mod prio;
 pub mod tree;
 
 pub use drr::Drr;
+pub use htb::{Htb, HtbClassConfig, HtbConfig};
 pub use prio::Prio;
 pub use tree::{pfifo, Child, Metered, Pfifo};
 
@@ -58,15 +61,17 @@ pub(crate) mod testutil {
         })
     }
 
-    /// Keeps every flow backlogged (`sizes[i]` is flow i's packet size,
-    /// eight packets queued each) and dequeues `n_out` packets, the clock
-    /// advancing one ns per byte; each departure is replaced by a packet of
-    /// the same flow. Returns each flow's share of the bytes sent.
-    pub fn backlogged_shares(q: &mut dyn Shaper, sizes: &[u32], n_out: usize) -> Vec<f64> {
+    /// Keeps every flow backlogged (`sizes[i]` is flow i's packet size, 0
+    /// for no flow; eight packets queued each) and dequeues `n_out`
+    /// packets on a link of one ns per byte (8 Gbit/s), jumping to
+    /// `next_ready` when the scheduler holds back; each departure is
+    /// replaced by a packet of the same flow. Returns the bytes each flow
+    /// sent and the elapsed ns.
+    pub fn backlogged_bytes(q: &mut dyn Shaper, sizes: &[u32], n_out: usize) -> (Vec<u64>, u64) {
         let mut id = 0u64;
         let mut now = Instant::ZERO;
         for _ in 0..8 {
-            for (f, &s) in sizes.iter().enumerate() {
+            for (f, &s) in sizes.iter().enumerate().filter(|x| *x.1 > 0) {
                 q.enqueue(now, flow_packet(id, f, s)).unwrap();
                 id += 1;
             }
@@ -74,13 +79,19 @@ pub(crate) mod testutil {
         let mut bytes = vec![0u64; sizes.len()];
         for _ in 0..n_out {
             let t = q.next_ready(now).expect("backlogged").max(now);
-            let p = q.dequeue(t).expect("ready");
+            let p = q.dequeue(t).expect("ready at next_ready");
             now = t + crate::time::Duration::from_ns(p.size_bytes as u64);
             let f = p.flow as usize;
             bytes[f] += p.size_bytes as u64;
             let _ = q.enqueue(now, flow_packet(id, f, sizes[f]));
             id += 1;
         }
+        (bytes, now.as_ns())
+    }
+
+    /// Each flow's share of the bytes of [`backlogged_bytes`].
+    pub fn backlogged_shares(q: &mut dyn Shaper, sizes: &[u32], n_out: usize) -> Vec<f64> {
+        let (bytes, _) = backlogged_bytes(q, sizes, n_out);
         let total: u64 = bytes.iter().sum();
         bytes.iter().map(|&b| b as f64 / total as f64).collect()
     }

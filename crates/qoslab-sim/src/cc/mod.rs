@@ -8,10 +8,12 @@
 //! byte-sized advertised windows such as 64512 B are exact; algorithms that
 //! think in segments (CUBIC, Linux) convert with `mss`.
 
+mod bbr;
 mod compound;
 mod cubic;
 mod reno;
 
+pub use bbr::{Bbr, BbrMode};
 pub use compound::Compound;
 pub use cubic::{Cubic, CubicConfig};
 pub use reno::Reno;
@@ -122,9 +124,10 @@ pub struct AckSample {
     pub srtt: Option<Duration>,
     /// Bytes in flight after this ACK was processed.
     pub bytes_in_flight: u64,
-    /// The sender is in fast recovery or loss recovery (RTO): window growth
-    /// algorithms must not grow (Linux calls `cong_avoid` only in Open/
-    /// Disorder states).
+    /// The sender is in fast recovery (Linux `TCP_CA_Recovery`, a cwnd
+    /// reduction): window-growth algorithms must not grow. After an RTO
+    /// (Linux `TCP_CA_Loss`) it is false: cwnd slow-starts from one
+    /// segment, as in Linux (`tcp_in_cwnd_reduction` is false in Loss).
     pub in_recovery: bool,
     /// The window was what limited sending (Linux `tcp_is_cwnd_limited`);
     /// growth algorithms do not grow an unused window (RFC 7661 spirit),
@@ -170,14 +173,23 @@ pub trait CongestionControl: Send {
     }
 }
 
-/// Build the algorithm named by `kind`. Algorithms not yet available
-/// return `None` (the caller reports a configuration error).
+/// Build the algorithm named by `kind` with seed 0; see [`build_seeded`].
 pub fn build(kind: CcKind) -> Option<Box<dyn CongestionControl>> {
+    build_seeded(kind, 0)
+}
+
+/// Build the algorithm named by `kind`. `seed` feeds the algorithms that
+/// draw random numbers (BBR's gain-cycle start phase): derive it from the
+/// run seed and the flow so that flows differ and runs repeat. NewReno
+/// shares Reno's window rules (RFC 6582 changes only the recovery, which
+/// the sender owns). `None` would mean "not available" (the caller
+/// reports a configuration error); every [`CcKind`] is available now.
+pub fn build_seeded(kind: CcKind, seed: u64) -> Option<Box<dyn CongestionControl>> {
     match kind {
         CcKind::Reno | CcKind::NewReno => Some(Box::new(Reno::new())),
         CcKind::Cubic => Some(Box::new(Cubic::default())),
         CcKind::Compound => Some(Box::new(Compound::new())),
-        CcKind::Bbr => None,
+        CcKind::Bbr => Some(Box::new(Bbr::new(seed))),
     }
 }
 

@@ -17,6 +17,21 @@
 //!
 //! [`TcpConfig`]: crate::config::TcpConfig
 
+#[cfg(test)]
+mod harness;
+mod pacing;
+mod rate;
+mod receiver;
+mod rtt;
+mod scoreboard;
+mod sender;
+
+pub use pacing::{default_pacing_rate, Pacer};
+pub use rate::{RateEstimator, TxRateInfo};
+pub use receiver::TcpReceiver;
+pub use rtt::RttEstimator;
+pub use sender::{AppLimit, CaState, SenderStats, TcpSender, DUP_THRESH};
+
 use qoslab_core::Duration;
 
 /// Segment flags.

@@ -1,0 +1,967 @@
+//! Hierarchical Token Bucket, Linux `htb` (`net/sched/sch_htb.c`, iproute2
+//! `tc/q_htb.c`, `man tc-htb`; M. Devera's design, after Floyd & Jacobson's
+//! link-sharing).
+//!
+//! **Classes** form a tree (at most 8 levels). Each class has two token
+//! buckets kept as *time* in nanoseconds, as the kernel does: `tokens`
+//! (depth `buffer` = L2T(rate, burst)) for its assured `rate` and `ctokens`
+//! (depth `cbuffer` = L2T(ceil, cburst)) for its `ceil`. Elapsed time
+//! refills both, capped at `mbuffer` = 60 s (`htb_change_class`). Leaves
+//! hold a queue (default `pfifo`, limit 1000); inner classes only account.
+//!
+//! **Modes** (`htb_class_mode`, no hysteresis as `htb_hysteresis=0`):
+//! `ctokens + diff < 0` → *can't send*; else `tokens + diff ≥ 0` → *can
+//! send*; else *may borrow*. A leaf can be served at level L when, walking
+//! up from it, every class is *may borrow* until one at level L is *can
+//! send* (the kernel's feed chain, `htb_activate_prios`). Levels follow the
+//! kernel: leaves 0, root classes 7, inner classes one below their parent.
+//!
+//! **Dequeue** (`htb_dequeue`): the direct queue first; then for level 0,
+//! 1, … and within a level for prio 0, 1, … (lower first) the servable
+//! leaves are served by DRR: a leaf sends, `deficit[level] −= len`, and when
+//! the deficit goes negative it gets `+= quantum` and the round moves on
+//! (`htb_dequeue_tree`). The sent bytes are charged
+//! (`htb_charge_class`): to `ctokens` of the leaf and every ancestor, to
+//! `tokens` of the classes at or above the serving level; classes below it
+//! only get their elapsed time (`tokens += diff`) — that is borrowing.
+//! Each `accnt` clamps at `buffer` before charging and at `1 − mbuffer`
+//! after. L2T is the kernel's `psched_l2t_ns` ([`RateCfg`]).
+//!
+//! **Modes are computed, not queued**: the kernel keeps each class's mode
+//! and an event queue (wait tree) of when it changes; since a mode only
+//! changes at a charge or at a computable instant, we evaluate it at `now`
+//! from the buckets, which gives the same mode. [`Shaper::next_ready`] is the
+//! earliest instant a backlogged leaf becomes servable (the wait tree's
+//! first event), or later if the leaf's own child is not ready.
+//!
+//! **Configuration** as tc + kernel: `rate` (required, > 0), `ceil`
+//! (default rate), `burst` default `rate/HZ + mtu` and `cburst` default
+//! `ceil/HZ + mtu` with tc's `HZ` read from `/proc/net/psched` — 10⁹ on
+//! high-resolution-timer kernels, so ≈ `mtu` = 1600 B below 8 Gbit/s
+//! (q_htb.c); bursts go to the kernel as `tc_calc_xmittime` ticks (64 ns;
+//! `rounding` legacy/ceil, see [`crate::meter::linux_police`]). `quantum`
+//! = `rate_bytes / r2q` (r2q default 10) clamped to [1000, 200000] with the
+//! kernel's warning "quantum of class X is small/big. Consider r2q
+//! change."; an explicit quantum is used as given. `prio` 0..7 (larger is
+//! clamped to 7). Qdisc: `default` (the filter list's default class;
+//! unclassified packets with no valid default go to the **direct queue**,
+//! `direct_qlen` packets, default tx_queue_len 1000, sent unshaped ahead of
+//! everything), `r2q`.
+//!
+//! What tc and the kernel accept is accepted, with warnings in
+//! [`Htb::warnings`] (shown by `describe`) for what is suspicious: ceil
+//! below rate, children's rates summing above the parent's, a child burst
+//! above its parent's (`man tc-htb`: the parent's should be at least the
+//! largest child's), quantum clamps. Refused, as by the kernel: rate or ceil
+//! of zero, a tree deeper than 8 levels ("tree is too deep"), a queue on an
+//! inner class. Cycles are impossible: a parent must be listed before its
+//! children.
+//!
+//! Simplified: servable leaves of one (level, prio) are served in one DRR
+//! round over leaf indices; the kernel nests the round robin along the feed
+//! tree (per inner class), which gives the same shares when the borrowing
+//! leaves hang off one class. Left out: `htb_hysteresis`, the 2-jiffy event
+//! budget ("too many events"), offload, `overhead`/`linklayer atm`
+//! (`mpu` is kept), rate estimators, filters attached to inner classes.
+
+use super::tree::{inline, pfifo, Child, DEFAULT_TXQUEUELEN};
+use crate::classify::Filters;
+use crate::meter::linux_police::{tc_calc_xmittime, RateCfg, TcRounding};
+use crate::packet::Packet;
+use crate::params::{ConfigError, Params};
+use crate::shaper::{DropReason, Dropped, Shaper};
+use crate::time::Instant;
+use crate::units::{Bytes, Rate};
+use std::collections::VecDeque;
+
+/// `TC_HTB_NUMPRIO`.
+pub const NUM_PRIO: usize = 8;
+/// `TC_HTB_MAXDEPTH`.
+pub const MAX_DEPTH: usize = 8;
+/// tc's default `mtu` for the rate table and the burst formula.
+pub const DEFAULT_MTU: u32 = 1600;
+/// tc's default `r2q`.
+pub const DEFAULT_R2Q: u32 = 10;
+/// tc's `get_hz()` on a high-resolution-timer kernel (`/proc/net/psched`
+/// fourth field 0x3b9aca00).
+pub const TC_HZ: u64 = 1_000_000_000;
+/// `cl->mbuffer`: 60 s.
+const MBUFFER_NS: i64 = 60_000_000_000;
+
+/// One class as configured (`tc class add … htb …`).
+pub struct HtbClassConfig {
+    /// Index of the parent class in the list (must be smaller), or `None`
+    /// for a root class (parent = the qdisc).
+    pub parent: Option<usize>,
+    pub rate: Rate,
+    pub ceil: Option<Rate>,
+    pub burst: Option<Bytes>,
+    pub cburst: Option<Bytes>,
+    pub prio: u32,
+    pub quantum: Option<u32>,
+    pub mtu: u32,
+    pub mpu: u16,
+    /// The leaf's queue (default pfifo of 1000); must be `None` on classes
+    /// that have children.
+    pub child: Option<Child>,
+}
+
+impl HtbClassConfig {
+    /// A class with tc's defaults.
+    pub fn new(parent: Option<usize>, rate: Rate) -> Self {
+        HtbClassConfig {
+            parent,
+            rate,
+            ceil: None,
+            burst: None,
+            cburst: None,
+            prio: 0,
+            quantum: None,
+            mtu: DEFAULT_MTU,
+            mpu: 0,
+            child: None,
+        }
+    }
+    pub fn ceil(mut self, ceil: Rate) -> Self {
+        self.ceil = Some(ceil);
+        self
+    }
+    pub fn prio(mut self, prio: u32) -> Self {
+        self.prio = prio;
+        self
+    }
+    pub fn quantum(mut self, q: u32) -> Self {
+        self.quantum = Some(q);
+        self
+    }
+    pub fn burst(mut self, b: Bytes) -> Self {
+        self.burst = Some(b);
+        self
+    }
+    pub fn cburst(mut self, b: Bytes) -> Self {
+        self.cburst = Some(b);
+        self
+    }
+    pub fn child(mut self, c: Child) -> Self {
+        self.child = Some(c);
+        self
+    }
+
+    /// Reads tc's class keys: `rate`, `ceil`, `burst` (`buffer`,
+    /// `maxburst`), `cburst` (`cbuffer`, `cmaxburst`), `prio`, `quantum`,
+    /// `mtu`, `mpu`.
+    pub fn from_params(parent: Option<usize>, p: &mut Params) -> Result<Self, ConfigError> {
+        p.alias("burst", &["buffer", "maxburst"])?;
+        p.alias("cburst", &["cbuffer", "cmaxburst"])?;
+        let mut c = HtbClassConfig::new(parent, p.rate("rate")?);
+        c.ceil = p.opt_rate("ceil")?;
+        c.burst = p.opt_size("burst")?;
+        c.cburst = p.opt_size("cburst")?;
+        c.prio = u32_key("prio", p.opt_u64("prio")?)?.unwrap_or(0);
+        c.quantum = u32_key("quantum", p.opt_u64("quantum")?)?.filter(|&q| q > 0);
+        c.mtu = u32_key("mtu", p.opt_size("mtu")?.map(|b| b.get()))?.unwrap_or(DEFAULT_MTU);
+        c.mpu = match p.opt_size("mpu")? {
+            None => 0,
+            Some(b) => u16::try_from(b.get())
+                .map_err(|_| ConfigError::new("mpu", "above tc's 16-bit 65535B"))?,
+        };
+        Ok(c)
+    }
+}
+
+fn u32_key(key: &'static str, v: Option<u64>) -> Result<Option<u32>, ConfigError> {
+    v.map(|v| u32::try_from(v).map_err(|_| ConfigError::new(key, format!("{v} is above 2^32-1"))))
+        .transpose()
+}
+
+/// Qdisc-level settings (`tc qdisc add … htb [default N] [r2q N] [direct_qlen P]`).
+pub struct HtbConfig {
+    pub r2q: u32,
+    pub direct_qlen: u32,
+    pub rounding: TcRounding,
+}
+
+impl Default for HtbConfig {
+    fn default() -> Self {
+        HtbConfig {
+            r2q: DEFAULT_R2Q,
+            direct_qlen: DEFAULT_TXQUEUELEN,
+            rounding: TcRounding::Legacy,
+        }
+    }
+}
+
+impl HtbConfig {
+    /// Reads `r2q`, `direct_qlen`, `rounding` (`legacy` | `ceil`).
+    pub fn from_params(p: &mut Params) -> Result<Self, ConfigError> {
+        let d = HtbConfig::default();
+        Ok(HtbConfig {
+            r2q: u32_key("r2q", p.opt_u64("r2q")?)?.unwrap_or(d.r2q),
+            direct_qlen: u32_key("direct-qlen", p.opt_packets("direct-qlen")?)?
+                .unwrap_or(d.direct_qlen),
+            rounding: match p.opt_choice("rounding", &["legacy", "ceil"])? {
+                Some("ceil") => TcRounding::Ceil,
+                _ => TcRounding::Legacy,
+            },
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Mode {
+    CantSend,
+    MayBorrow,
+    CanSend,
+}
+
+struct Leaf {
+    child: Child,
+    prio: u8,
+    quantum: u32,
+    deficit: [i32; MAX_DEPTH],
+    active: bool,
+}
+
+struct Class {
+    parent: Option<usize>,
+    level: u8,
+    leaf: Option<Leaf>,
+    rate: RateCfg,
+    ceil: RateCfg,
+    buffer: i64,
+    cbuffer: i64,
+    tokens: i64,
+    ctokens: i64,
+    t_c: u64,
+    // Counters (tc -s class show: lended, borrowed).
+    lends: u64,
+    borrows: u64,
+    // As configured, for describe().
+    rate_bps: Rate,
+    ceil_bps: Rate,
+    burst: u64,
+    cburst: u64,
+}
+
+impl Class {
+    #[inline]
+    fn diff(&self, now: u64) -> i64 {
+        (now.saturating_sub(self.t_c) as i64).min(MBUFFER_NS)
+    }
+    #[inline]
+    fn mode(&self, now: u64) -> Mode {
+        let d = self.diff(now);
+        if self.ctokens + d < 0 {
+            Mode::CantSend
+        } else if self.tokens + d >= 0 {
+            Mode::CanSend
+        } else {
+            Mode::MayBorrow
+        }
+    }
+    /// (instant it stops being "can't send", instant it is "can send").
+    fn mode_times(&self, now: u64) -> (u64, u64) {
+        let d = self.diff(now);
+        let cw = (-(self.ctokens + d)).max(0) as u64;
+        let rw = (-(self.tokens + d)).max(0) as u64;
+        (now + cw, now + cw.max(rw))
+    }
+}
+
+/// Linux `htb` qdisc.
+pub struct Htb {
+    classes: Vec<Class>,
+    filters: Filters,
+    direct: VecDeque<Packet>,
+    direct_bytes: u64,
+    direct_qlen: u32,
+    direct_packets: u64,
+    r2q: u32,
+    /// Leaves with packets, in no particular order.
+    active: Vec<usize>,
+    /// Per (level, prio): the leaf index the DRR round points at.
+    ptr: [[usize; NUM_PRIO]; MAX_DEPTH],
+    /// Scratch: leaves whose child gave nothing this dequeue.
+    skipped: Vec<usize>,
+    warnings: Vec<String>,
+}
+
+impl Htb {
+    /// Builds the tree; `filters` classify into class indices and its
+    /// default is HTB's `default` class.
+    pub fn new(
+        cfg: HtbConfig,
+        classes: Vec<HtbClassConfig>,
+        filters: Filters,
+    ) -> Result<Self, ConfigError> {
+        if classes.is_empty() {
+            return Err(ConfigError::new("classes", "htb needs at least one class"));
+        }
+        let n = classes.len();
+        filters.check(n)?;
+        let r2q = cfg.r2q.max(1); // htb_init: rate2quantum < 1 → 1
+        let mut warnings = Vec::new();
+        let mut has_children = vec![false; n];
+        for (i, c) in classes.iter().enumerate() {
+            if let Some(p) = c.parent {
+                if p >= i {
+                    return Err(ConfigError::new(
+                        "parent",
+                        format!("class {i}: parent {p} must be listed before its children"),
+                    ));
+                }
+                has_children[p] = true;
+            }
+        }
+        let mut out: Vec<Class> = Vec::with_capacity(n);
+        for (i, c) in classes.into_iter().enumerate() {
+            let rate_b = c.rate.bytes_per_sec();
+            let ceil = c.ceil.unwrap_or(c.rate);
+            let ceil_b = ceil.bytes_per_sec();
+            if rate_b == 0 || ceil_b == 0 {
+                return Err(ConfigError::new(
+                    if rate_b == 0 { "rate" } else { "ceil" },
+                    format!("class {i}: must be at least 8bit (tc stores bytes/s; the kernel refuses 0)"),
+                ));
+            }
+            if ceil_b < rate_b {
+                warnings.push(format!(
+                    "class {i}: ceil {ceil} is below rate {}; the class never gets its rate",
+                    c.rate
+                ));
+            }
+            // q_htb.c: buffer = rate/get_hz() + mtu, in bytes.
+            let burst = c.burst.map_or(rate_b / TC_HZ + c.mtu as u64, |b| b.get());
+            let cburst = c.cburst.map_or(ceil_b / TC_HZ + c.mtu as u64, |b| b.get());
+            let ticks = |key: &'static str, r: u64, b: u64| {
+                tc_calc_xmittime(r, b, cfg.rounding).ok_or_else(|| {
+                    ConfigError::new(
+                        key,
+                        format!("class {i}: {b}B is out of tc's range at this rate"),
+                    )
+                })
+            };
+            let buffer = (ticks("burst", rate_b, burst)? as i64) << 6;
+            let cbuffer = (ticks("cburst", ceil_b, cburst)? as i64) << 6;
+            let level = match c.parent {
+                None => (MAX_DEPTH - 1) as u8,
+                Some(p) => {
+                    if out[p].level == 0 {
+                        return Err(ConfigError::new(
+                            "parent",
+                            format!("class {i}: tree is too deep (at most {MAX_DEPTH} levels)"),
+                        ));
+                    }
+                    out[p].level - 1
+                }
+            };
+            let leaf = if has_children[i] {
+                if c.child.is_some() {
+                    return Err(ConfigError::new(
+                        "child",
+                        format!("class {i} has child classes, so it holds no queue"),
+                    ));
+                }
+                None
+            } else {
+                let mut quantum = (rate_b / r2q as u64).min(i32::MAX as u64) as u32;
+                match c.quantum {
+                    Some(q) => quantum = q,
+                    None if quantum < 1000 => {
+                        warnings.push(format!("quantum of class {i} is small. Consider r2q change. (rate/r2q = {quantum}B, using 1000)"));
+                        quantum = 1000;
+                    }
+                    None if quantum > 200_000 => {
+                        warnings.push(format!("quantum of class {i} is big. Consider r2q change. (rate/r2q = {quantum}B, using 200000)"));
+                        quantum = 200_000;
+                    }
+                    None => {}
+                }
+                Some(Leaf {
+                    child: c.child.unwrap_or_else(|| pfifo(DEFAULT_TXQUEUELEN)),
+                    prio: c.prio.min(NUM_PRIO as u32 - 1) as u8,
+                    quantum,
+                    deficit: [0; MAX_DEPTH],
+                    active: false,
+                })
+            };
+            out.push(Class {
+                parent: c.parent,
+                level: if has_children[i] { level } else { 0 },
+                leaf,
+                rate: RateCfg::precompute(rate_b, 0, c.mpu),
+                ceil: RateCfg::precompute(ceil_b, 0, c.mpu),
+                buffer,
+                cbuffer,
+                tokens: buffer,
+                ctokens: cbuffer,
+                t_c: 0,
+                lends: 0,
+                borrows: 0,
+                rate_bps: c.rate,
+                ceil_bps: ceil,
+                burst,
+                cburst,
+            });
+        }
+        // Inner classes keep the kernel's level (parent − 1); leaves are 0.
+        for p in 0..n {
+            if !has_children[p] {
+                continue;
+            }
+            let kids: Vec<usize> = (0..n).filter(|&k| out[k].parent == Some(p)).collect();
+            let sum: u64 = kids.iter().map(|&k| out[k].rate_bps.bps()).sum();
+            if sum > out[p].rate_bps.bps() {
+                warnings.push(format!(
+                    "children of class {p} have rates summing to {}, above its rate {} (tc accepts; they cannot all get it)",
+                    Rate::from_bps(sum),
+                    out[p].rate_bps
+                ));
+            }
+            for &k in &kids {
+                if out[k].burst > out[p].burst {
+                    warnings.push(format!(
+                        "class {k}: burst {}B above its parent's {}B (man tc-htb: the parent's should be at least the largest child's)",
+                        out[k].burst, out[p].burst
+                    ));
+                }
+            }
+        }
+        let active = Vec::with_capacity(n);
+        Ok(Htb {
+            classes: out,
+            filters,
+            direct: VecDeque::new(),
+            direct_bytes: 0,
+            direct_qlen: cfg.direct_qlen,
+            direct_packets: 0,
+            r2q,
+            active,
+            ptr: [[0; NUM_PRIO]; MAX_DEPTH],
+            skipped: Vec::new(),
+            warnings,
+        })
+    }
+
+    /// What tc/the kernel would warn about (also in `describe`).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+    /// Class `i`'s quantum (leaves) in bytes.
+    pub fn quantum(&self, i: usize) -> Option<u32> {
+        self.classes[i].leaf.as_ref().map(|l| l.quantum)
+    }
+    /// Class `i`'s bucket depths in ns: (buffer, cbuffer).
+    pub fn buffers_ns(&self, i: usize) -> (u64, u64) {
+        (
+            self.classes[i].buffer as u64,
+            self.classes[i].cbuffer as u64,
+        )
+    }
+    /// Class `i`'s kernel level (leaves 0, roots 7).
+    pub fn level(&self, i: usize) -> u8 {
+        self.classes[i].level
+    }
+    /// Packets sent through the direct queue.
+    pub fn direct_packets(&self) -> u64 {
+        self.direct_packets
+    }
+
+    /// The level at which leaf `l` can be served now, if any.
+    #[inline]
+    fn serving_level(&self, l: usize, now: u64) -> Option<u8> {
+        let mut c = l;
+        loop {
+            let cl = &self.classes[c];
+            match cl.mode(now) {
+                Mode::CanSend => return Some(cl.level),
+                Mode::CantSend => return None,
+                Mode::MayBorrow => c = cl.parent?,
+            }
+        }
+    }
+
+    /// `htb_charge_class`.
+    fn charge(&mut self, leaf: usize, level: u8, bytes: u32, now: u64) {
+        let mut c = Some(leaf);
+        while let Some(i) = c {
+            let cl = &mut self.classes[i];
+            let diff = cl.diff(now);
+            if cl.level >= level {
+                if cl.level == level {
+                    cl.lends += 1;
+                }
+                let toks = (cl.tokens + diff).min(cl.buffer) - cl.rate.l2t_ns(bytes) as i64;
+                cl.tokens = if toks <= -MBUFFER_NS {
+                    1 - MBUFFER_NS
+                } else {
+                    toks
+                };
+            } else {
+                cl.borrows += 1;
+                cl.tokens += diff;
+            }
+            let ctoks = (cl.ctokens + diff).min(cl.cbuffer) - cl.ceil.l2t_ns(bytes) as i64;
+            cl.ctokens = if ctoks <= -MBUFFER_NS {
+                1 - MBUFFER_NS
+            } else {
+                ctoks
+            };
+            cl.t_c = now;
+            c = cl.parent;
+        }
+    }
+
+    fn deactivate(&mut self, l: usize) {
+        if let Some(pos) = self.active.iter().position(|&x| x == l) {
+            self.active.swap_remove(pos);
+        }
+        if let Some(leaf) = self.classes[l].leaf.as_mut() {
+            leaf.active = false;
+        }
+    }
+
+    /// The best servable leaf: lowest (level, prio), then the first in the
+    /// DRR round from that (level, prio)'s pointer.
+    fn pick(&self, now: u64) -> Option<(usize, u8)> {
+        let n = self.classes.len();
+        let mut best: Option<(u8, u8, usize, usize)> = None;
+        for &l in &self.active {
+            if self.skipped.contains(&l) {
+                continue;
+            }
+            let Some(level) = self.serving_level(l, now) else {
+                continue;
+            };
+            let prio = self.classes[l].leaf.as_ref().map_or(0, |x| x.prio);
+            let ptr = self.ptr[level as usize][prio as usize];
+            let dist = (l + n - ptr) % n;
+            let key = (level, prio, dist, l);
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        best.map(|(level, _, _, l)| (l, level))
+    }
+}
+
+impl Shaper for Htb {
+    fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
+        let leaf = self
+            .filters
+            .list
+            .iter()
+            .find_map(|f| f.classifier.offset(&pkt).map(|o| f.class + o))
+            .filter(|&c| self.classes[c].leaf.is_some())
+            .or(self
+                .filters
+                .default
+                .filter(|&c| self.classes[c].leaf.is_some()));
+        let Some(c) = leaf else {
+            // HTB_DIRECT: no class, or a bad default ("this is safe bet").
+            if self.direct.len() >= self.direct_qlen as usize {
+                return Err(Dropped {
+                    packet: pkt,
+                    reason: DropReason::QueueFull,
+                });
+            }
+            self.direct_bytes += pkt.size_bytes as u64;
+            self.direct.push_back(pkt);
+            return Ok(());
+        };
+        let l = self.classes[c].leaf.as_mut().expect("filtered to leaves");
+        l.child.enqueue(now, pkt)?;
+        if !l.active {
+            l.active = true;
+            self.active.push(c);
+        }
+        Ok(())
+    }
+
+    fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        if let Some(p) = self.direct.pop_front() {
+            self.direct_bytes -= p.size_bytes as u64;
+            self.direct_packets += 1;
+            return Some(p);
+        }
+        let t = now.as_ns();
+        let n = self.classes.len();
+        self.skipped.clear();
+        while let Some((l, level)) = self.pick(t) {
+            let leaf = self.classes[l]
+                .leaf
+                .as_mut()
+                .expect("active leaves are leaves");
+            let Some(p) = leaf.child.dequeue(now) else {
+                if leaf.child.backlog_packets() == 0 {
+                    self.deactivate(l);
+                } else {
+                    self.skipped.push(l); // non-work-conserving child
+                }
+                continue;
+            };
+            let d = &mut leaf.deficit[level as usize];
+            *d -= p.size_bytes as i32;
+            if *d < 0 {
+                *d += leaf.quantum as i32;
+                self.ptr[level as usize][leaf.prio as usize] = (l + 1) % n;
+            }
+            if leaf.child.backlog_packets() == 0 {
+                self.deactivate(l);
+            }
+            self.charge(l, level, p.size_bytes, t);
+            return Some(p);
+        }
+        None
+    }
+
+    fn next_ready(&self, now: Instant) -> Option<Instant> {
+        if !self.direct.is_empty() {
+            return Some(now);
+        }
+        let t = now.as_ns();
+        let mut best: Option<u64> = None;
+        for &l in &self.active {
+            let leaf = self.classes[l].leaf.as_ref().expect("leaf");
+            let Some(child_at) = leaf.child.next_ready(now) else {
+                continue;
+            };
+            // Earliest instant some ancestor-or-self A can send while every
+            // class below A on the path is no longer "can't send".
+            let (mut below_ok, mut at) = (t, u64::MAX);
+            let mut c = Some(l);
+            while let Some(i) = c {
+                let (not_cant, can) = self.classes[i].mode_times(t);
+                at = at.min(below_ok.max(can));
+                below_ok = below_ok.max(not_cant);
+                c = self.classes[i].parent;
+            }
+            let at = at.max(child_at.as_ns());
+            best = Some(best.map_or(at, |b| b.min(at)));
+            if at <= t {
+                break;
+            }
+        }
+        best.map(Instant::from_ns)
+    }
+
+    fn backlog_packets(&self) -> usize {
+        self.direct.len()
+            + self
+                .classes
+                .iter()
+                .filter_map(|c| c.leaf.as_ref())
+                .map(|l| l.child.backlog_packets())
+                .sum::<usize>()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.direct_bytes
+            + self
+                .classes
+                .iter()
+                .filter_map(|c| c.leaf.as_ref())
+                .map(|l| l.child.backlog_bytes())
+                .sum::<u64>()
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        let mut d = vec![
+            ("kind", "htb".to_string()),
+            ("r2q", self.r2q.to_string()),
+            (
+                "default",
+                self.filters
+                    .default
+                    .map_or("none (direct queue)".to_string(), |x| x.to_string()),
+            ),
+            ("direct_qlen", self.direct_qlen.to_string()),
+        ];
+        for (i, c) in self.classes.iter().enumerate() {
+            let mut s = format!(
+                "id={i} parent={} level={} rate={} ceil={} burst={}B cburst={}B buffer_ns={} cbuffer_ns={}",
+                c.parent.map_or("root".to_string(), |p| p.to_string()),
+                c.level,
+                c.rate_bps,
+                c.ceil_bps,
+                c.burst,
+                c.cburst,
+                c.buffer,
+                c.cbuffer
+            );
+            if let Some(l) = &c.leaf {
+                s += &format!(
+                    " prio={} quantum={} child={}",
+                    l.prio,
+                    l.quantum,
+                    inline(&l.child.describe())
+                );
+            }
+            d.push(("class", s));
+        }
+        for w in &self.warnings {
+            d.push(("warning", w.clone()));
+        }
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::testutil::{backlogged_bytes, flow_filters, flow_packet};
+    use proptest::prelude::*;
+
+    fn mbit(m: u64) -> Rate {
+        Rate::from_bps(m * 1_000_000)
+    }
+
+    /// Mbit/s of each flow over a backlogged run of `n_out` packets.
+    fn rates(q: &mut Htb, sizes: &[u32], n_out: usize) -> Vec<f64> {
+        let (bytes, ns) = backlogged_bytes(q, sizes, n_out);
+        bytes.iter().map(|&b| b as f64 * 8e3 / ns as f64).collect()
+    }
+
+    #[test]
+    fn tc_defaults_for_burst_quantum_and_levels() {
+        let classes = vec![
+            HtbClassConfig::new(None, mbit(10)),
+            HtbClassConfig::new(Some(0), mbit(10)),
+            HtbClassConfig::new(Some(0), Rate::from_bps(64_000)),
+            HtbClassConfig::new(Some(0), Rate::from_bps(100_000_000_000)),
+        ];
+        let q = Htb::new(HtbConfig::default(), classes, Filters::new()).unwrap();
+        // burst = 1_250_000/1e9 + 1600 = 1600 B → 1280 µs → 20000 ticks.
+        assert_eq!(q.buffers_ns(1), (1_280_000, 1_280_000));
+        assert_eq!(q.quantum(1), Some(125_000));
+        assert_eq!((q.level(0), q.level(1)), (7, 0));
+        assert_eq!(q.quantum(2), Some(1000));
+        assert_eq!(q.quantum(3), Some(200_000));
+        let w = q.warnings().join("\n");
+        assert!(
+            w.contains("quantum of class 2 is small. Consider r2q change."),
+            "{w}"
+        );
+        assert!(w.contains("quantum of class 3 is big"), "{w}");
+        assert!(w.contains("children of class 0 have rates summing"), "{w}");
+        assert!(q
+            .describe()
+            .iter()
+            .any(|(k, v)| *k == "warning" && v.contains("small")));
+    }
+
+    #[test]
+    fn refuses_what_the_kernel_refuses_and_warns_on_the_rest() {
+        let bad = |classes| {
+            Htb::new(HtbConfig::default(), classes, Filters::new())
+                .err()
+                .unwrap()
+        };
+        assert_eq!(
+            bad(vec![HtbClassConfig::new(None, Rate::from_bps(7))]).param,
+            "rate"
+        );
+        assert_eq!(
+            bad(vec![HtbClassConfig::new(Some(0), mbit(1))]).param,
+            "parent"
+        );
+        let deep: Vec<_> = (0..9usize)
+            .map(|i| HtbClassConfig::new(i.checked_sub(1), mbit(1)))
+            .collect();
+        assert!(bad(deep).message.contains("too deep"));
+        let ok: Vec<_> = (0..8usize)
+            .map(|i| HtbClassConfig::new(i.checked_sub(1), mbit(1)))
+            .collect();
+        assert!(Htb::new(HtbConfig::default(), ok, Filters::new()).is_ok());
+        let e = bad(vec![
+            HtbClassConfig::new(None, mbit(1)).child(pfifo(5)),
+            HtbClassConfig::new(Some(0), mbit(1)),
+        ]);
+        assert_eq!(e.param, "child");
+        let q = Htb::new(
+            HtbConfig::default(),
+            vec![
+                HtbClassConfig::new(None, mbit(2)).ceil(mbit(1)),
+                HtbClassConfig::new(Some(0), mbit(1)).burst(Bytes::new(10_000)),
+            ],
+            Filters::new(),
+        )
+        .unwrap();
+        let w = q.warnings().join("\n");
+        assert!(
+            w.contains("below rate") && w.contains("above its parent's"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn a_class_gets_its_rate_and_never_more_than_ceil() {
+        // Root 100 Mbit; A rate 10 ceil 30; B rate 20 ceil 20; link 8 Gbit.
+        let classes = vec![
+            HtbClassConfig::new(None, mbit(100)),
+            HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(30)),
+            HtbClassConfig::new(Some(0), mbit(20)),
+        ];
+        let mut q = Htb::new(HtbConfig::default(), classes, flow_filters(3)).unwrap();
+        let r = rates(&mut q, &[0, 1500, 1500], 100_000);
+        assert!((r[1] - 30.0).abs() < 0.3, "{r:?}");
+        assert!((r[2] - 20.0).abs() < 0.2, "{r:?}");
+    }
+
+    #[test]
+    fn borrowing_splits_spare_bandwidth_by_quantum() {
+        // Parent 30 Mbit; A and B rate 5 each, ceil 30: 20 Mbit spare split
+        // 1:3 by quantum → A 5+5 = 10, B 5+15 = 20.
+        let classes = vec![
+            HtbClassConfig::new(None, mbit(30)),
+            HtbClassConfig::new(Some(0), mbit(5))
+                .ceil(mbit(30))
+                .quantum(1500),
+            HtbClassConfig::new(Some(0), mbit(5))
+                .ceil(mbit(30))
+                .quantum(4500),
+        ];
+        let mut q = Htb::new(HtbConfig::default(), classes, flow_filters(3)).unwrap();
+        let r = rates(&mut q, &[0, 1500, 1500], 200_000);
+        assert!((r[1] - 10.0).abs() < 0.2, "{r:?}");
+        assert!((r[2] - 20.0).abs() < 0.4, "{r:?}");
+        assert!((r[1] + r[2] - 30.0).abs() < 0.3, "{r:?}");
+    }
+
+    #[test]
+    fn lower_prio_borrows_first() {
+        // A prio 0 and B prio 1, rate 5 each under a 30 Mbit parent: the
+        // whole spare goes to A.
+        let classes = vec![
+            HtbClassConfig::new(None, mbit(30)),
+            HtbClassConfig::new(Some(0), mbit(5)).ceil(mbit(30)),
+            HtbClassConfig::new(Some(0), mbit(5)).ceil(mbit(30)).prio(1),
+        ];
+        let mut q = Htb::new(HtbConfig::default(), classes, flow_filters(3)).unwrap();
+        let r = rates(&mut q, &[0, 1500, 1500], 100_000);
+        assert!(
+            (r[1] - 25.0).abs() < 0.3 && (r[2] - 5.0).abs() < 0.1,
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn unclassified_goes_to_default_or_the_direct_queue() {
+        let classes = || {
+            vec![
+                HtbClassConfig::new(None, mbit(1)),
+                HtbClassConfig::new(Some(0), mbit(1)),
+            ]
+        };
+        let t = Instant::ZERO;
+        let mut q = Htb::new(HtbConfig::default(), classes(), Filters::new()).unwrap();
+        for i in 0..5 {
+            q.enqueue(t, flow_packet(i, 9, 1500)).unwrap();
+        }
+        // Direct: all five leave at once, unshaped.
+        assert_eq!(std::iter::from_fn(|| q.dequeue(t)).count(), 5);
+        assert_eq!(q.direct_packets(), 5);
+        // Default 1: shaped to 1 Mbit with a 1600-byte burst.
+        let mut q = Htb::new(
+            HtbConfig::default(),
+            classes(),
+            Filters::new().with_default(1),
+        )
+        .unwrap();
+        for i in 0..5 {
+            q.enqueue(t, flow_packet(i, 9, 1500)).unwrap();
+        }
+        // HTB sends while tokens ≥ 0: 1500 B leaves 100 B, so a second
+        // packet goes too, leaving −1400 B = 11.2 ms at 125000 B/s.
+        assert_eq!(std::iter::from_fn(|| q.dequeue(t)).count(), 2);
+        let next = q.next_ready(t).unwrap().as_ns();
+        assert!((11_199_000..=11_200_000).contains(&next), "{next}");
+        assert!(q.dequeue(Instant::from_ns(next - 1)).is_none());
+        assert!(q.dequeue(Instant::from_ns(next)).is_some());
+        // A default on an inner class means the direct queue (kernel).
+        let mut q = Htb::new(
+            HtbConfig::default(),
+            classes(),
+            Filters::new().with_default(0),
+        )
+        .unwrap();
+        q.enqueue(t, flow_packet(0, 9, 1500)).unwrap();
+        assert_eq!(q.direct.len(), 1);
+    }
+
+    proptest! {
+        /// Conservation, per-class FIFO, exact next_ready, and the ceil
+        /// bound of the root: bytes sent in any window [t_i, t_k] stay within
+        /// cburst + ceil·(t_k − t_i) (+1 ns of L2T rounding per packet).
+        #[test]
+        fn conservation_wakeups_and_root_ceil_bound(
+            arrivals in prop::collection::vec((0u64..400_000, 0usize..3, 64u32..1500), 1..300))
+        {
+            let classes = vec![
+                HtbClassConfig::new(None, mbit(20)).ceil(mbit(40)),
+                HtbClassConfig::new(Some(0), mbit(5)).ceil(mbit(40)).child(pfifo(30)),
+                HtbClassConfig::new(Some(0), mbit(5)).ceil(mbit(10)).prio(1).child(pfifo(30)),
+                HtbClassConfig::new(Some(0), mbit(10)).child(pfifo(30)),
+            ];
+            let mut q = Htb::new(HtbConfig::default(), classes, Filters::new().push(
+                crate::classify::Classifier::FlowHash(crate::classify::FlowHash::new(3, 0).unwrap()), 1)).unwrap();
+            let mut now = 0u64;
+            let mut offered = 0usize;
+            let mut dropped = 0usize;
+            let mut sent: Vec<(u64, u32, usize)> = Vec::new();
+            let mut last = [None::<u64>; 3];
+            let mut id = 0u64;
+            let mut events: Vec<(u64, usize, u32)> = Vec::new();
+            for &(g, f, s) in &arrivals { now += g; events.push((now, f, s)); }
+            let mut clock = 0u64;
+            let mut i = 0;
+            loop {
+                let next_arr = events.get(i).map(|e| e.0);
+                let ready = q.next_ready(Instant::from_ns(clock)).map(|t| t.as_ns().max(clock));
+                match (next_arr, ready) {
+                    (Some(a), r) if r.is_none_or(|r| a <= r) => {
+                        clock = clock.max(a);
+                        let (_, f, s) = events[i];
+                        i += 1;
+                        offered += 1;
+                        if q.enqueue(Instant::from_ns(clock), flow_packet(id, f, s)).is_err() { dropped += 1; }
+                        id += 1;
+                    }
+                    (_, Some(r)) => {
+                        clock = r;
+                        let p = q.dequeue(Instant::from_ns(r));
+                        prop_assert!(p.is_some(), "next_ready said {} but nothing came", r);
+                        let p = p.unwrap();
+                        let f = p.flow as usize;
+                        prop_assert!(last[f].is_none_or(|x| x < p.id));
+                        last[f] = Some(p.id);
+                        sent.push((r, p.size_bytes, q.filters.classify(&p).unwrap()));
+                    }
+                    _ => break,
+                }
+            }
+            prop_assert_eq!(sent.len() + dropped, offered);
+            prop_assert_eq!(q.backlog_packets(), 0);
+            // Root ceil 40 Mbit = 200 ns per byte. Leaves sending within
+            // their own rate do not look at the root (level-0 service), so
+            // the root may also pass the leaves' bursts (3 × 1600 B); and a
+            // class sends while its ctokens ≥ 0, so one packet more.
+            let bound = |class: Option<usize>, ns_per_byte: u64, burst: u64| {
+                let sent: Vec<_> = sent.iter().filter(|x| class.is_none_or(|c| x.2 == c)).collect();
+                for a in 0..sent.len() {
+                    let mut bytes = 0u64;
+                    for (n, x) in sent[a..].iter().enumerate() {
+                        bytes += x.1 as u64;
+                        let allowed = (burst + 1500) * ns_per_byte + (x.0 - sent[a].0) + n as u64 + 1;
+                        if bytes * ns_per_byte > allowed {
+                            return Err(format!("{class:?}: {bytes} bytes in {} ns", x.0 - sent[a].0));
+                        }
+                    }
+                }
+                Ok(())
+            };
+            prop_assert_eq!(bound(None, 200, 1600 + 3 * 1600), Ok(()));
+            // Class 2: ceil 10 Mbit = 800 ns per byte, cburst 1600 B, strict.
+            prop_assert_eq!(bound(Some(2), 800, 1600), Ok(()));
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! Bindings for scenarios and the simulator: parse a TOML scenario with
+//! `qoslab-scenario`, run it with `qoslab_sim::run` with the GIL released,
+//! and hand the result back as a dict of plain values and NumPy columns.
+//!
+//! Errors: a bad scenario (or a configuration error the engine finds,
+//! located back in the file) becomes `qoslab.ScenarioError` (a `ValueError`
+//! with `.file`, `.line`, `.column`, `.path`, `.message`; `str()` is
+//! `file:line:col: path: message`). A cancelled run — Ctrl-C while it runs,
+//! or the progress callback returning `False` — raises `qoslab.Cancelled`,
+//! a `KeyboardInterrupt`; an exception raised by the callback is re-raised.
+
+use numpy::{Element, PyArray1};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use qoslab_scenario::{Scenario, ScenarioError as CoreScenarioError, SERIES};
+use qoslab_sim::result::{FlowResult, PolicyResult, RttSummary, Series};
+use qoslab_sim::{Progress, SimError, SimResult};
+
+create_exception!(
+    qoslab,
+    ScenarioError,
+    PyValueError,
+    "A scenario is invalid; `.file`, `.line`, `.column`, `.path` locate it, `.message` says why."
+);
+create_exception!(
+    qoslab,
+    Cancelled,
+    PyKeyboardInterrupt,
+    "The simulation was cancelled (Ctrl-C, or the progress callback returned False)."
+);
+
+pub(crate) fn scenario_err(py: Python<'_>, e: CoreScenarioError) -> PyErr {
+    let err = ScenarioError::new_err(e.to_string());
+    let v = err.value(py);
+    let _ = v.setattr("file", e.file);
+    let _ = v.setattr("line", e.line);
+    let _ = v.setattr("column", e.column);
+    let _ = v.setattr("path", e.path);
+    let _ = v.setattr("message", e.message);
+    err
+}
+
+fn parse(py: Python<'_>, text: &str, filename: &str) -> PyResult<Scenario> {
+    qoslab_scenario::parse(text, filename).map_err(|e| scenario_err(py, e))
+}
+
+/// What a scenario says, without running it: name, seed, duration_ns,
+/// description, source and the recorded series names.
+#[pyfunction]
+#[pyo3(signature = (text, filename="<string>"))]
+pub(crate) fn scenario_info<'py>(
+    py: Python<'py>,
+    text: &str,
+    filename: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let sc = parse(py, text, filename)?;
+    let d = PyDict::new(py);
+    d.set_item("name", &sc.config.name)?;
+    d.set_item("seed", sc.config.seed)?;
+    d.set_item("duration_ns", sc.config.duration.as_ns())?;
+    d.set_item("description", &sc.description)?;
+    d.set_item("source", &sc.source)?;
+    d.set_item("record_interval_ns", sc.config.record.interval.as_ns())?;
+    d.set_item("series", recorded(&sc))?;
+    Ok(d)
+}
+
+fn recorded(sc: &Scenario) -> Vec<&'static str> {
+    let r = &sc.config.record;
+    let on = [
+        r.goodput, r.rtt, r.cwnd, r.queue, r.tokens, r.colors, r.ping, r.segments,
+    ];
+    SERIES
+        .iter()
+        .zip(on)
+        .filter_map(|(n, on)| on.then_some(*n))
+        .collect()
+}
+
+/// Parses and runs scenario `text`; `seed` overrides the file's seed.
+/// `progress(sim_time_ns, duration_ns, events)` is called at every report
+/// of the engine; returning `False` cancels. The GIL is released while the
+/// simulation runs (taken back briefly for each report and to check for
+/// Ctrl-C).
+#[pyfunction]
+#[pyo3(signature = (text, filename="<string>", seed=None, progress=None))]
+pub(crate) fn simulate_toml<'py>(
+    py: Python<'py>,
+    text: &str,
+    filename: &str,
+    seed: Option<u64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut sc = parse(py, text, filename)?;
+    if let Some(s) = seed {
+        sc.config.seed = s;
+    }
+    let mut failure: Option<PyErr> = None;
+    let config = &sc.config;
+    let outcome = py.detach(|| {
+        let mut report = |p: Progress| -> bool {
+            Python::attach(|py| {
+                if let Err(e) = py.check_signals() {
+                    failure = Some(e);
+                    return false;
+                }
+                let Some(cb) = &progress else {
+                    return true;
+                };
+                match cb.call1(py, (p.sim_time_ns, p.duration_ns, p.events)) {
+                    Ok(r) => {
+                        // None (no return value) means "go on".
+                        let stop = !r.is_none(py) && !r.bind(py).is_truthy().unwrap_or(true);
+                        !stop
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        false
+                    }
+                }
+            })
+        };
+        qoslab_sim::run(config, &mut report)
+    });
+    match outcome {
+        Ok(r) => result_dict(py, &sc, &r),
+        Err(SimError::Cancelled) => Err(match failure {
+            Some(e) if !e.is_instance_of::<PyKeyboardInterrupt>(py) => e,
+            _ => Cancelled::new_err("simulation cancelled"),
+        }),
+        Err(e) => Err(match sc.locate(&e) {
+            Some(located) => scenario_err(py, located),
+            None => PyValueError::new_err(e.to_string()),
+        }),
+    }
+}
+
+fn rtt_dict<'py>(py: Python<'py>, r: &RttSummary) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("samples", r.samples)?;
+    d.set_item("min_ns", r.min_ns)?;
+    d.set_item("mean_ns", r.mean_ns)?;
+    d.set_item("p50_ns", r.p50_ns)?;
+    d.set_item("p95_ns", r.p95_ns)?;
+    d.set_item("max_ns", r.max_ns)?;
+    Ok(d)
+}
+
+fn flow_dict<'py>(py: Python<'py>, f: &FlowResult) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("id", f.id)?;
+    d.set_item("protocol", f.protocol)?;
+    d.set_item("label", &f.label)?;
+    d.set_item("from", &f.from)?;
+    d.set_item("to", &f.to)?;
+    d.set_item("start_ns", f.start_ns)?;
+    d.set_item("end_ns", f.end_ns)?;
+    d.set_item("bytes_delivered", f.bytes_delivered)?;
+    d.set_item("goodput_bps", f.goodput_bps)?;
+    d.set_item("packets_sent", f.packets_sent)?;
+    d.set_item("retransmits", f.retransmits)?;
+    d.set_item("packets_lost", f.packets_lost)?;
+    d.set_item("timeouts", f.timeouts)?;
+    d.set_item("fast_recoveries", f.fast_recoveries)?;
+    d.set_item("rtt", rtt_dict(py, &f.rtt)?)?;
+    Ok(d)
+}
+
+fn policy_dict<'py>(py: Python<'py>, p: &PolicyResult) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", &p.name)?;
+    d.set_item("kind", &p.kind)?;
+    d.set_item("packets_in", p.packets_in)?;
+    d.set_item("bytes_in", p.bytes_in)?;
+    d.set_item("packets_dropped", p.packets_dropped)?;
+    d.set_item("bytes_dropped", p.bytes_dropped)?;
+    d.set_item("color_packets", p.color_packets.to_vec())?;
+    d.set_item("color_bytes", p.color_bytes.to_vec())?;
+    d.set_item("max_queue_packets", p.max_queue_packets)?;
+    d.set_item("max_queue_bytes", p.max_queue_bytes)?;
+    d.set_item("describe", p.describe.clone())?;
+    Ok(d)
+}
+
+/// One table of named NumPy columns.
+struct Table<'py> {
+    py: Python<'py>,
+    d: Bound<'py, PyDict>,
+}
+
+impl<'py> Table<'py> {
+    fn new(py: Python<'py>) -> Self {
+        Table {
+            py,
+            d: PyDict::new(py),
+        }
+    }
+    fn col<T: Element + Clone>(self, name: &str, v: &[T]) -> PyResult<Self> {
+        self.d.set_item(name, PyArray1::from_slice(self.py, v))?;
+        Ok(self)
+    }
+}
+
+fn series_dict<'py>(py: Python<'py>, s: &Series) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let t = || Table::new(py);
+    d.set_item(
+        "goodput",
+        t().col("time_ns", &s.goodput_time_ns)?
+            .col("flow", &s.goodput_flow)?
+            .col("bytes", &s.goodput_bytes)?
+            .d,
+    )?;
+    d.set_item(
+        "rtt",
+        t().col("time_ns", &s.rtt_time_ns)?
+            .col("flow", &s.rtt_flow)?
+            .col("rtt_ns", &s.rtt_ns)?
+            .d,
+    )?;
+    d.set_item(
+        "cwnd",
+        t().col("time_ns", &s.cwnd_time_ns)?
+            .col("flow", &s.cwnd_flow)?
+            .col("cwnd_bytes", &s.cwnd_bytes)?
+            .col("ssthresh_bytes", &s.ssthresh_bytes)?
+            .col("state", &s.cwnd_state)?
+            .d,
+    )?;
+    d.set_item(
+        "queue",
+        t().col("time_ns", &s.queue_time_ns)?
+            .col("policy", &s.queue_policy)?
+            .col("packets", &s.queue_packets)?
+            .col("bytes", &s.queue_bytes)?
+            .col("tokens_bytes", &s.tokens_bytes)?
+            .d,
+    )?;
+    d.set_item(
+        "colors",
+        t().col("time_ns", &s.color_time_ns)?
+            .col("policy", &s.color_policy)?
+            .col("green_bytes", &s.color_green_bytes)?
+            .col("yellow_bytes", &s.color_yellow_bytes)?
+            .col("red_bytes", &s.color_red_bytes)?
+            .col("dropped_bytes", &s.color_dropped_bytes)?
+            .d,
+    )?;
+    d.set_item(
+        "ping",
+        t().col("time_ns", &s.ping_time_ns)?
+            .col("flow", &s.ping_flow)?
+            .col("seq", &s.ping_seq)?
+            .col("rtt_ns", &s.ping_rtt_ns)?
+            .d,
+    )?;
+    d.set_item(
+        "segments",
+        t().col("time_ns", &s.seg_time_ns)?
+            .col("flow", &s.seg_flow)?
+            .col("seq", &s.seg_seq)?
+            .col("len", &s.seg_len)?
+            .col("retransmit", &s.seg_retransmit)?
+            .d,
+    )?;
+    Ok(d)
+}
+
+fn result_dict<'py>(py: Python<'py>, sc: &Scenario, r: &SimResult) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", &r.name)?;
+    d.set_item("seed", r.seed)?;
+    d.set_item("duration_ns", r.duration_ns)?;
+    d.set_item("description", &sc.description)?;
+    d.set_item("source", &sc.source)?;
+    d.set_item("record_interval_ns", sc.config.record.interval.as_ns())?;
+    d.set_item("recorded", recorded(sc))?;
+    d.set_item("sum_goodput_bps", r.sum_goodput_bps)?;
+    d.set_item("jain_fairness", r.jain_fairness)?;
+    d.set_item("events", r.events)?;
+    let flows = PyList::empty(py);
+    for f in &r.flows {
+        flows.append(flow_dict(py, f)?)?;
+    }
+    d.set_item("flows", flows)?;
+    let policies = PyList::empty(py);
+    for p in &r.policies {
+        policies.append(policy_dict(py, p)?)?;
+    }
+    d.set_item("policies", policies)?;
+    d.set_item("series", series_dict(py, &r.series)?)?;
+    Ok(d)
+}

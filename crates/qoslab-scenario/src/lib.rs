@@ -1,0 +1,378 @@
+//! # qoslab-scenario — scenario files for qoslab-sim
+//!
+//! Parses a TOML scenario into a [`qoslab_sim::SimConfig`]. Every error
+//! names the file, line and column, the key path, what was expected and,
+//! for a misspelt key or value, the nearest valid one
+//! ([`ScenarioError`]). Unknown tables and keys are rejected, never ignored.
+//!
+//! Units are written as engineers write them and parsed by
+//! [`qoslab_core::parse`] (the tc tables): `rate = "20mbit"`,
+//! `bc = "625000B"`, `delay = "2.5ms"`, `limit = "200p"`. Times need their
+//! unit (tc would read a bare number as µs).
+//!
+//! ```toml
+//! [scenario]
+//! name = "isr4000-police"          # default: the file name
+//! duration = "20s"                 # required
+//! seed = 1                         # default 1
+//! description = "..."              # free text
+//! source = "shared/sources/..."    # where the set-up comes from
+//!
+//! [topology]                       # the dumbbell s0.. — r1 — r2 — d0..
+//! senders = 4                      # default 1
+//! receivers = 1                    # default 1
+//! access = { rate = "1gbit", delay = "1ms", loss = 0.0, queue_limit = "1000p" }
+//! bottleneck = { rate = "1gbit", delay = "0.5ms" }
+//! sender_delays = ["1ms", "10ms"]  # per-sender access delay overrides
+//!
+//! [policy.bottleneck.egress]       # r1 toward r2; `reverse` = r2 toward r1
+//! police = { cir = "20mbit", bc = "625000B" }   # kind defaults to "police"
+//! # or shape = { kind = "tbf", rate = "20mbit", burst = "32kb", limit = "64kb" }
+//! # or fifo  = { limit = "200p", head_drop = false }
+//! # [policy.access.ingress] police = { ... }: policer where hosts enter r1
+//!
+//! [[traffic]]
+//! kind = "tcp-bulk"                # tcp-bulk | udp | onoff | ping
+//! flows = 4
+//! profile = "windows10"            # linux (default) | windows10 | windows-xp
+//! # any TcpConfig override: cc, recovery, sack, mss, header_bytes,
+//! # initial_window, initial_ssthresh, window (awnd), window_scaling,
+//! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing
+//!
+//! [record]
+//! interval = "100ms"
+//! series = ["goodput", "rtt", "cwnd", "queue", "tokens", "colors", "ping", "segments"]
+//! ```
+//!
+//! Explicit topologies use `[[node]]` (`name`, `timer`, `routes`) and
+//! `[[link]]` (`a`, `b`, `name`, `rate`, `delay`, `loss`, `queue_limit`)
+//! tables instead of `[topology]`; their policies go in
+//! `[policy.LINK.egress|reverse|ingress|reverse_ingress]`, where `LINK` is
+//! the link's `name` or `"A-B"`.
+//!
+//! Conditioner parameters are passed through as strings and validated by
+//! building the conditioner with `qoslab-core` (its own key checks and
+//! messages), located back at the offending key. Errors the simulator finds
+//! later ([`qoslab_sim::SimError::Config`]) are located with
+//! [`Scenario::locate`].
+//!
+//! Modules: [`error`] (the error type, offsets → line:column), `reader` (a
+//! strict span-keeping table reader), `topology` (topology and policies),
+//! `traffic`.
+
+pub mod error;
+mod reader;
+mod topology;
+mod traffic;
+
+pub use error::ScenarioError;
+
+use qoslab_core::Duration;
+use qoslab_sim::config::RecordSpec;
+use qoslab_sim::{SimConfig, SimError};
+use reader::{Cx, Field, Result, Section};
+
+/// The record series names, in [`RecordSpec`] order.
+pub const SERIES: [&str; 8] = [
+    "goodput", "rtt", "cwnd", "queue", "tokens", "colors", "ping", "segments",
+];
+
+/// The top-level tables a scenario may have.
+const TOP_LEVEL: [&str; 7] = [
+    "scenario", "topology", "node", "link", "policy", "traffic", "record",
+];
+
+/// Default seed when `[scenario]` gives none.
+pub const DEFAULT_SEED: u64 = 1;
+
+/// A parsed scenario: what to run, plus what only people read.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub config: SimConfig,
+    pub description: String,
+    pub source: String,
+    file: String,
+    /// Names of the explicit `[[link]]`s, by index (for [`Scenario::locate`]).
+    link_names: Vec<String>,
+    /// (key path, line, column) of every key read, for [`Scenario::locate`].
+    located: Vec<(String, usize, usize)>,
+}
+
+/// What [`parse_doc`] found.
+struct Parsed {
+    config: SimConfig,
+    description: String,
+    source: String,
+    link_names: Vec<String>,
+}
+
+/// Parses scenario `text`; `file` is only used in error messages.
+pub fn parse(text: &str, file: &str) -> core::result::Result<Scenario, ScenarioError> {
+    let mut cx = Cx::new(text, file);
+    let parsed = parse_doc(&mut cx)?;
+    let located = cx
+        .located
+        .iter()
+        .map(|(p, at)| {
+            let (l, c) = cx.src.line_col(*at);
+            (p.clone(), l, c)
+        })
+        .collect();
+    Ok(Scenario {
+        config: parsed.config,
+        description: parsed.description,
+        source: parsed.source,
+        file: file.to_string(),
+        link_names: parsed.link_names,
+        located,
+    })
+}
+
+/// The policy directions of an explicit link, as `qoslab-sim` names them
+/// (`links[k].egress_ab`) and as scenario files do (`policy.NAME.egress`).
+const LINK_SIDES: [(&str, &str); 4] = [
+    ("egress_ab", "egress"),
+    ("egress_ba", "reverse"),
+    ("ingress_police_ab", "ingress"),
+    ("ingress_police_ba", "reverse_ingress"),
+];
+
+impl Scenario {
+    /// Turns an error from [`qoslab_sim::run`] into a located one: a
+    /// `Config` error whose path (`traffic[1].to`, `links[0].egress_ab.cir`,
+    /// `bottleneck.egress`) names a key of this file points at that key, or
+    /// at the nearest enclosing table that was in the file; otherwise at
+    /// line 1. The message keeps the engine's path. `Cancelled` gives `None`.
+    pub fn locate(&self, e: &SimError) -> Option<ScenarioError> {
+        let SimError::Config { path, message } = e else {
+            return None;
+        };
+        let ours = self.scenario_path(path);
+        let mut probe = ours.as_str();
+        let (line, column) = loop {
+            if let Some((_, l, c)) = self
+                .located
+                .iter()
+                .find(|(p, ..)| p == probe || without_policy_kind(p) == probe)
+            {
+                break (*l, *c);
+            }
+            match probe.rfind(['.', '[']) {
+                Some(i) => probe = &probe[..i],
+                None => break (1, 1),
+            }
+        };
+        Some(ScenarioError {
+            file: self.file.clone(),
+            line,
+            column,
+            path: path.clone(),
+            message: message.clone(),
+        })
+    }
+
+    /// A `qoslab-sim` config path in this file's key names.
+    fn scenario_path(&self, path: &str) -> String {
+        const PREFIXES: [(&str, &str); 6] = [
+            ("duration", "scenario.duration"),
+            ("bottleneck.egress", "policy.bottleneck.egress"),
+            ("bottleneck.reverse_egress", "policy.bottleneck.reverse"),
+            ("ingress_police", "policy.access.ingress"),
+            ("links[", "link["),
+            ("nodes[", "node["),
+        ];
+        let mut p = path.replace(".queue_limit_packets", ".queue_limit");
+        for (theirs, ours) in PREFIXES {
+            if let Some(rest) = p.strip_prefix(theirs) {
+                if rest.is_empty() || rest.starts_with(['.', '[']) || theirs.ends_with('[') {
+                    p = format!("{ours}{rest}");
+                    break;
+                }
+            }
+        }
+        // link[k].egress_ab... → policy.NAME.egress...; link[k].params → link[k]
+        if let Some(rest) = p.strip_prefix("link[") {
+            if let Some((k, tail)) = rest.split_once("].") {
+                let name = k.parse::<usize>().ok().and_then(|k| self.link_names.get(k));
+                for (theirs, ours) in LINK_SIDES {
+                    if let (Some(name), Some(after)) = (name, tail.strip_prefix(theirs)) {
+                        return format!("policy.{name}.{ours}{after}");
+                    }
+                }
+                if let Some(after) = tail.strip_prefix("params") {
+                    return format!("link[{k}]{after}");
+                }
+            }
+        }
+        p
+    }
+}
+
+/// `policy.L.D.police.cir` → `policy.L.D.cir` (the engine's paths do not
+/// name the conditioner family).
+fn without_policy_kind(p: &str) -> String {
+    if !p.starts_with("policy.") {
+        return p.to_string();
+    }
+    let parts: Vec<&str> = p.split('.').collect();
+    if parts.len() > 4 && ["police", "shape", "fifo"].contains(&parts[3]) {
+        let mut v = parts.clone();
+        v.remove(3);
+        return v.join(".");
+    }
+    p.to_string()
+}
+
+fn parse_doc(cx: &mut Cx<'_>) -> Result<Parsed> {
+    let doc = toml_edit::Document::parse(cx.src.text).map_err(|e| {
+        let at = e.span().map_or(0, |s| s.start);
+        cx.err(at, "", format!("invalid TOML: {}", e.message().trim_end()))
+    })?;
+    let root: &toml_edit::Table = &doc;
+    let mut top = Section::new("", root as &dyn toml_edit::TableLike, 0);
+
+    // [scenario]
+    let sf = top.require(
+        cx,
+        "scenario",
+        "a [scenario] table with at least duration = \"20s\"",
+    )?;
+    let mut s = sf.table(cx)?;
+    let name = match s.get(cx, "name") {
+        Some(f) => f.string(cx)?,
+        None => default_name(cx.src.file),
+    };
+    let df = s.require(
+        cx,
+        "duration",
+        "how long to simulate, e.g. duration = \"20s\"",
+    )?;
+    let duration = df.time(cx)?;
+    if duration == Duration::ZERO {
+        return Err(df.error(cx, "the duration must be above 0"));
+    }
+    let seed = match s.get(cx, "seed") {
+        Some(f) => f.u64(cx)?,
+        None => DEFAULT_SEED,
+    };
+    let description = opt_string(cx, &mut s, "description")?;
+    let source = opt_string(cx, &mut s, "source")?;
+    s.finish(cx, "in [scenario]")?;
+
+    // Topology: the dumbbell shorthand or explicit nodes and links.
+    let topo_f = top.get(cx, "topology");
+    let nodes_f = top.get(cx, "node");
+    let links_f = top.get(cx, "link");
+    let mut topo = match topo_f {
+        Some(tf) => {
+            if let Some(extra) = nodes_f.as_ref().or(links_f.as_ref()) {
+                return Err(cx.err(
+                    extra.key_at,
+                    &extra.path,
+                    "give either [topology] (the dumbbell shorthand) or [[node]] and \
+                     [[link]] tables, not both",
+                ));
+            }
+            topology::dumbbell(cx, tf.table(cx)?)?
+        }
+        None => topology::explicit(cx, nodes_f, links_f, top.at)?,
+    };
+    if let Some(pf) = top.get(cx, "policy") {
+        topology::policies(cx, pf, &mut topo)?;
+    }
+
+    // [[traffic]]
+    let tf = top.require(
+        cx,
+        "traffic",
+        "at least one [[traffic]] table, e.g. kind = \"tcp-bulk\"",
+    )?;
+    let nodes = traffic::Nodes {
+        names: &topo.node_names,
+        duration,
+    };
+    let tables = tf.tables(cx)?;
+    if tables.is_empty() {
+        return Err(tf.error(cx, "at least one [[traffic]] table is needed"));
+    }
+    let mut traffic_specs = Vec::with_capacity(tables.len());
+    for t in tables {
+        traffic_specs.push(traffic::traffic(cx, t, &nodes)?);
+    }
+
+    let record = match top.get(cx, "record") {
+        Some(rf) => record(cx, &rf)?,
+        None => RecordSpec::default(),
+    };
+    reject_unknown_tables(cx, top)?;
+
+    Ok(Parsed {
+        config: SimConfig {
+            name,
+            duration,
+            seed,
+            topology: topo.topology,
+            traffic: traffic_specs,
+            record,
+        },
+        description,
+        source,
+        link_names: topo.links.into_iter().map(|(n, ..)| n).collect(),
+    })
+}
+
+fn reject_unknown_tables(cx: &mut Cx<'_>, top: Section<'_>) -> Result<()> {
+    top.finish(
+        cx,
+        &format!(
+            "at the top level: a scenario has the tables {}",
+            TOP_LEVEL.join(", ")
+        ),
+    )
+}
+
+fn default_name(file: &str) -> String {
+    std::path::Path::new(file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|s| !s.is_empty() && !s.starts_with('<'))
+        .unwrap_or("scenario")
+        .to_string()
+}
+
+fn opt_string(cx: &mut Cx<'_>, t: &mut Section<'_>, key: &'static str) -> Result<String> {
+    match t.get(cx, key) {
+        Some(f) => f.string(cx),
+        None => Ok(String::new()),
+    }
+}
+
+fn record(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<RecordSpec> {
+    let mut t = f.table(cx)?;
+    let mut r = RecordSpec::default();
+    if let Some(i) = t.get(cx, "interval") {
+        r.interval = i.time(cx)?;
+        if r.interval < Duration::from_us(1) {
+            return Err(i.error(cx, "the record interval must be at least 1us"));
+        }
+    }
+    if let Some(sf) = t.get(cx, "series") {
+        let mut on = [false; SERIES.len()];
+        for item in sf.array(cx)? {
+            let name = item.choice(cx, &SERIES)?;
+            let i = SERIES.iter().position(|s| *s == name).expect("a series");
+            if on[i] {
+                return Err(item.error(cx, format!("'{name}' is listed twice")));
+            }
+            on[i] = true;
+        }
+        [
+            r.goodput, r.rtt, r.cwnd, r.queue, r.tokens, r.colors, r.ping, r.segments,
+        ] = on;
+    }
+    t.finish(cx, "in [record] (interval, series)")?;
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests;

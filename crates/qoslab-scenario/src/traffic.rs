@@ -1,0 +1,355 @@
+//! `[[traffic]]`: iperf3-like TCP bulk flows, UDP constant bit rate, UDP
+//! on/off and ping probes. The keys a table may hold depend on its `kind`;
+//! any other key is rejected with the nearest valid one.
+
+use crate::reader::{Cx, Field, Result, Section};
+use crate::topology::check_node;
+use qoslab_core::Duration;
+use qoslab_sim::config::{CcKind, Endpoints, RecoveryKind, Schedule, TcpConfig, TrafficSpec};
+
+pub const KINDS: [&str; 4] = ["tcp-bulk", "udp", "onoff", "ping"];
+
+/// iperf3's UDP block size when `-l` is not given (its default for UDP is
+/// the path MSS with a 1460-byte fallback; 1460 on Ethernet).
+pub const DEFAULT_UDP_PAYLOAD_BYTES: u32 = 1460;
+/// `ping -s` default (iputils): 56 data bytes.
+pub const DEFAULT_PING_PAYLOAD_BYTES: u32 = 56;
+/// `ping -i` default: one second.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(1);
+
+const CC: [(&str, CcKind); 6] = [
+    ("reno", CcKind::Reno),
+    ("newreno", CcKind::NewReno),
+    ("cubic", CcKind::Cubic),
+    ("bbr", CcKind::Bbr),
+    ("compound", CcKind::Compound),
+    ("ctcp", CcKind::Compound),
+];
+const RECOVERY: [(&str, RecoveryKind); 3] = [
+    ("reno", RecoveryKind::Reno),
+    ("newreno", RecoveryKind::NewReno),
+    ("sack", RecoveryKind::Sack),
+];
+
+/// Context for checking node names.
+pub(crate) struct Nodes<'n> {
+    pub names: &'n [String],
+    pub duration: Duration,
+}
+
+pub(crate) fn traffic(
+    cx: &mut Cx<'_>,
+    mut t: Section<'_>,
+    nodes: &Nodes<'_>,
+) -> Result<TrafficSpec> {
+    let kind_f = t.require(
+        cx,
+        "kind",
+        "what to send: kind = \"tcp-bulk\", \"udp\", \"onoff\" or \"ping\"",
+    )?;
+    let kind = kind_f.choice(cx, &KINDS)?;
+    let endpoints = endpoints(cx, &mut t, nodes)?;
+    let schedule = schedule(cx, &mut t, nodes)?;
+    let label = match t.get(cx, "label") {
+        Some(f) => f.string(cx)?,
+        None => String::new(),
+    };
+    let flows = if kind == "ping" {
+        1
+    } else {
+        match t.get(cx, "flows") {
+            Some(f) => f.count(cx)?,
+            None => 1,
+        }
+    };
+    let spec = match kind {
+        "tcp-bulk" => {
+            let bytes = match t.get(cx, "bytes") {
+                Some(f) => match f.size(cx)? {
+                    0 => {
+                        return Err(f.error(
+                            cx,
+                            "bytes must be above 0 (leave it out to send until stop)",
+                        ))
+                    }
+                    n => Some(n),
+                },
+                None => None,
+            };
+            let tcp = tcp_config(cx, &mut t)?;
+            TrafficSpec::TcpBulk {
+                flows,
+                endpoints,
+                schedule,
+                bytes,
+                tcp,
+                label,
+            }
+        }
+        "udp" | "onoff" => {
+            let rate_f = t.require(cx, "rate", "the sending rate, e.g. rate = \"10mbit\"")?;
+            let rate = rate_f.rate(cx)?;
+            if rate.bps() == 0 {
+                return Err(rate_f.error(cx, "the rate must be above 0"));
+            }
+            let payload_bytes = payload(cx, &mut t, DEFAULT_UDP_PAYLOAD_BYTES)?;
+            if kind == "udp" {
+                TrafficSpec::UdpCbr {
+                    flows,
+                    endpoints,
+                    schedule,
+                    rate,
+                    payload_bytes,
+                    label,
+                }
+            } else {
+                let on = positive_time(
+                    cx,
+                    &mut t,
+                    "on",
+                    "how long each burst lasts, e.g. on = \"1s\"",
+                )?;
+                let off = positive_time(
+                    cx,
+                    &mut t,
+                    "off",
+                    "how long each pause lasts, e.g. off = \"1s\"",
+                )?;
+                let exponential = match t.get(cx, "exponential") {
+                    Some(f) => f.bool(cx)?,
+                    None => false,
+                };
+                TrafficSpec::OnOff {
+                    flows,
+                    endpoints,
+                    schedule,
+                    rate,
+                    payload_bytes,
+                    on,
+                    off,
+                    exponential,
+                    label,
+                }
+            }
+        }
+        _ => {
+            let interval = match t.get(cx, "interval") {
+                Some(f) => {
+                    let d = f.time(cx)?;
+                    if d == Duration::ZERO {
+                        return Err(f.error(cx, "the ping interval must be above 0"));
+                    }
+                    d
+                }
+                None => DEFAULT_PING_INTERVAL,
+            };
+            let payload_bytes = payload(cx, &mut t, DEFAULT_PING_PAYLOAD_BYTES)?;
+            TrafficSpec::Ping {
+                endpoints,
+                schedule,
+                interval,
+                payload_bytes,
+                label,
+            }
+        }
+    };
+    t.finish(cx, &format!("for kind = \"{kind}\""))?;
+    Ok(spec)
+}
+
+fn positive_time(
+    cx: &mut Cx<'_>,
+    t: &mut Section<'_>,
+    key: &'static str,
+    what: &str,
+) -> Result<Duration> {
+    let f = t.require(cx, key, what)?;
+    let d = f.time(cx)?;
+    if d == Duration::ZERO {
+        return Err(f.error(cx, format!("{key} must be above 0")));
+    }
+    Ok(d)
+}
+
+/// `size` (or its iperf spelling `length`): payload bytes per packet.
+fn payload(cx: &mut Cx<'_>, t: &mut Section<'_>, default: u32) -> Result<u32> {
+    let Some(f) = t.get_either(cx, "size", "length")? else {
+        return Ok(default);
+    };
+    match f.size(cx)? {
+        n @ 1..=65_507 => Ok(n as u32),
+        n => Err(f.error(
+            cx,
+            format!("the payload must be 1 to 65507 bytes (one UDP datagram), got {n}"),
+        )),
+    }
+}
+
+fn endpoints(cx: &mut Cx<'_>, t: &mut Section<'_>, nodes: &Nodes<'_>) -> Result<Endpoints> {
+    let mut node = |key: &'static str, cx: &mut Cx<'_>| -> Result<Option<String>> {
+        let Some(f) = t.get(cx, key) else {
+            return Ok(None);
+        };
+        let name = f.string(cx)?;
+        check_node(cx, &f, nodes.names, &name, f.at)?;
+        Ok(Some(name))
+    };
+    let from = node("from", cx)?;
+    let to = node("to", cx)?;
+    Ok(Endpoints { from, to })
+}
+
+fn schedule(cx: &mut Cx<'_>, t: &mut Section<'_>, nodes: &Nodes<'_>) -> Result<Schedule> {
+    let start_f = t.get(cx, "start");
+    let start = match &start_f {
+        Some(f) => {
+            let s = f.time(cx)?;
+            if s >= nodes.duration {
+                return Err(f.error(
+                    cx,
+                    "starts at or after the end of the run (scenario.duration)",
+                ));
+            }
+            s
+        }
+        None => Duration::ZERO,
+    };
+    let stagger = match t.get(cx, "stagger") {
+        Some(f) => f.time(cx)?,
+        None => Duration::ZERO,
+    };
+    let stop = match t.get(cx, "stop") {
+        Some(f) => {
+            let s = f.time(cx)?;
+            if s <= start {
+                return Err(f.error(cx, "stop must come after start"));
+            }
+            Some(s)
+        }
+        None => None,
+    };
+    Ok(Schedule {
+        start,
+        stagger,
+        stop,
+    })
+}
+
+/// The OS `profile` and any field override.
+fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
+    let mut c = match t.get(cx, "profile") {
+        Some(f) => {
+            let name = f.choice(cx, &TcpConfig::PROFILES)?;
+            TcpConfig::profile(name).expect("PROFILES names profiles")
+        }
+        None => TcpConfig::profile("linux").expect("linux is a profile"),
+    };
+    if let Some(f) = t.get(cx, "cc") {
+        let names: Vec<&'static str> = CC.iter().map(|(n, _)| *n).collect();
+        let n = f.choice(cx, &names)?;
+        c.cc = CC.iter().find(|(k, _)| *k == n).expect("chosen from CC").1;
+    }
+    if let Some(f) = t.get(cx, "recovery") {
+        let names: Vec<&'static str> = RECOVERY.iter().map(|(n, _)| *n).collect();
+        let n = f.choice(cx, &names)?;
+        c.recovery = RECOVERY.iter().find(|(k, _)| *k == n).expect("chosen").1;
+    }
+    if let Some(f) = t.get(cx, "sack") {
+        c.sack = f.bool(cx)?;
+    }
+    if let Some(f) = t.get(cx, "mss") {
+        c.mss = bounded(cx, &f, 88, 65_495, "an MSS of 88 to 65495 bytes")?;
+    }
+    if let Some(f) = t.get(cx, "header_bytes") {
+        c.header_bytes = bounded(
+            cx,
+            &f,
+            20,
+            120,
+            "20 to 120 header bytes (40, or 52 with timestamps)",
+        )?;
+    }
+    if let Some(f) = t.get(cx, "initial_window") {
+        c.initial_window_segments = f.count(cx)?;
+    }
+    if let Some(f) = t.get(cx, "initial_ssthresh") {
+        c.initial_ssthresh_bytes = if f.is_str()
+            && ["infinite", "inf", "none"].contains(&f.str(cx, "")?.to_ascii_lowercase().as_str())
+        {
+            None
+        } else {
+            Some(f.size(cx).map_err(|_| {
+                f.error(cx, "expected a size such as \"64kb\" or \"infinite\" (RFC 5681's arbitrarily high)")
+            })?)
+        };
+    }
+    if let Some(f) = t.get_either(cx, "window", "awnd")? {
+        let w = f.size(cx)?;
+        if w == 0 {
+            return Err(f.error(cx, "the receive window must be above 0"));
+        }
+        c.receive_window_bytes = w;
+    }
+    if let Some(f) = t.get(cx, "window_scaling") {
+        c.window_scaling = f.bool(cx)?;
+    }
+    for (key, slot) in [
+        ("min_rto", &mut c.min_rto),
+        ("max_rto", &mut c.max_rto),
+        ("initial_rto", &mut c.initial_rto),
+    ] {
+        if let Some(f) = t.get(cx, key) {
+            let d = f.time(cx)?;
+            if d == Duration::ZERO {
+                return Err(f.error(cx, format!("{key} must be above 0")));
+            }
+            *slot = d;
+        }
+    }
+    if let Some(f) = t.get(cx, "delayed_ack") {
+        c.delayed_ack = if f.is_bool() {
+            match f.bool(cx)? {
+                false => None,
+                true => Some(c.delayed_ack.unwrap_or(Duration::from_ms(40))),
+            }
+        } else {
+            let d = f.time(cx).map_err(|_| {
+                f.error(cx, "expected a delayed-ACK timeout such as \"40ms\", or false to ACK every segment at once")
+            })?;
+            (d != Duration::ZERO).then_some(d)
+        };
+    }
+    if let Some(f) = t.get(cx, "ack_every") {
+        c.ack_every_segments = f.count(cx)?;
+    }
+    if let Some(f) = t.get(cx, "quickack") {
+        c.quickack_segments = f.u32(cx)?;
+    }
+    if let Some(f) = t.get(cx, "pacing") {
+        c.pacing = f.bool(cx)?;
+    }
+    if c.min_rto > c.max_rto {
+        let at = t.at;
+        return Err(cx.err(
+            at,
+            &format!("{}.min_rto", t.path),
+            "min_rto exceeds max_rto",
+        ));
+    }
+    if c.recovery == RecoveryKind::Sack && !c.sack {
+        let at = t.at;
+        return Err(cx.err(
+            at,
+            &format!("{}.recovery", t.path),
+            "recovery = \"sack\" needs sack = true (give recovery = \"newreno\" without SACK)",
+        ));
+    }
+    Ok(c)
+}
+
+fn bounded(cx: &Cx<'_>, f: &Field<'_>, lo: u64, hi: u64, what: &str) -> Result<u32> {
+    match f.size(cx) {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n as u32),
+        _ => Err(f.error(cx, format!("expected {what}"))),
+    }
+}

@@ -1,0 +1,96 @@
+//! Sender pacing, after Linux's internal TCP pacing
+//! (net/ipv4/tcp_output.c `tcp_pacing_check`, `tcp_update_skb_after_send`)
+//! and the default rate of net/ipv4/tcp_input.c `tcp_update_pacing_rate`.
+//!
+//! - A segment may leave only when `now ≥ next_send`; after it leaves,
+//!   `next_send = max(next_send, now) + payload_len / rate` (Linux advances
+//!   `tcp_wstamp_ns` by `skb->len` over `sk_pacing_rate`, the payload
+//!   length; an idle sender earns no credit).
+//! - When the algorithm does not set a rate (everything but BBR) and
+//!   pacing is on, the rate is `ratio · max(cwnd, in flight) / SRTT` with
+//!   ratio 200 % while `cwnd < ssthresh / 2` (sysctl
+//!   `tcp_pacing_ss_ratio`) and 120 % otherwise (`tcp_pacing_ca_ratio`),
+//!   exactly Linux's test; without an SRTT there is no pacing yet.
+
+use qoslab_core::{Bytes, Duration, Instant, Rate};
+
+/// Linux sysctl defaults, percent.
+pub const PACING_SS_RATIO_PERCENT: u64 = 200;
+pub const PACING_CA_RATIO_PERCENT: u64 = 120;
+
+/// Linux's default pacing rate for `cwnd_bytes` over `srtt`.
+pub fn default_pacing_rate(
+    cwnd_bytes: u64,
+    ssthresh_bytes: u64,
+    in_flight_bytes: u64,
+    srtt: Duration,
+) -> Option<Rate> {
+    if srtt == Duration::ZERO {
+        return None;
+    }
+    let ratio = if cwnd_bytes < ssthresh_bytes / 2 {
+        PACING_SS_RATIO_PERCENT
+    } else {
+        PACING_CA_RATIO_PERCENT
+    };
+    let bytes = cwnd_bytes.max(in_flight_bytes) as u128;
+    let bps = bytes * 8 * ratio as u128 * 1_000_000_000 / (100 * srtt.as_ns() as u128);
+    Some(Rate::from_bps(
+        u64::try_from(bps).unwrap_or(u64::MAX).max(1),
+    ))
+}
+
+/// The departure clock of one sender.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pacer {
+    next_send: Instant,
+}
+
+impl Pacer {
+    pub fn may_send(&self, now: Instant) -> bool {
+        now >= self.next_send
+    }
+
+    pub fn next_send(&self) -> Instant {
+        self.next_send
+    }
+
+    /// A segment of `payload_bytes` left at `now`, paced at `rate`.
+    pub fn on_send(&mut self, now: Instant, payload_bytes: u32, rate: Rate) {
+        let gap = rate.tx_time(Bytes::new(payload_bytes as u64));
+        self.next_send = self.next_send.max(now).saturating_add(gap);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spacing_is_size_over_rate_without_credit() {
+        let mut p = Pacer::default();
+        let rate = Rate::from_bps(12_000_000); // 1500 B = 1 ms
+        let t0 = Instant::from_ns(5_000_000);
+        assert!(p.may_send(t0));
+        p.on_send(t0, 1500, rate);
+        assert_eq!(p.next_send(), Instant::from_ns(6_000_000));
+        assert!(!p.may_send(Instant::from_ns(5_999_999)));
+        p.on_send(Instant::from_ns(6_000_000), 1500, rate);
+        assert_eq!(p.next_send(), Instant::from_ns(7_000_000));
+        // Idle for a while: no burst credit.
+        p.on_send(Instant::from_ns(20_000_000), 750, rate);
+        assert_eq!(p.next_send(), Instant::from_ns(20_500_000));
+    }
+
+    #[test]
+    fn linux_default_rate_ratios() {
+        let srtt = Duration::from_ms(100);
+        // cwnd 100 kB, ssthresh huge: slow start, 200 % of 8 Mbit/s.
+        let r = default_pacing_rate(100_000, u64::MAX, 0, srtt).unwrap();
+        assert_eq!(r.bps(), 16_000_000);
+        // cwnd ≥ ssthresh/2: 120 %.
+        let r = default_pacing_rate(100_000, 150_000, 0, srtt).unwrap();
+        assert_eq!(r.bps(), 9_600_000);
+        assert!(default_pacing_rate(1, 1, 0, Duration::ZERO).is_none());
+    }
+}

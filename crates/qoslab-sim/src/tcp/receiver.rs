@@ -1,0 +1,473 @@
+//! The passive TCP endpoint (iperf3 server): answers the SYN, acknowledges
+//! data, hands in-order bytes to an application that reads instantly.
+//!
+//! - Handshake: a SYN (or a retransmitted one) is answered with SYN-ACK
+//!   carrying an unscaled window (RFC 7323 §2.2: the window field of a
+//!   SYN is never scaled).
+//! - Cumulative ACKs (RFC 9293 §3.10.7.4).
+//! - Delayed ACKs, RFC 1122 §4.2.3.2 and RFC 5681 §4.2: an ACK at least
+//!   every `ack_every_segments` full-sized segments, otherwise when the
+//!   `delayed_ack` timer (started by the first unacknowledged segment)
+//!   fires. An out-of-order segment, a segment that fills all or part of a
+//!   gap, or a duplicate segment is acknowledged at once (RFC 5681 §4.2;
+//!   Linux `__tcp_ack_snd_check` acks at once while the out-of-order queue
+//!   is non-empty, `tcp_data_queue` on duplicates). The timer is fixed
+//!   (Linux adapts its `ato` between 40 ms and 200 ms; Windows' 200 ms
+//!   timer is a free-running tick): documented simplification.
+//! - Linux quick-ack mode (`tcp_incr_quickack` / `tcp_in_quickack_mode`,
+//!   net/ipv4/tcp_input.c): the first `quickack_segments` data segments
+//!   are acknowledged at once, so slow start is not slowed by delayed ACKs.
+//!   (Linux also re-enters it after an idle period longer than RTO, which
+//!   a bulk transfer never has.)
+//! - SACK, RFC 2018 §4: the first block covers the most recently received
+//!   segment, then the most recently reported other blocks; three blocks
+//!   fit beside timestamps, four without. D-SACK, RFC 2883: a duplicate
+//!   segment is reported in the first block.
+//! - Timestamps, RFC 7323 §4.3: TS.Recent is taken from a segment with
+//!   SEG.SEQ ≤ Last.ACK.sent, so a delayed ACK echoes the earliest
+//!   segment it acknowledges and an ACK of out-of-order data echoes the
+//!   last in-order one. Timestamps are on when the connection's
+//!   `header_bytes ≥ 52` (40 + the 12-byte option, as the profiles say).
+//! - Advertised window: the free receive buffer, `receive_window_bytes −
+//!   out-of-order bytes` (the application reads in-order data at once),
+//!   capped at 65535 without window scaling, rounded down to the scale
+//!   granularity with it (shift chosen as Linux
+//!   `tcp_select_initial_window`: the smallest with window ≤ 65535·2^s);
+//!   the right edge never moves left (RFC 9293 §3.8.6 "SHOULD NOT shrink",
+//!   Linux `tcp_select_window`, BSD `tcp_output`). Because the right edge
+//!   is held while a hole is open, a sender still sees the full window
+//!   beyond `rcv_nxt`.
+//!
+//! Left out: FIN/close, SACK compression (Linux ≥ 4.18 `tcp_sack_compress`
+//! delays ACKs of out-of-order data by up to ~1 ms), receive-buffer
+//! autotuning (`tcp_rcv_space_adjust`), window probes.
+
+use super::{TcpHeader, TcpIo, ACK, SYN};
+use crate::config::TcpConfig;
+use qoslab_core::{Duration, Instant};
+use std::collections::BTreeMap;
+
+/// Linux caps the window-scale shift at 14 (RFC 7323 §2.3).
+const MAX_WSCALE: u32 = 14;
+
+/// How many recently reported SACK blocks are remembered.
+const SACK_MEMORY: usize = 8;
+
+pub struct TcpReceiver {
+    mss: u32,
+    /// Buffer size after the no-scaling cap.
+    rwnd_bytes: u64,
+    wscale: u32,
+    timestamps: bool,
+    sack: bool,
+    max_sack_blocks: usize,
+    delayed_ack: Option<Duration>,
+    ack_every: u32,
+    quickack_left: u32,
+    syn_seen: bool,
+    rcv_nxt: u64,
+    /// Out-of-order data: start → end, disjoint and non-adjacent.
+    ooo: BTreeMap<u64, u64>,
+    ooo_bytes: u64,
+    /// SACK blocks, most recent first (RFC 2018 §4).
+    sack_recent: Vec<(u64, u64)>,
+    dsack: Option<(u64, u64)>,
+    ts_recent: u64,
+    last_ack_sent: u64,
+    right_edge: u64,
+    unacked_full_segments: u32,
+    delack_at: Option<Instant>,
+    delivered_bytes: u64,
+    acks_sent: u64,
+}
+
+impl TcpReceiver {
+    pub fn new(cfg: &TcpConfig) -> TcpReceiver {
+        let (rwnd_bytes, wscale) = if cfg.window_scaling {
+            let rwnd = cfg.receive_window_bytes.min(65535u64 << MAX_WSCALE);
+            let mut s = 0;
+            while rwnd > 65535u64 << s {
+                s += 1;
+            }
+            (rwnd, s)
+        } else {
+            (cfg.receive_window_bytes.min(65535), 0)
+        };
+        let timestamps = cfg.header_bytes >= 52;
+        TcpReceiver {
+            mss: cfg.mss.max(1),
+            rwnd_bytes,
+            wscale,
+            timestamps,
+            sack: cfg.sack,
+            max_sack_blocks: if timestamps { 3 } else { 4 },
+            delayed_ack: cfg.delayed_ack,
+            ack_every: cfg.ack_every_segments.max(1),
+            quickack_left: cfg.quickack_segments,
+            syn_seen: false,
+            rcv_nxt: 1,
+            ooo: BTreeMap::new(),
+            ooo_bytes: 0,
+            sack_recent: Vec::new(),
+            dsack: None,
+            ts_recent: 0,
+            last_ack_sent: 1,
+            right_edge: 1,
+            unacked_full_segments: 0,
+            delack_at: None,
+            delivered_bytes: 0,
+            acks_sent: 0,
+        }
+    }
+
+    /// In-order payload bytes given to the application.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.delivered_bytes
+    }
+
+    /// Pure ACKs (and SYN-ACKs) sent.
+    pub fn acks_sent(&self) -> u64 {
+        self.acks_sent
+    }
+
+    /// Window-scale shift this receiver uses (0 without scaling).
+    pub fn window_scale(&self) -> u32 {
+        self.wscale
+    }
+
+    pub fn next_timer(&self) -> Option<Instant> {
+        self.delack_at
+    }
+
+    pub fn on_timer(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        if self.delack_at.is_some_and(|t| t <= now) {
+            self.send_ack(now, io);
+        }
+    }
+
+    pub fn on_segment(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
+        if h.flags & SYN != 0 {
+            self.on_syn(now, h, io);
+            return;
+        }
+        if !self.syn_seen || h.payload_len == 0 {
+            return; // the handshake's ACK, or noise before the SYN
+        }
+        // RFC 7323 §4.3 (2): TS.Recent from segments at or left of the
+        // last ACK sent.
+        if self.timestamps
+            && h.ts_val != 0
+            && h.ts_val >= self.ts_recent
+            && h.seq <= self.last_ack_sent
+        {
+            self.ts_recent = h.ts_val;
+        }
+        let start = h.seq;
+        let end = h.seq + h.payload_len as u64;
+        if end <= self.rcv_nxt {
+            // Duplicate: ACK at once, D-SACK it (RFC 2883 §4).
+            if self.sack {
+                self.dsack = Some((start, end));
+            }
+            self.send_ack(now, io);
+            return;
+        }
+        if start > self.rcv_nxt {
+            self.on_out_of_order(start, end);
+            self.send_ack(now, io);
+            return;
+        }
+        // In order (possibly overlapping what we have).
+        let had_gap = !self.ooo.is_empty();
+        self.advance(end);
+        if had_gap {
+            self.send_ack(now, io); // fills (part of) a gap: RFC 5681 §4.2
+            return;
+        }
+        if self.quickack_left > 0 {
+            self.quickack_left -= 1;
+            self.send_ack(now, io);
+            return;
+        }
+        let Some(delay) = self.delayed_ack else {
+            self.send_ack(now, io);
+            return;
+        };
+        if h.payload_len >= self.mss {
+            self.unacked_full_segments += 1;
+        }
+        if self.unacked_full_segments >= self.ack_every {
+            self.send_ack(now, io);
+        } else if self.delack_at.is_none() {
+            self.delack_at = Some(now.saturating_add(delay));
+        }
+    }
+
+    fn on_syn(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
+        self.syn_seen = true;
+        if self.timestamps && h.ts_val != 0 {
+            self.ts_recent = self.ts_recent.max(h.ts_val);
+        }
+        let window = self.rwnd_bytes.min(65535);
+        self.right_edge = self.right_edge.max(self.rcv_nxt + window);
+        self.acks_sent += 1;
+        io.transmit(TcpHeader {
+            seq: 0,
+            ack: self.rcv_nxt,
+            flags: SYN | ACK,
+            window,
+            ts_val: self.ts_val(now),
+            ts_ecr: self.ts_recent,
+            ..TcpHeader::default()
+        });
+    }
+
+    /// Move rcv_nxt to `end`, then pull in out-of-order data now in order.
+    fn advance(&mut self, end: u64) {
+        let before = self.rcv_nxt;
+        self.rcv_nxt = end;
+        while let Some((&s, &e)) = self.ooo.first_key_value() {
+            if s > self.rcv_nxt {
+                break;
+            }
+            self.ooo.remove(&s);
+            self.ooo_bytes -= e - s;
+            self.rcv_nxt = self.rcv_nxt.max(e);
+        }
+        self.delivered_bytes += self.rcv_nxt - before;
+        let nxt = self.rcv_nxt;
+        self.sack_recent.retain(|&(_, e)| e > nxt);
+    }
+
+    /// Store [start, end) above rcv_nxt, merging with its neighbours; the
+    /// merged block becomes the first SACK block.
+    fn on_out_of_order(&mut self, start: u64, end: u64) {
+        let (mut s, mut e) = (start, end);
+        // Blocks touching or overlapping [s, e), found from the one that
+        // starts at or before `e`, walking down.
+        let touching: Vec<(u64, u64)> = self
+            .ooo
+            .range(..=e)
+            .rev()
+            .take_while(|&(_, &be)| be >= s)
+            .map(|(&bs, &be)| (bs, be))
+            .collect();
+        if let [(bs, be)] = touching[..] {
+            if bs <= start && end <= be && self.sack {
+                self.dsack = Some((start, end)); // already held
+            }
+        }
+        for (bs, be) in touching {
+            self.ooo.remove(&bs);
+            self.ooo_bytes -= be - bs;
+            s = s.min(bs);
+            e = e.max(be);
+        }
+        self.ooo.insert(s, e);
+        self.ooo_bytes += e - s;
+        self.sack_recent.retain(|&(bs, be)| be < s || bs > e);
+        self.sack_recent.insert(0, (s, e));
+        self.sack_recent.truncate(SACK_MEMORY);
+    }
+
+    fn window(&mut self) -> u64 {
+        let free = self.rwnd_bytes.saturating_sub(self.ooo_bytes);
+        let free = (free >> self.wscale) << self.wscale;
+        self.right_edge = self.right_edge.max(self.rcv_nxt + free);
+        self.right_edge - self.rcv_nxt
+    }
+
+    fn ts_val(&self, now: Instant) -> u64 {
+        if self.timestamps {
+            now.as_ns().max(1)
+        } else {
+            0
+        }
+    }
+
+    fn send_ack(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        let mut sack = super::SackBlocks::default();
+        if self.sack {
+            let blocks = self
+                .dsack
+                .take()
+                .into_iter()
+                .chain(self.sack_recent.iter().copied());
+            for b in blocks.take(self.max_sack_blocks) {
+                sack.blocks[sack.len as usize] = b;
+                sack.len += 1;
+            }
+        }
+        let window = self.window();
+        self.acks_sent += 1;
+        io.transmit(TcpHeader {
+            seq: 1,
+            ack: self.rcv_nxt,
+            payload_len: 0,
+            flags: ACK,
+            window,
+            sack,
+            ts_val: self.ts_val(now),
+            ts_ecr: if self.timestamps { self.ts_recent } else { 0 },
+            retransmit: false,
+        });
+        self.last_ack_sent = self.rcv_nxt;
+        self.unacked_full_segments = 0;
+        self.delack_at = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Out(Vec<TcpHeader>);
+    impl TcpIo for Out {
+        fn transmit(&mut self, h: TcpHeader) {
+            self.0.push(h);
+        }
+    }
+
+    fn cfg() -> TcpConfig {
+        let mut c = TcpConfig::profile("linux").unwrap();
+        c.mss = 1000;
+        c.quickack_segments = 0;
+        c
+    }
+
+    fn data(seq: u64, len: u32) -> TcpHeader {
+        TcpHeader {
+            seq,
+            ack: 1,
+            payload_len: len,
+            flags: ACK,
+            window: 65535,
+            ts_val: 1000 + seq,
+            ..TcpHeader::default()
+        }
+    }
+
+    fn ms(v: u64) -> Instant {
+        Instant::from_ns(v * 1_000_000)
+    }
+
+    fn syn(r: &mut TcpReceiver, out: &mut Out) {
+        let s = TcpHeader {
+            flags: SYN,
+            ts_val: 7,
+            ..TcpHeader::default()
+        };
+        r.on_segment(Instant::ZERO, &s, out);
+    }
+
+    #[test]
+    fn syn_ack_window_is_unscaled_and_capped() {
+        let mut r = TcpReceiver::new(&cfg());
+        let mut out = Out::default();
+        syn(&mut r, &mut out);
+        let sa = out.0[0];
+        assert_eq!(
+            (sa.flags, sa.ack, sa.window, sa.ts_ecr),
+            (SYN | ACK, 1, 65535, 7)
+        );
+        assert_eq!(r.window_scale(), 7, "6 MiB needs 2^7");
+        // Later ACKs advertise the full (scaled) 6 MiB.
+        r.on_segment(ms(1), &data(1, 1000), &mut out);
+        r.on_segment(ms(2), &data(1001, 1000), &mut out);
+        assert_eq!(out.0.last().unwrap().window, 6 * 1024 * 1024);
+    }
+
+    #[test]
+    fn every_second_full_segment_and_timer() {
+        let mut r = TcpReceiver::new(&cfg());
+        let mut out = Out::default();
+        syn(&mut r, &mut out);
+        r.on_segment(ms(10), &data(1, 1000), &mut out);
+        assert_eq!(out.0.len(), 1, "first segment delayed");
+        assert_eq!(r.next_timer(), Some(ms(50)), "40 ms delayed-ACK timer");
+        r.on_segment(ms(11), &data(1001, 1000), &mut out);
+        assert_eq!(out.0.len(), 2, "second full segment ACKed at once");
+        assert_eq!(out.0[1].ack, 2001);
+        assert_eq!(out.0[1].ts_ecr, 1001, "echoes the earliest unacked segment");
+        assert_eq!(r.next_timer(), None);
+        // A lone small segment waits for the timer.
+        r.on_segment(ms(20), &data(2001, 500), &mut out);
+        r.on_timer(ms(59), &mut out);
+        assert_eq!(out.0.len(), 2);
+        r.on_timer(ms(60), &mut out);
+        assert_eq!(out.0.len(), 3);
+        assert_eq!(out.0[2].ack, 2501);
+        assert_eq!(r.delivered_bytes(), 2500);
+    }
+
+    #[test]
+    fn quickack_then_delayed() {
+        let mut c = cfg();
+        c.quickack_segments = 3;
+        let mut r = TcpReceiver::new(&c);
+        let mut out = Out::default();
+        syn(&mut r, &mut out);
+        for i in 0..5u64 {
+            r.on_segment(ms(i), &data(1 + 1000 * i, 1000), &mut out);
+        }
+        // 3 quick ACKs, then segment 4 delayed, segment 5 ACKed (2nd).
+        let acks: Vec<u64> = out.0[1..].iter().map(|h| h.ack).collect();
+        assert_eq!(acks, vec![1001, 2001, 3001, 5001]);
+    }
+
+    #[test]
+    fn out_of_order_sack_blocks_most_recent_first_and_gap_fill() {
+        let mut r = TcpReceiver::new(&cfg());
+        let mut out = Out::default();
+        syn(&mut r, &mut out);
+        r.on_segment(ms(1), &data(1001, 1000), &mut out); // hole at 1
+        r.on_segment(ms(2), &data(4001, 1000), &mut out); // hole at 3001
+        r.on_segment(ms(3), &data(2001, 1000), &mut out); // extends first
+        let last = out.0.last().unwrap();
+        assert_eq!(last.ack, 1);
+        assert_eq!(last.sack.as_slice(), &[(1001, 3001), (4001, 5001)]);
+        assert_eq!(out.0.len(), 4, "every out-of-order segment ACKed at once");
+        let edges: Vec<u64> = out.0[1..].iter().map(|a| a.ack + a.window).collect();
+        assert!(
+            edges.windows(2).all(|w| w[1] >= w[0]),
+            "right edge never shrinks: {edges:?}"
+        );
+        assert_eq!(
+            last.ts_ecr, 7,
+            "out-of-order data leaves TS.Recent (the SYN's)"
+        );
+        // Filling the first hole: immediate ACK, one block left.
+        r.on_segment(ms(4), &data(1, 1000), &mut out);
+        let last = out.0.last().unwrap();
+        assert_eq!(
+            (last.ack, last.sack.as_slice()),
+            (3001, &[(4001, 5001)][..])
+        );
+        // Duplicate: D-SACK first.
+        r.on_segment(ms(5), &data(1, 1000), &mut out);
+        let last = out.0.last().unwrap();
+        assert_eq!(last.sack.as_slice(), &[(1, 1001), (4001, 5001)]);
+        assert_eq!(r.delivered_bytes(), 3000);
+    }
+
+    #[test]
+    fn window_without_scaling_counts_out_of_order_bytes() {
+        let mut c = cfg();
+        c.window_scaling = false;
+        c.receive_window_bytes = 64512;
+        c.delayed_ack = None;
+        let mut r = TcpReceiver::new(&c);
+        let mut out = Out::default();
+        syn(&mut r, &mut out);
+        assert_eq!(out.0[0].window, 64512);
+        r.on_segment(ms(1), &data(1, 1000), &mut out);
+        assert_eq!(out.0[1].window, 64512);
+        // Out-of-order data: the free space shrinks but the right edge
+        // (1001 + 64512) is held.
+        r.on_segment(ms(2), &data(2001, 1000), &mut out);
+        assert_eq!(out.0[2].window, 64512);
+        r.on_segment(ms(3), &data(1001, 1000), &mut out);
+        assert_eq!((out.0[3].ack, out.0[3].window), (3001, 64512));
+    }
+}

@@ -1,0 +1,350 @@
+//! The retransmission queue and SACK scoreboard: every segment sent and
+//! not yet cumulatively acknowledged, with its SACKed / lost /
+//! retransmitted marks (RFC 6675 §3 "scoreboard"; Linux keeps the same
+//! marks in `TCP_SKB_CB(skb)->sacked`, net/ipv4/tcp_input.c).
+//!
+//! Segment boundaries never change: a retransmission resends exactly the
+//! original segment (no repacketisation), and the receiver ACKs and SACKs
+//! at those boundaries.
+//!
+//! Counters follow Linux `tcp_packets_in_flight` in bytes:
+//! `in flight = outstanding − sacked − lost + retransmitted`, which is RFC
+//! 6675's `pipe` (SetPipe, §4): an un-SACKed octet counts once unless
+//! `IsLost`, plus once more if it was retransmitted (and that
+//! retransmission is not itself presumed lost).
+
+use super::rate::TxRateInfo;
+use qoslab_core::Instant;
+use std::collections::VecDeque;
+
+/// One segment in the retransmission queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SentSegment {
+    pub seq: u64,
+    pub len: u32,
+    /// Time of the latest (re)transmission.
+    pub sent_at: Instant,
+    /// Time of the original transmission.
+    pub first_sent_at: Instant,
+    /// Retransmitted at least once (Karn: no RTT sample from it).
+    pub ever_retransmitted: bool,
+    /// A retransmission of it is presumed in flight.
+    pub retrans_in_flight: bool,
+    /// Presumed lost (IsLost, or everything after an RTO).
+    pub lost: bool,
+    pub sacked: bool,
+    pub tx: TxRateInfo,
+}
+
+impl SentSegment {
+    pub fn end(&self) -> u64 {
+        self.seq + self.len as u64
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Scoreboard {
+    segs: VecDeque<SentSegment>,
+    outstanding_bytes: u64,
+    sacked_bytes: u64,
+    /// Lost and not SACKed.
+    lost_bytes: u64,
+    /// Retransmission in flight, not SACKed.
+    retrans_bytes: u64,
+    /// No segment below this sequence is lost and not yet retransmitted.
+    retransmit_hint: u64,
+}
+
+impl Scoreboard {
+    pub fn new() -> Self {
+        Scoreboard::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+
+    pub fn get(&self, idx: usize) -> Option<&SentSegment> {
+        self.segs.get(idx)
+    }
+
+    pub fn sacked_bytes(&self) -> u64 {
+        self.sacked_bytes
+    }
+
+    pub fn lost_bytes(&self) -> u64 {
+        self.lost_bytes
+    }
+
+    pub fn retrans_bytes(&self) -> u64 {
+        self.retrans_bytes
+    }
+
+    /// RFC 6675 `pipe` / Linux `tcp_packets_in_flight`, in bytes.
+    pub fn pipe(&self) -> u64 {
+        (self.outstanding_bytes - self.sacked_bytes - self.lost_bytes) + self.retrans_bytes
+    }
+
+    /// A new segment was sent (its `seq` must be the end of the last one).
+    pub fn push(&mut self, seg: SentSegment) {
+        self.outstanding_bytes += seg.len as u64;
+        self.segs.push_back(seg);
+    }
+
+    fn forget(&mut self, seg: &SentSegment) {
+        self.outstanding_bytes -= seg.len as u64;
+        if seg.sacked {
+            self.sacked_bytes -= seg.len as u64;
+        } else {
+            if seg.lost {
+                self.lost_bytes -= seg.len as u64;
+            }
+            if seg.retrans_in_flight {
+                self.retrans_bytes -= seg.len as u64;
+            }
+        }
+    }
+
+    /// Cumulative ACK up to `ack`: remove the segments it covers and hand
+    /// each to `f` (in sequence order). A segment only partly covered is
+    /// trimmed (cannot happen with our receiver, kept for robustness).
+    pub fn ack_to(&mut self, ack: u64, mut f: impl FnMut(&SentSegment)) {
+        while let Some(front) = self.segs.front().copied() {
+            if front.end() <= ack {
+                self.segs.pop_front();
+                self.forget(&front);
+                f(&front);
+            } else {
+                if front.seq < ack {
+                    let cut = ack - front.seq;
+                    self.forget(&front);
+                    let mut rest = front;
+                    rest.seq = ack;
+                    rest.len -= cut as u32;
+                    self.segs[0] = rest;
+                    self.unforget(&rest);
+                }
+                break;
+            }
+        }
+    }
+
+    fn unforget(&mut self, seg: &SentSegment) {
+        self.outstanding_bytes += seg.len as u64;
+        if seg.sacked {
+            self.sacked_bytes += seg.len as u64;
+        } else {
+            if seg.lost {
+                self.lost_bytes += seg.len as u64;
+            }
+            if seg.retrans_in_flight {
+                self.retrans_bytes += seg.len as u64;
+            }
+        }
+    }
+
+    /// Mark the segments lying wholly inside the SACK block [start, end)
+    /// SACKed; hand each newly SACKed segment to `f`.
+    pub fn sack(&mut self, start: u64, end: u64, mut f: impl FnMut(&SentSegment)) {
+        let first = self.segs.partition_point(|s| s.seq < start);
+        for i in first..self.segs.len() {
+            let seg = self.segs[i];
+            if seg.end() > end {
+                break;
+            }
+            if seg.sacked {
+                continue;
+            }
+            self.forget(&seg);
+            self.segs[i].sacked = true;
+            let now = self.segs[i];
+            self.unforget(&now);
+            f(&now);
+        }
+    }
+
+    /// RFC 6675 §4 IsLost for every un-SACKed segment: lost when
+    /// `dup_thresh` SACKed segments, or more than (dup_thresh − 1)·SMSS
+    /// SACKed bytes, lie above it. Marks them and returns the bytes newly
+    /// marked lost.
+    pub fn mark_lost_by_sack(&mut self, dup_thresh: u32, mss: u32) -> u64 {
+        if self.sacked_bytes == 0 {
+            return 0;
+        }
+        let byte_thresh = (dup_thresh.saturating_sub(1) as u64) * mss as u64;
+        let (mut segs_above, mut bytes_above) = (0u32, 0u64);
+        let mut newly = 0;
+        for i in (0..self.segs.len()).rev() {
+            let seg = self.segs[i];
+            if seg.sacked {
+                segs_above += 1;
+                bytes_above += seg.len as u64;
+                continue;
+            }
+            if segs_above < dup_thresh && bytes_above <= byte_thresh {
+                continue;
+            }
+            if seg.lost {
+                // Everything un-SACKed below was marked with it.
+                break;
+            }
+            self.segs[i].lost = true;
+            self.lost_bytes += seg.len as u64;
+            self.retransmit_hint = self.retransmit_hint.min(seg.seq);
+            newly += seg.len as u64;
+        }
+        newly
+    }
+
+    /// Mark the first segment lost (fast retransmit without SACK: the
+    /// duplicate ACKs name it). Returns the bytes newly marked.
+    pub fn mark_head_lost(&mut self) -> u64 {
+        match self.segs.front().copied() {
+            Some(seg) if !seg.sacked && !seg.lost => {
+                self.segs[0].lost = true;
+                self.lost_bytes += seg.len as u64;
+                self.retransmit_hint = self.retransmit_hint.min(seg.seq);
+                seg.len as u64
+            }
+            _ => 0,
+        }
+    }
+
+    /// RTO (Linux `tcp_enter_loss` / `tcp_timeout_mark_lost`): every
+    /// un-SACKed segment is lost, retransmissions included. Returns the
+    /// bytes newly marked.
+    pub fn mark_all_lost(&mut self) -> u64 {
+        let mut newly = 0;
+        for i in 0..self.segs.len() {
+            let seg = self.segs[i];
+            if seg.sacked {
+                continue;
+            }
+            if !seg.lost {
+                self.segs[i].lost = true;
+                self.lost_bytes += seg.len as u64;
+                newly += seg.len as u64;
+            }
+            if seg.retrans_in_flight {
+                self.segs[i].retrans_in_flight = false;
+                self.retrans_bytes -= seg.len as u64;
+            }
+        }
+        self.retransmit_hint = 0;
+        newly
+    }
+
+    /// Index of the first segment presumed lost whose retransmission is
+    /// not in flight (RFC 6675 NextSeg rule 1, Linux
+    /// `tcp_xmit_retransmit_queue`).
+    pub fn first_lost_unsent(&mut self) -> Option<usize> {
+        if self.lost_bytes == 0 {
+            return None;
+        }
+        let start = self.segs.partition_point(|s| s.seq < self.retransmit_hint);
+        for i in start..self.segs.len() {
+            let s = &self.segs[i];
+            if s.lost && !s.sacked && !s.retrans_in_flight {
+                self.retransmit_hint = s.seq;
+                return Some(i);
+            }
+        }
+        self.retransmit_hint = u64::MAX;
+        None
+    }
+
+    /// Index of the lowest un-SACKed, not-lost, not-retransmitted segment
+    /// that has SACKed data above it (RFC 6675 NextSeg rule 3).
+    pub fn first_unsacked_below_sack(&self) -> Option<usize> {
+        if self.sacked_bytes == 0 {
+            return None;
+        }
+        let highest_sacked = self.segs.iter().rposition(|s| s.sacked)?;
+        (0..highest_sacked).find(|&i| {
+            let s = &self.segs[i];
+            !s.sacked && !s.lost && !s.retrans_in_flight
+        })
+    }
+
+    /// Record a retransmission of segment `idx` at `now`.
+    pub fn mark_retransmitted(&mut self, idx: usize, now: Instant, tx: TxRateInfo) {
+        let seg = self.segs[idx];
+        if !seg.retrans_in_flight && !seg.sacked {
+            self.retrans_bytes += seg.len as u64;
+        }
+        let s = &mut self.segs[idx];
+        s.retrans_in_flight = true;
+        s.ever_retransmitted = true;
+        s.sent_at = now;
+        s.tx = tx;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(n: u64) -> Scoreboard {
+        let mut b = Scoreboard::new();
+        for i in 0..n {
+            b.push(SentSegment {
+                seq: 1 + i * 1000,
+                len: 1000,
+                sent_at: Instant::ZERO,
+                first_sent_at: Instant::ZERO,
+                ever_retransmitted: false,
+                retrans_in_flight: false,
+                lost: false,
+                sacked: false,
+                tx: TxRateInfo::default(),
+            });
+        }
+        b
+    }
+
+    #[test]
+    fn pipe_follows_rfc6675_setpipe() {
+        let mut b = board(10);
+        assert_eq!(b.pipe(), 10_000);
+        // Segment 0 lost, segments 1..=3 SACKed: IsLost(0) (3 SACKed above).
+        let mut n = 0;
+        b.sack(1001, 4001, |_| n += 1);
+        assert_eq!(n, 3);
+        assert_eq!(b.mark_lost_by_sack(3, 1000), 1000);
+        assert_eq!(b.pipe(), 10_000 - 3000 - 1000);
+        let i = b.first_lost_unsent().unwrap();
+        assert_eq!(i, 0);
+        b.mark_retransmitted(i, Instant::ZERO, TxRateInfo::default());
+        assert_eq!(b.pipe(), 7000);
+        assert_eq!(b.first_lost_unsent(), None);
+        // Cumulative ACK past the SACKed run.
+        let mut acked = Vec::new();
+        b.ack_to(4001, |s| acked.push((s.seq, s.sacked)));
+        assert_eq!(
+            acked,
+            vec![(1, false), (1001, true), (2001, true), (3001, true)]
+        );
+        assert_eq!((b.pipe(), b.sacked_bytes(), b.lost_bytes()), (6000, 0, 0));
+    }
+
+    #[test]
+    fn two_sacked_segments_are_not_enough_but_2mss_plus_one_byte_is() {
+        let mut b = board(5);
+        b.sack(2001, 4001, |_| {});
+        assert_eq!(b.mark_lost_by_sack(3, 1000), 0);
+        let mut c = board(5);
+        c.sack(2001, 4001, |_| {});
+        assert_eq!(c.mark_lost_by_sack(3, 999), 2000, "segments 0 and 1");
+    }
+
+    #[test]
+    fn rto_marks_everything_unsacked_lost() {
+        let mut b = board(4);
+        b.sack(2001, 3001, |_| {});
+        b.mark_head_lost();
+        b.mark_retransmitted(0, Instant::ZERO, TxRateInfo::default());
+        assert_eq!(b.mark_all_lost(), 2000);
+        assert_eq!((b.pipe(), b.lost_bytes(), b.retrans_bytes()), (0, 3000, 0));
+        assert_eq!(b.first_lost_unsent(), Some(0));
+    }
+}

@@ -1,0 +1,1348 @@
+//! The active TCP endpoint (iperf3 client): a bulk sender.
+//!
+//! Reading list, and where each rule lives here:
+//! - Handshake, RFC 9293 §3.5: SYN, SYN-ACK, ACK; the SYN is retransmitted
+//!   on its own timer starting at `initial_rto` and doubling (RFC 6298
+//!   §5.5); after a retransmitted SYN the RTO falls back to 3 s if no RTT
+//!   was measured (RFC 6298 §5.7) and the initial window is one segment
+//!   (RFC 5681 §3.1). The SYN-ACK gives the first RTT sample (Linux
+//!   `tcp_synack_rtt_meas`) unless the SYN was retransmitted (Karn), or
+//!   timestamps disambiguate it.
+//! - Sending: full-sized segments only (sender SWS avoidance, RFC 9293
+//!   §3.8.6.2.1), except the application's last bytes or when the peer's
+//!   window is smaller than a segment and nothing is outstanding. Never
+//!   beyond the peer's right edge (SND.UNA + SND.WND), never more than
+//!   cwnd in flight: "in flight" is RFC 6675 `pipe` / Linux
+//!   `tcp_packets_in_flight`, except during RFC 5681/6582 fast recovery
+//!   where it is FlightSize = SND.NXT − SND.UNA against the inflated cwnd
+//!   as those RFCs define it.
+//! - RTT samples (RFC 6298 §3, Linux `tcp_clean_rtx_queue` +
+//!   `tcp_ack_update_rtt`): from the oldest segment newly acknowledged if
+//!   no newly acknowledged segment was ever retransmitted (Karn), else
+//!   from the oldest newly SACKed never-retransmitted segment, else from
+//!   the timestamp echo (RFC 7323 §4.1) when the ACK acknowledged data.
+//!   These feed the RTO and `AckSample::rtt`.
+//! - [`TcpIo::rtt_sample`] gets Wireshark's `tcp.analysis.ack_rtt`
+//!   instead (epan/dissectors/packet-tcp.c, `tcp_analyze_sequence_number`):
+//!   for an ACK whose number equals the end of a data segment (or the
+//!   SYN), the time since that segment's *original* transmission, as a
+//!   capture at the sender would show it — no Karn filtering, so the ACK
+//!   that closes a hole reports the whole recovery time.
+//! - RTO, RFC 6298 §5 ([`super::rtt`]): started when data is sent and the
+//!   timer is off (5.1), stopped when everything is acknowledged (5.2),
+//!   restarted on every ACK of new data (5.3; RFC 6582 §4 calls this the
+//!   "Slow-but-Steady" variant, also Linux's). On expiry (5.4–5.6): back
+//!   off, then like Linux `tcp_enter_loss`: every un-SACKed segment is
+//!   marked lost, `cc.on_rto` (ssthresh held when the same data times out
+//!   again, RFC 5681 §3.1 note), the Loss state lasts until everything
+//!   sent before the timeout is acknowledged, and lost segments are resent
+//!   in order under the slow-start window before new data (go-back-N
+//!   without SACK, SACKed segments skipped with it).
+//! - Duplicate ACKs: RFC 5681 §2 definition (no data, ack = SND.UNA,
+//!   outstanding data, same window) without SACK; RFC 6675 §2 with SACK
+//!   (an ACK whose SACK blocks cover new data).
+//! - Recovery ([`RecoveryKind`]):
+//!   - `Reno`, RFC 5681 §3.2: at the 3rd dupack ssthresh = `cc.ssthresh`,
+//!     retransmit, cwnd = ssthresh + 3·SMSS, +SMSS per further dupack,
+//!     leave at the first ACK of new data (`cc.on_recovery_exit`: cwnd =
+//!     ssthresh).
+//!   - `NewReno`, RFC 6582 §3.2: the same entry, recovery point = the
+//!     highest sequence sent; a partial ACK retransmits the first
+//!     unacknowledged segment and deflates cwnd by the bytes acked (plus
+//!     one SMSS back if ≥ SMSS were acked); the full ACK exits. The
+//!     "recover" guard against a second reduction after an RTO is the Loss
+//!     state (no fast retransmit until the RTO's recovery point is acked).
+//!   - `Sack`, RFC 6675 §5: enter at DupThresh (3) dupacks or when
+//!     IsLost(HighACK+1); RecoveryPoint = HighData; the window during
+//!     recovery follows RFC 6937 Proportional Rate Reduction by default,
+//!     as Linux does (`tcp_cwnd_reduction`, net/ipv4/tcp_input.c): cwnd =
+//!     pipe + sndcnt on every ACK, sending ssthresh/RecoverFS of what is
+//!     delivered while pipe > ssthresh, then slow-starting back up to
+//!     ssthresh (PRR-SSRB). [`TcpSender::set_prr`]`(false)` gives plain
+//!     RFC 6675 (§5 step 4.2 cwnd = ssthresh: the sender is silent until
+//!     pipe drops below ssthresh, then bursts). The first lost segment is
+//!     retransmitted at once (4.3), then NextSeg while cwnd − pipe ≥ 1
+//!     segment: rule 1 (lost, not yet retransmitted — like Linux, any such
+//!     segment, not only those above HighRxt), rule 2 (new data), rule 3
+//!     (un-SACKed segment below SACKed data); no rescue retransmission
+//!     (rule 4). The recovery ends when the cumulative ACK reaches the
+//!     RecoveryPoint.
+//!
+//!   With `cc.owns_cwnd()` (BBR) the sender leaves cwnd to the algorithm.
+//! - Congestion-control calls: `on_ack` for every ACK that acknowledges
+//!   new data cumulatively or by SACK, with `acked_bytes` = bytes newly
+//!   delivered (Linux `acked_sacked`: a segment SACKed earlier is not
+//!   counted again when the cumulative ACK passes it), `in_recovery` true
+//!   only in fast recovery (Linux `tcp_in_cwnd_reduction`: cwnd grows in
+//!   the Loss state, i.e. slow start after an RTO), `cwnd_limited` per
+//!   Linux `tcp_is_cwnd_limited` / `tcp_cwnd_validate` (include/net/tcp.h,
+//!   net/ipv4/tcp_output.c): true when the window was what stopped sending
+//!   at any time during the last window of data, or in slow start while
+//!   cwnd < 2 × the largest flight of that window; `rate` from
+//!   [`super::rate`].
+//! - Pacing ([`super::pacing`]) when the configuration asks for it or the
+//!   algorithm sets `pacing_rate`; retransmissions are paced too, except
+//!   the one forced by entering recovery or by the RTO.
+//!
+//! Left out (named): TLP (RFC 8985 §7), RACK time-based loss detection
+//! (RFC 8985), limited transmit for non-SACK connections (RFC 3042), F-RTO
+//! (RFC 5682) and Eifel/DSACK undo, ECN (RFC 3168), FIN,
+//! SYN give-up after `tcp_syn_retries`, congestion-window validation
+//! after idle (RFC 7661), Nagle (a bulk sender always has full segments).
+
+use super::pacing::{default_pacing_rate, Pacer};
+use super::rate::{RateAccumulator, RateEstimator};
+use super::rtt::RttEstimator;
+use super::scoreboard::{Scoreboard, SentSegment};
+use super::{TcpHeader, TcpIo, ACK, SYN};
+use crate::cc::{AckSample, CcState, CongestionControl};
+use crate::config::{RecoveryKind, TcpConfig};
+use qoslab_core::{Duration, Instant, Rate};
+
+/// RFC 5681 §3.2 / RFC 6675 DupThresh.
+pub const DUP_THRESH: u32 = 3;
+
+/// How much the application gives TCP to send (iperf3 `-t` vs `-n`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppLimit {
+    /// Always has data, until [`TcpSender::stop`].
+    Unlimited,
+    /// Exactly this many payload bytes.
+    Bytes(u64),
+}
+
+/// Counters of one sender.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Data segments transmitted, retransmissions included.
+    pub segments_sent: u64,
+    /// Data segments retransmitted.
+    pub retransmits: u64,
+    /// Retransmission-timer expiries (SYN included).
+    pub timeouts: u64,
+    /// Fast-recovery episodes entered.
+    pub fast_recoveries: u64,
+    /// Payload bytes cumulatively acknowledged.
+    pub bytes_acked: u64,
+    pub established_at: Option<Instant>,
+}
+
+/// Linux `tcp_ca_state` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaState {
+    Open = 0,
+    Disorder = 1,
+    Recovery = 2,
+    Loss = 3,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Closed,
+    SynSent,
+    Established,
+}
+
+/// Why the send loop stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Blocked {
+    Cwnd,
+    Rwnd,
+    App,
+}
+
+enum Next {
+    Retransmit(usize),
+    New(u32),
+    Stop(Blocked),
+}
+
+/// A bulk TCP sender (sans-I/O; see the module docs for the rules).
+pub struct TcpSender {
+    cfg: TcpConfig,
+    cc: Box<dyn CongestionControl>,
+    state: CcState,
+    phase: Phase,
+    timestamps: bool,
+    /// End (exclusive sequence number) of the application's data.
+    app_end: Option<u64>,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_wnd: u64,
+    sb: Scoreboard,
+    rtt: RttEstimator,
+    rate: RateEstimator,
+    ca: CaState,
+    dupacks: u32,
+    /// Recovery point (RFC 6582 "recover", RFC 6675 RecoveryPoint, Linux
+    /// `high_seq`): SND.NXT when recovery or Loss began.
+    high_seq: u64,
+    /// Consecutive RTOs without progress (RFC 5681: hold ssthresh).
+    rto_streak: u32,
+    rto_at: Option<Instant>,
+    syn_retransmitted: bool,
+    syn_sent_at: Instant,
+    syn_first_sent_at: Option<Instant>,
+    pacer: Pacer,
+    pacing_wait: bool,
+    /// `tcp_cwnd_validate` state.
+    max_flight_bytes: u64,
+    cwnd_usage_seq: u64,
+    is_cwnd_limited: bool,
+    /// RFC 6937 PRR for SACK recovery (on by default, as in Linux).
+    prr: bool,
+    prr_delivered: u64,
+    prr_out: u64,
+    recover_fs: u64,
+    /// Peer's TSval to echo.
+    ts_recent: u64,
+    stats: SenderStats,
+}
+
+impl TcpSender {
+    pub fn new(cfg: &TcpConfig, cc: Box<dyn CongestionControl>, app: AppLimit) -> TcpSender {
+        let mss = cfg.mss.max(1);
+        TcpSender {
+            cfg: cfg.clone(),
+            cc,
+            state: CcState {
+                cwnd_bytes: cfg.initial_window_segments.max(1) as u64 * mss as u64,
+                ssthresh_bytes: cfg.initial_ssthresh_bytes.unwrap_or(u64::MAX),
+                mss,
+                pacing_rate: None,
+            },
+            phase: Phase::Closed,
+            timestamps: cfg.header_bytes >= 52,
+            app_end: match app {
+                AppLimit::Unlimited => None,
+                AppLimit::Bytes(n) => Some(1 + n),
+            },
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_wnd: 0,
+            sb: Scoreboard::new(),
+            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            rate: RateEstimator::new(),
+            ca: CaState::Open,
+            dupacks: 0,
+            high_seq: 0,
+            rto_streak: 0,
+            rto_at: None,
+            syn_retransmitted: false,
+            syn_sent_at: Instant::ZERO,
+            syn_first_sent_at: None,
+            pacer: Pacer::default(),
+            pacing_wait: false,
+            max_flight_bytes: 0,
+            cwnd_usage_seq: 0,
+            is_cwnd_limited: false,
+            prr: true,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: 0,
+            ts_recent: 0,
+            stats: SenderStats::default(),
+        }
+    }
+
+    fn mss(&self) -> u32 {
+        self.state.mss
+    }
+
+    /// Choose the window reduction of SACK recovery: `true` (default) =
+    /// RFC 6937 Proportional Rate Reduction as Linux does
+    /// (`tcp_cwnd_reduction`); `false` = RFC 6675 §5 cwnd = ssthresh.
+    pub fn set_prr(&mut self, on: bool) {
+        self.prr = on;
+    }
+
+    /// RFC 6675 recovery needs both the kind and the SACK option.
+    fn sack_recovery(&self) -> bool {
+        self.cfg.sack && self.cfg.recovery == RecoveryKind::Sack
+    }
+
+    /// Send the SYN.
+    pub fn start(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        if self.phase != Phase::Closed {
+            return;
+        }
+        self.phase = Phase::SynSent;
+        self.snd_nxt = 1;
+        self.send_syn(now, io);
+    }
+
+    fn send_syn(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        self.syn_sent_at = now;
+        self.syn_first_sent_at.get_or_insert(now);
+        io.transmit(TcpHeader {
+            seq: 0,
+            flags: SYN,
+            window: self.own_window(),
+            ts_val: self.ts_val(now),
+            ..TcpHeader::default()
+        });
+        self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+    }
+
+    /// The application stops writing: what was sent is all there is.
+    pub fn stop(&mut self, _now: Instant) {
+        let end = self.snd_nxt.max(1);
+        self.app_end = Some(self.app_end.map_or(end, |e| e.min(end)));
+    }
+
+    pub fn stats(&self) -> SenderStats {
+        self.stats
+    }
+
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.state.cwnd_bytes
+    }
+
+    pub fn ssthresh_bytes(&self) -> u64 {
+        self.state.ssthresh_bytes
+    }
+
+    /// 0 open, 1 disorder, 2 recovery, 3 loss (Linux `tcp_ca_state`).
+    pub fn ca_state(&self) -> u8 {
+        self.ca as u8
+    }
+
+    /// Bytes in flight (RFC 6675 pipe).
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.sb.pipe()
+    }
+
+    /// SND.NXT − SND.UNA.
+    pub fn flight_size_bytes(&self) -> u64 {
+        self.snd_nxt.saturating_sub(self.snd_una.max(1))
+    }
+
+    pub fn srtt(&self) -> Option<Duration> {
+        self.rtt.srtt()
+    }
+
+    pub fn rto(&self) -> Duration {
+        self.rtt.rto()
+    }
+
+    /// The application's data is finite and all of it is acknowledged.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Established && self.app_end.is_some_and(|e| self.snd_una >= e)
+    }
+
+    pub fn next_timer(&self) -> Option<Instant> {
+        let pace = self.pacing_wait.then(|| self.pacer.next_send());
+        match (self.rto_at, pace) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn on_timer(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        if self.rto_at.is_some_and(|t| t <= now) {
+            self.on_rto(now, io);
+        }
+        self.try_send(now, io);
+    }
+
+    pub fn on_segment(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
+        if h.flags & ACK == 0 {
+            return;
+        }
+        match self.phase {
+            Phase::Closed => {}
+            Phase::SynSent => {
+                if h.flags & SYN != 0 && h.ack == 1 {
+                    self.establish(now, h, io);
+                }
+            }
+            Phase::Established => {
+                if h.flags & SYN != 0 {
+                    // Our handshake ACK was lost or the SYN was duplicated.
+                    self.send_pure_ack(now, io);
+                } else {
+                    self.on_ack(now, h, io);
+                }
+            }
+        }
+    }
+
+    fn establish(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
+        self.phase = Phase::Established;
+        self.snd_una = 1;
+        self.snd_nxt = 1;
+        self.high_seq = 1;
+        self.cwnd_usage_seq = 1;
+        self.snd_wnd = h.window;
+        self.ts_recent = h.ts_val;
+        self.stats.established_at = Some(now);
+        let sample = if !self.syn_retransmitted {
+            Some(now.saturating_since(self.syn_sent_at))
+        } else if self.timestamps && h.ts_ecr != 0 {
+            Some(now.saturating_since(Instant::from_ns(h.ts_ecr)))
+        } else {
+            None
+        };
+        match sample {
+            Some(r) => self.rtt.sample(r),
+            None => self.rtt.syn_fallback(),
+        }
+        if let Some(t) = self.syn_first_sent_at {
+            io.rtt_sample(now.saturating_since(t));
+        }
+        self.rtt.reset_backoff();
+        if self.syn_retransmitted {
+            self.state.cwnd_bytes = self.mss() as u64; // RFC 5681 §3.1
+        }
+        self.cc.init(&mut self.state, now);
+        self.rto_at = None;
+        self.send_pure_ack(now, io);
+        self.try_send(now, io);
+    }
+
+    fn own_window(&self) -> u64 {
+        if self.cfg.window_scaling {
+            self.cfg.receive_window_bytes
+        } else {
+            self.cfg.receive_window_bytes.min(65535)
+        }
+    }
+
+    fn ts_val(&self, now: Instant) -> u64 {
+        if self.timestamps {
+            now.as_ns().max(1)
+        } else {
+            0
+        }
+    }
+
+    fn send_pure_ack(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        io.transmit(TcpHeader {
+            seq: self.snd_nxt,
+            ack: 1,
+            flags: ACK,
+            window: self.own_window(),
+            ts_val: self.ts_val(now),
+            ts_ecr: self.ts_recent,
+            ..TcpHeader::default()
+        });
+    }
+
+    fn on_rto(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        self.stats.timeouts += 1;
+        self.rtt.back_off();
+        if self.phase == Phase::SynSent {
+            self.syn_retransmitted = true;
+            self.send_syn(now, io);
+            return;
+        }
+        if self.sb.is_empty() {
+            self.rto_at = None;
+            return;
+        }
+        // Linux tcp_enter_loss.
+        let flight = self.flight_size_bytes();
+        let held_ssthresh = self.state.ssthresh_bytes;
+        self.cc.on_rto(&mut self.state, flight, now);
+        if self.rto_streak > 0 {
+            self.state.ssthresh_bytes = held_ssthresh; // RFC 5681 §3.1
+        }
+        self.rto_streak += 1;
+        self.sb.mark_all_lost();
+        self.ca = CaState::Loss;
+        self.high_seq = self.snd_nxt;
+        self.dupacks = 0;
+        // RFC 6298 5.4: retransmit the earliest unacknowledged segment now.
+        if let Some(idx) = self.sb.first_lost_unsent() {
+            self.retransmit(now, idx, io, false);
+        }
+        self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+    }
+
+    fn on_ack(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
+        if h.ack < self.snd_una || h.ack > self.snd_nxt {
+            return; // old or acknowledges unsent data
+        }
+        if self.timestamps && h.ts_val != 0 {
+            self.ts_recent = self.ts_recent.max(h.ts_val);
+        }
+        let prior_in_flight = self.sb.pipe();
+        let window_changed = h.window != self.snd_wnd;
+        self.snd_wnd = h.window;
+        let mut acc = RateAccumulator::default();
+        let mut newly_sacked = 0u64;
+        let mut sack_rtt_from: Option<Instant> = None;
+        if self.cfg.sack {
+            for &(start, end) in h.sack.as_slice() {
+                if end <= h.ack || start >= end {
+                    continue; // D-SACK or stale (RFC 2883 §4)
+                }
+                let rate = &mut self.rate;
+                self.sb
+                    .sack(start.max(h.ack), end.min(self.snd_nxt), |seg| {
+                        newly_sacked += seg.len as u64;
+                        rate.on_delivered(&mut acc, &seg.tx, seg.sent_at, seg.end(), seg.len);
+                        if !seg.ever_retransmitted {
+                            sack_rtt_from =
+                                Some(sack_rtt_from.map_or(seg.sent_at, |t| t.min(seg.sent_at)));
+                        }
+                    });
+            }
+        }
+        let prior_una = self.snd_una;
+        let advanced = h.ack > self.snd_una;
+        let mut newly_acked = 0u64;
+        let mut first_ackt: Option<Instant> = None;
+        let mut retrans_acked = false;
+        let mut ack_rtt_from = None;
+        if advanced {
+            let rate = &mut self.rate;
+            self.sb.ack_to(h.ack, |seg| {
+                if seg.end() == h.ack {
+                    ack_rtt_from = Some(seg.first_sent_at);
+                }
+                if seg.ever_retransmitted {
+                    retrans_acked = true;
+                } else if first_ackt.is_none() {
+                    first_ackt = Some(seg.sent_at);
+                }
+                if !seg.sacked {
+                    newly_acked += seg.len as u64;
+                    rate.on_delivered(&mut acc, &seg.tx, seg.sent_at, seg.end(), seg.len);
+                }
+            });
+            self.stats.bytes_acked += h.ack - self.snd_una;
+            self.snd_una = h.ack;
+            self.rto_streak = 0;
+        }
+        // RTT sample (Linux tcp_ack_update_rtt order).
+        let mut rtt = None;
+        if advanced && !retrans_acked {
+            rtt = first_ackt.map(|t| now.saturating_since(t));
+        }
+        if rtt.is_none() {
+            rtt = sack_rtt_from.map(|t| now.saturating_since(t));
+        }
+        if rtt.is_none() && advanced && self.timestamps && h.ts_ecr != 0 {
+            rtt = Some(now.saturating_since(Instant::from_ns(h.ts_ecr)));
+        }
+        if let Some(r) = rtt {
+            self.rtt.sample(r);
+        }
+        if let Some(t) = ack_rtt_from {
+            io.rtt_sample(now.saturating_since(t));
+        }
+
+        let is_dupack = if self.cfg.sack {
+            !advanced && newly_sacked > 0
+        } else {
+            !advanced && h.payload_len == 0 && !window_changed && self.snd_nxt > self.snd_una
+        };
+        let newly_lost = if self.sack_recovery() {
+            self.sb.mark_lost_by_sack(DUP_THRESH, self.mss())
+        } else {
+            0
+        };
+        self.update_loss_state(now, is_dupack, advanced, h.ack - prior_una, io);
+        let delivered = newly_acked + newly_sacked;
+        if self.ca == CaState::Recovery && self.prr_active() && delivered > 0 {
+            self.prr_reduce(delivered, advanced && newly_lost == 0);
+        }
+
+        if advanced || newly_sacked > 0 {
+            let rs = self
+                .rate
+                .finish(&acc, now, self.rtt.min_rtt(), newly_lost, prior_in_flight);
+            let sample = AckSample {
+                now,
+                acked_bytes: delivered,
+                rtt,
+                min_rtt: self.rtt.min_rtt(),
+                srtt: self.rtt.srtt(),
+                bytes_in_flight: self.sb.pipe(),
+                in_recovery: self.ca == CaState::Recovery,
+                cwnd_limited: self.cwnd_limited(),
+                rate: rs,
+            };
+            self.cc.on_ack(&mut self.state, &sample);
+            self.state.cwnd_bytes = self.state.cwnd_bytes.max(1);
+        }
+        if advanced {
+            // RFC 6298 5.2 / 5.3.
+            self.rto_at = if self.sb.is_empty() {
+                None
+            } else {
+                Some(now.saturating_add(self.rtt.rto()))
+            };
+        }
+        self.try_send(now, io);
+    }
+
+    /// Linux `tcp_fastretrans_alert` restated per RFC (see module docs).
+    fn update_loss_state(
+        &mut self,
+        now: Instant,
+        is_dupack: bool,
+        advanced: bool,
+        acked_bytes: u64,
+        io: &mut dyn TcpIo,
+    ) {
+        let sack = self.sack_recovery();
+        let mss = self.mss() as u64;
+        let owns = self.cc.owns_cwnd();
+        match self.ca {
+            CaState::Loss => {
+                if self.snd_una >= self.high_seq {
+                    self.ca = CaState::Open;
+                    self.dupacks = 0;
+                }
+            }
+            CaState::Recovery => {
+                if sack {
+                    if self.snd_una >= self.high_seq {
+                        self.exit_recovery(now);
+                    }
+                    return;
+                }
+                match self.cfg.recovery {
+                    RecoveryKind::Reno => {
+                        if advanced {
+                            self.exit_recovery(now);
+                        } else if is_dupack && !owns {
+                            self.state.cwnd_bytes += mss;
+                        }
+                    }
+                    // RFC 6675 without the SACK option: NewReno.
+                    RecoveryKind::NewReno | RecoveryKind::Sack => {
+                        if advanced && self.snd_una >= self.high_seq {
+                            self.exit_recovery(now);
+                        } else if advanced {
+                            // RFC 6582 §3.2 step 3: partial ACK.
+                            self.sb.mark_head_lost();
+                            if let Some(idx) = self.sb.first_lost_unsent() {
+                                self.retransmit(now, idx, io, false);
+                            }
+                            if !owns {
+                                let mut cwnd = self.state.cwnd_bytes.saturating_sub(acked_bytes);
+                                if acked_bytes >= mss {
+                                    cwnd += mss;
+                                }
+                                self.state.cwnd_bytes = cwnd.max(mss);
+                            }
+                        } else if is_dupack && !owns {
+                            self.state.cwnd_bytes += mss;
+                        }
+                    }
+                }
+            }
+            CaState::Open | CaState::Disorder => {
+                if advanced {
+                    self.dupacks = 0;
+                }
+                if is_dupack {
+                    self.dupacks += 1;
+                }
+                let lost = sack && self.sb.lost_bytes() > 0;
+                if self.dupacks >= DUP_THRESH || lost {
+                    self.enter_recovery(now, io);
+                } else if self.dupacks > 0 || self.sb.sacked_bytes() > 0 {
+                    self.ca = CaState::Disorder;
+                } else {
+                    self.ca = CaState::Open;
+                }
+            }
+        }
+    }
+
+    fn enter_recovery(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        self.stats.fast_recoveries += 1;
+        self.ca = CaState::Recovery;
+        self.high_seq = self.snd_nxt;
+        let flight = self.flight_size_bytes();
+        let ssthresh = self.cc.ssthresh(&self.state, flight, now);
+        self.state.ssthresh_bytes = ssthresh;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.recover_fs = flight.max(1);
+        if !self.cc.owns_cwnd() {
+            let mss = self.mss() as u64;
+            self.state.cwnd_bytes = if self.sack_recovery() {
+                ssthresh.max(mss) // RFC 6675 §5 (4.2)
+            } else {
+                ssthresh + 3 * mss // RFC 5681 §3.2 step 4
+            };
+        }
+        self.sb.mark_head_lost();
+        // RFC 5681 §3.2 step 3 / RFC 6675 §5 (4.3): retransmit now.
+        if let Some(idx) = self.sb.first_lost_unsent() {
+            self.retransmit(now, idx, io, false);
+        }
+    }
+
+    fn prr_active(&self) -> bool {
+        self.prr && self.sack_recovery() && !self.cc.owns_cwnd()
+    }
+
+    /// RFC 6937 §3 PRR, with Linux's `tcp_cwnd_reduction` choices: the
+    /// slow-start reduction bound (PRR-SSRB) adds one segment only when the
+    /// ACK advanced SND.UNA without revealing new losses, and the first
+    /// transmission of the recovery is always allowed.
+    fn prr_reduce(&mut self, delivered: u64, ssrb_extra: bool) {
+        self.prr_delivered += delivered;
+        let pipe = self.sb.pipe() as i128;
+        let ssthresh = self.state.ssthresh_bytes as i128;
+        let mss = self.mss() as i128;
+        let (dlv, out) = (self.prr_delivered as i128, self.prr_out as i128);
+        let mut sndcnt = if pipe > ssthresh {
+            // Proportional part: ceil(prr_delivered · ssthresh / RecoverFS).
+            let fs = self.recover_fs as i128;
+            (dlv * ssthresh + fs - 1) / fs - out
+        } else {
+            let limit = (dlv - out).max(delivered as i128) + if ssrb_extra { mss } else { 0 };
+            (ssthresh - pipe).min(limit)
+        };
+        sndcnt = sndcnt.max(if self.prr_out == 0 { mss } else { 0 });
+        self.state.cwnd_bytes = u64::try_from(pipe + sndcnt).unwrap_or(u64::MAX).max(1);
+    }
+
+    fn exit_recovery(&mut self, now: Instant) {
+        self.cc.on_recovery_exit(&mut self.state, now);
+        self.dupacks = 0;
+        self.ca = if self.sb.sacked_bytes() > 0 {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        };
+    }
+
+    /// Linux `tcp_is_cwnd_limited`.
+    fn cwnd_limited(&self) -> bool {
+        if self.is_cwnd_limited {
+            return true;
+        }
+        self.state.in_slow_start() && self.state.cwnd_bytes < 2 * self.max_flight_bytes
+    }
+
+    fn pacing_rate(&self) -> Option<Rate> {
+        if let Some(r) = self.state.pacing_rate {
+            return Some(r);
+        }
+        if !self.cfg.pacing {
+            return None;
+        }
+        default_pacing_rate(
+            self.state.cwnd_bytes,
+            self.state.ssthresh_bytes,
+            self.flight_size_bytes(),
+            self.rtt.srtt()?,
+        )
+    }
+
+    fn app_remaining(&self) -> u64 {
+        match self.app_end {
+            None => u64::MAX,
+            Some(e) => e.saturating_sub(self.snd_nxt),
+        }
+    }
+
+    fn next_segment(&mut self) -> Next {
+        let fr_rfc5681 = self.ca == CaState::Recovery && !self.sack_recovery();
+        let cwnd = self.state.cwnd_bytes;
+        let pipe = self.sb.pipe();
+        if !fr_rfc5681 {
+            if let Some(idx) = self.sb.first_lost_unsent() {
+                let len = self.sb.get(idx).map_or(0, |s| s.len) as u64;
+                return if pipe + len <= cwnd {
+                    Next::Retransmit(idx)
+                } else {
+                    Next::Stop(Blocked::Cwnd)
+                };
+            }
+        }
+        let flight = if fr_rfc5681 {
+            self.flight_size_bytes()
+        } else {
+            pipe
+        };
+        let mss = self.mss() as u64;
+        let mut len = mss.min(self.app_remaining());
+        if len == 0 {
+            return self.rule3_or(Blocked::App, pipe, cwnd);
+        }
+        let right = self.snd_una + self.snd_wnd;
+        if self.snd_nxt + len > right {
+            if self.sb.is_empty() && right > self.snd_nxt {
+                len = right - self.snd_nxt;
+            } else {
+                return self.rule3_or(Blocked::Rwnd, pipe, cwnd);
+            }
+        }
+        if flight + len > cwnd {
+            return Next::Stop(Blocked::Cwnd);
+        }
+        Next::New(len as u32)
+    }
+
+    /// RFC 6675 NextSeg rule 3, in SACK recovery only.
+    fn rule3_or(&self, why: Blocked, pipe: u64, cwnd: u64) -> Next {
+        if self.ca == CaState::Recovery && self.sack_recovery() {
+            if let Some(idx) = self.sb.first_unsacked_below_sack() {
+                let len = self.sb.get(idx).map_or(0, |s| s.len) as u64;
+                if pipe + len <= cwnd {
+                    return Next::Retransmit(idx);
+                }
+                return Next::Stop(Blocked::Cwnd);
+            }
+        }
+        Next::Stop(why)
+    }
+
+    fn try_send(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        self.pacing_wait = false;
+        if self.phase != Phase::Established {
+            return;
+        }
+        let mut why = Blocked::App;
+        loop {
+            let next = self.next_segment();
+            if let Next::Stop(b) = next {
+                why = b;
+                break;
+            }
+            // Only a sendable segment waits for the pacer (no idle timers).
+            if self.pacing_rate().is_some() && !self.pacer.may_send(now) {
+                self.pacing_wait = true;
+                break;
+            }
+            match next {
+                Next::Stop(_) => {}
+                Next::Retransmit(idx) => self.retransmit(now, idx, io, true),
+                Next::New(len) => self.send_new(now, len, io),
+            }
+        }
+        self.validate_cwnd(why == Blocked::Cwnd && !self.pacing_wait);
+        // tcp_rate_check_app_limited.
+        if why == Blocked::App
+            && !self.pacing_wait
+            && self.sb.pipe() < self.state.cwnd_bytes
+            && self.sb.lost_bytes() <= self.sb.retrans_bytes()
+        {
+            self.rate.mark_app_limited(self.sb.pipe());
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate`: latch cwnd-limitedness per window.
+    fn validate_cwnd(&mut self, limited_now: bool) {
+        let flight = self.sb.pipe();
+        if self.snd_una >= self.cwnd_usage_seq || limited_now || flight > self.max_flight_bytes {
+            self.max_flight_bytes = flight;
+            self.cwnd_usage_seq = self.snd_nxt;
+            self.is_cwnd_limited = limited_now;
+        }
+    }
+
+    fn data_header(&self, now: Instant, seq: u64, len: u32, retransmit: bool) -> TcpHeader {
+        TcpHeader {
+            seq,
+            ack: 1,
+            payload_len: len,
+            flags: ACK,
+            window: self.own_window(),
+            ts_val: self.ts_val(now),
+            ts_ecr: self.ts_recent,
+            retransmit,
+            ..TcpHeader::default()
+        }
+    }
+
+    fn after_send(&mut self, now: Instant, len: u32, paced: bool) {
+        self.stats.segments_sent += 1;
+        if self.ca == CaState::Recovery {
+            self.prr_out += len as u64;
+        }
+        if paced {
+            if let Some(rate) = self.pacing_rate() {
+                self.pacer.on_send(now, len, rate);
+            }
+        }
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now.saturating_add(self.rtt.rto())); // RFC 6298 5.1
+        }
+    }
+
+    fn send_new(&mut self, now: Instant, len: u32, io: &mut dyn TcpIo) {
+        let tx = self.rate.on_send(now, self.sb.is_empty());
+        let seq = self.snd_nxt;
+        self.sb.push(SentSegment {
+            seq,
+            len,
+            sent_at: now,
+            first_sent_at: now,
+            ever_retransmitted: false,
+            retrans_in_flight: false,
+            lost: false,
+            sacked: false,
+            tx,
+        });
+        self.snd_nxt += len as u64;
+        io.transmit(self.data_header(now, seq, len, false));
+        self.after_send(now, len, true);
+    }
+
+    fn retransmit(&mut self, now: Instant, idx: usize, io: &mut dyn TcpIo, paced: bool) {
+        let Some(seg) = self.sb.get(idx).copied() else {
+            return;
+        };
+        let tx = self.rate.on_send(now, false);
+        self.sb.mark_retransmitted(idx, now, tx);
+        self.stats.retransmits += 1;
+        io.transmit(self.data_header(now, seg.seq, seg.len, true));
+        self.after_send(now, seg.len, paced);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::harness::Harness;
+    use super::super::TcpReceiver;
+    use super::*;
+    use crate::cc::Reno;
+    use std::sync::{Arc, Mutex};
+
+    const MSS: u64 = 1000;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_ms(v)
+    }
+
+    fn at_ms(v: u64) -> Instant {
+        Instant::from_ns(v * 1_000_000)
+    }
+
+    /// Linux profile with a 1000-byte MSS, no timestamps, every segment
+    /// ACKed (loss tests count dupacks exactly).
+    fn cfg(recovery: RecoveryKind) -> TcpConfig {
+        let mut c = TcpConfig::profile("linux").unwrap();
+        c.mss = MSS as u32;
+        c.header_bytes = 40;
+        c.recovery = recovery;
+        c.sack = recovery == RecoveryKind::Sack;
+        c.delayed_ack = None;
+        c
+    }
+
+    fn harness(c: &TcpConfig, app: AppLimit, bottleneck_bps: Option<u64>) -> Harness {
+        let s = TcpSender::new(c, Box::new(Reno::new()), app);
+        let r = TcpReceiver::new(c);
+        let mut h = Harness::new(s, r, ms(10));
+        h.header_bytes = c.header_bytes;
+        h.bottleneck = bottleneck_bps.map(Rate::from_bps);
+        h
+    }
+
+    fn seg(k: u64) -> u64 {
+        1 + k * MSS
+    }
+
+    #[test]
+    fn handshake_then_initial_window() {
+        let c = cfg(RecoveryKind::Sack);
+        let mut h = harness(&c, AppLimit::Bytes(50_000), None);
+        h.start();
+        h.run_until(at_ms(20));
+        let s = h.sender.stats();
+        assert_eq!(s.established_at, Some(at_ms(20)));
+        assert_eq!(
+            h.rtts,
+            vec![(at_ms(20), ms(20))],
+            "SYN-ACK gives the first sample"
+        );
+        assert_eq!(h.sender.srtt(), Some(ms(20)));
+        // ACK of the SYN-ACK, then IW10 at once.
+        let data = h.data_sent();
+        assert_eq!(data.len(), 10);
+        assert!(data.iter().all(|d| d.0 == at_ms(20) && !d.2));
+        let end = h.run_to_done(at_ms(10_000));
+        assert!(h.sender.is_done());
+        assert_eq!(h.receiver.delivered_bytes(), 50_000);
+        assert!(end < at_ms(200), "finished at {end}");
+        assert_eq!(h.sender.stats().retransmits, 0);
+        assert_eq!(h.sender.stats().bytes_acked, 50_000);
+    }
+
+    #[test]
+    fn lost_syn_retransmitted_after_initial_rto_then_3s_and_one_segment() {
+        let c = cfg(RecoveryKind::Sack);
+        let mut h = harness(&c, AppLimit::Bytes(50_000), None);
+        h.drop_syns = 1;
+        h.start();
+        h.run_until(at_ms(1020));
+        assert_eq!(h.sender.stats().established_at, Some(at_ms(1020)));
+        assert_eq!(h.sender.stats().timeouts, 1);
+        assert_eq!(
+            h.sender.srtt(),
+            None,
+            "Karn: no sample from a retransmitted SYN"
+        );
+        assert_eq!(
+            h.rtts,
+            vec![(at_ms(1020), ms(1020))],
+            "Wireshark: from the first SYN"
+        );
+        assert_eq!(h.sender.rto(), ms(3000), "RFC 6298 §5.7");
+        assert_eq!(h.data_sent().len(), 1, "RFC 5681 §3.1: IW = 1 segment");
+        h.run_to_done(at_ms(10_000));
+        assert!(h.sender.is_done());
+    }
+
+    #[test]
+    fn syn_backoff_doubles() {
+        let c = cfg(RecoveryKind::Sack);
+        let mut h = harness(&c, AppLimit::Bytes(1000), None);
+        h.drop_syns = 3;
+        h.start();
+        h.run_until(at_ms(8000));
+        let syns: Vec<Instant> = h
+            .log
+            .iter()
+            .filter(|e| e.2.flags & SYN != 0 && e.1 == super::super::harness::Side::Sender)
+            .map(|e| e.0)
+            .collect();
+        assert_eq!(syns, vec![at_ms(0), at_ms(1000), at_ms(3000), at_ms(7000)]);
+        assert_eq!(h.sender.stats().established_at, Some(at_ms(7020)));
+    }
+
+    /// Single loss, Reno: fast retransmit, exactly one retransmission,
+    /// ssthresh = FlightSize/2, cwnd = ssthresh + 3 SMSS in recovery,
+    /// cwnd = ssthresh after.
+    #[test]
+    fn single_loss_reno_fast_retransmit() {
+        let c = cfg(RecoveryKind::Reno);
+        let mut h = harness(&c, AppLimit::Bytes(200_000), Some(8_000_000));
+        h.drops = vec![(seg(60), 1)];
+        h.start();
+        h.run_to_done(at_ms(20_000));
+        let s = h.sender.stats();
+        assert!(h.sender.is_done());
+        assert_eq!((s.retransmits, s.fast_recoveries, s.timeouts), (1, 1, 0));
+        let rtx: Vec<_> = h.data_sent().into_iter().filter(|d| d.2).collect();
+        assert_eq!(rtx[0].1, seg(60));
+        let entry = h
+            .trace
+            .iter()
+            .position(|t| t.at == rtx[0].0 && t.ca == 2)
+            .unwrap();
+        let e = h.trace[entry];
+        assert_eq!(e.ssthresh, e.flight / 2);
+        assert_eq!(e.cwnd, e.ssthresh + 3 * MSS);
+        let exit = h.trace[entry..].iter().find(|t| t.ca == 0).unwrap();
+        assert!(
+            exit.cwnd >= e.ssthresh && exit.cwnd <= e.ssthresh + MSS,
+            "{exit:?}"
+        );
+        assert_eq!(h.receiver.delivered_bytes(), 200_000);
+    }
+
+    fn multi_loss(kind: RecoveryKind) -> Harness {
+        let c = cfg(kind);
+        let mut h = harness(&c, AppLimit::Bytes(300_000), Some(8_000_000));
+        h.drops = vec![(seg(60), 1), (seg(63), 1), (seg(66), 1)];
+        h.start();
+        h.run_to_done(at_ms(30_000));
+        assert!(h.sender.is_done());
+        assert_eq!(h.receiver.delivered_bytes(), 300_000);
+        h
+    }
+
+    #[test]
+    fn newreno_partial_acks_recover_three_losses_without_rto() {
+        let h = multi_loss(RecoveryKind::NewReno);
+        let s = h.sender.stats();
+        assert_eq!((s.retransmits, s.fast_recoveries, s.timeouts), (3, 1, 0));
+    }
+
+    #[test]
+    fn sack_recovers_three_losses_without_rto() {
+        let h = multi_loss(RecoveryKind::Sack);
+        let s = h.sender.stats();
+        assert_eq!((s.retransmits, s.fast_recoveries, s.timeouts), (3, 1, 0));
+        // All three retransmissions leave before the first one is ACKed
+        // (SACK names every hole; RFC 6675 waits only for pipe < cwnd).
+        let rtx: Vec<_> = h.data_sent().into_iter().filter(|d| d.2).collect();
+        let first_acked = h
+            .acks()
+            .into_iter()
+            .find(|(_, a)| a.ack > seg(60))
+            .unwrap()
+            .0
+            + ms(10);
+        assert!(rtx[2].0 < first_acked, "{rtx:?} vs {first_acked}");
+    }
+
+    /// Sender events (ACK arrivals) between entering recovery and the
+    /// first new segment sent after it.
+    fn acks_before_first_new_send(prr: bool) -> usize {
+        let c = cfg(RecoveryKind::Sack);
+        let mut s = TcpSender::new(&c, Box::new(Reno::new()), AppLimit::Bytes(300_000));
+        s.set_prr(prr);
+        let mut h = Harness::new(s, TcpReceiver::new(&c), ms(10));
+        h.bottleneck = Some(Rate::from_bps(8_000_000));
+        h.drops = vec![(seg(60), 1)];
+        h.start();
+        h.run_to_done(at_ms(30_000));
+        assert!(h.sender.is_done());
+        assert_eq!(h.sender.stats().timeouts, 0);
+        let data = h.data_sent();
+        let rtx = data.iter().position(|d| d.2).unwrap();
+        let next_new = data[rtx + 1..].iter().find(|d| !d.2).unwrap().0;
+        h.trace
+            .iter()
+            .filter(|t| t.at > data[rtx].0 && t.at <= next_new)
+            .count()
+    }
+
+    #[test]
+    fn prr_keeps_sending_through_recovery_rfc6675_pauses() {
+        // PRR: one segment per two delivered from the start; the
+        // retransmission already counts in prr_out, so new data leaves
+        // within a few ACKs instead of after half a window of them.
+        let prr = acks_before_first_new_send(true);
+        assert!(prr <= 4, "PRR waited {prr} ACKs");
+        // RFC 6675 cwnd = ssthresh: silent until pipe falls by half.
+        let plain = acks_before_first_new_send(false);
+        assert!(plain >= 5, "RFC 6675 waited only {plain} ACKs");
+    }
+
+    #[test]
+    fn reno_survives_three_losses() {
+        let h = multi_loss(RecoveryKind::Reno);
+        assert!(h.sender.stats().retransmits >= 3);
+    }
+
+    #[test]
+    fn tail_loss_needs_rto_with_doubling_backoff() {
+        let c = cfg(RecoveryKind::Sack);
+        let mut h = harness(&c, AppLimit::Bytes(20_000), None);
+        h.drops = vec![(seg(19), 2)];
+        h.start();
+        h.run_to_done(at_ms(10_000));
+        assert!(h.sender.is_done());
+        let s = h.sender.stats();
+        assert_eq!((s.timeouts, s.fast_recoveries, s.retransmits), (2, 0, 2));
+        let tx: Vec<Instant> = h
+            .data_sent()
+            .into_iter()
+            .filter(|d| d.1 == seg(19))
+            .map(|d| d.0)
+            .collect();
+        assert_eq!(tx.len(), 3);
+        // Last new-data ACK at 40 ms (IW10 acked at 40, next 10 sent then
+        // and acked at 60): RTO = min_rto 200 ms, then 400 ms.
+        let last_ack = at_ms(60);
+        assert_eq!(tx[1], last_ack + ms(200));
+        assert_eq!(tx[2] - tx[1], ms(400));
+        assert!(h.sender.cwnd_bytes() >= MSS);
+    }
+
+    /// Reno that records every AckSample it is given.
+    struct Spy {
+        inner: Reno,
+        log: Arc<Mutex<Vec<AckSample>>>,
+    }
+
+    impl CongestionControl for Spy {
+        fn name(&self) -> &'static str {
+            "spy"
+        }
+        fn on_ack(&mut self, s: &mut CcState, ack: &AckSample) {
+            self.log.lock().unwrap().push(*ack);
+            self.inner.on_ack(s, ack);
+        }
+        fn ssthresh(&mut self, s: &CcState, flight: u64, now: Instant) -> u64 {
+            self.inner.ssthresh(s, flight, now)
+        }
+    }
+
+    fn spied(c: &TcpConfig, app: AppLimit) -> (Harness, Arc<Mutex<Vec<AckSample>>>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let spy = Spy {
+            inner: Reno::new(),
+            log: log.clone(),
+        };
+        let s = TcpSender::new(c, Box::new(spy), app);
+        let mut h = Harness::new(s, TcpReceiver::new(c), ms(10));
+        h.header_bytes = c.header_bytes;
+        h.bottleneck = Some(Rate::from_bps(8_000_000));
+        h.drops = vec![(seg(60), 1)];
+        h.start();
+        h.run_to_done(at_ms(20_000));
+        (h, log)
+    }
+
+    /// The ACK that closes the hole: its arrival time at the sender.
+    fn hole_ack_at(h: &Harness) -> Instant {
+        let t = h
+            .acks()
+            .into_iter()
+            .find(|(_, a)| a.ack > seg(60))
+            .unwrap()
+            .0;
+        t + ms(10)
+    }
+
+    #[test]
+    fn karn_no_sample_from_ack_of_retransmission() {
+        let (h, log) = spied(&cfg(RecoveryKind::Reno), AppLimit::Bytes(200_000));
+        let at = hole_ack_at(&h);
+        let log = log.lock().unwrap();
+        let hole = log.iter().find(|a| a.now == at).unwrap();
+        assert_eq!(hole.rtt, None, "Karn: the ACK covers a retransmission");
+        assert!(
+            log.iter().any(|a| a.now > at && a.rtt.is_some()),
+            "samples resume"
+        );
+        // Wireshark's ack_rtt still reports it, against the original
+        // transmission of the segment the ACK ends at.
+        let wire = h.rtts.iter().find(|(t, _)| *t == at).unwrap().1;
+        assert!(wire > ms(40), "{wire}");
+    }
+
+    #[test]
+    fn timestamps_give_a_sample_for_the_retransmission() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.header_bytes = 52;
+        let (h, log) = spied(&c, AppLimit::Bytes(200_000));
+        let rtx_at = h.data_sent().into_iter().find(|d| d.2).unwrap().0;
+        let at = hole_ack_at(&h);
+        let log = log.lock().unwrap();
+        let hole = log.iter().find(|a| a.now == at).unwrap();
+        assert_eq!(hole.rtt, Some(at - rtx_at), "timed by the echoed TSval");
+    }
+
+    #[test]
+    fn wireshark_ack_rtt_is_timed_against_the_segment_acked() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.delayed_ack = Some(ms(40));
+        c.quickack_segments = 0;
+        let mut h = harness(&c, AppLimit::Bytes(2_000), None);
+        h.start();
+        h.run_to_done(at_ms(1_000));
+        // SYN at 0, SYN-ACK back at 20; both segments sent at 20, ACKed
+        // together (2nd full segment) at 30, back at 40.
+        assert_eq!(h.rtts, vec![(at_ms(20), ms(20)), (at_ms(40), ms(20))]);
+    }
+
+    /// Every algorithm of `cc::build` drives the sender to completion
+    /// through a bottleneck with losses (BBR owns cwnd and paces).
+    #[test]
+    fn every_algorithm_completes_a_lossy_transfer() {
+        use crate::config::CcKind;
+        for kind in [
+            CcKind::Reno,
+            CcKind::NewReno,
+            CcKind::Cubic,
+            CcKind::Compound,
+            CcKind::Bbr,
+        ] {
+            for recovery in [
+                RecoveryKind::Reno,
+                RecoveryKind::NewReno,
+                RecoveryKind::Sack,
+            ] {
+                let mut c = cfg(recovery);
+                c.cc = kind;
+                c.header_bytes = 52;
+                let cc = crate::cc::build(kind).unwrap();
+                let s = TcpSender::new(&c, cc, AppLimit::Bytes(1_000_000));
+                let mut h = Harness::new(s, TcpReceiver::new(&c), ms(10));
+                h.bottleneck = Some(Rate::from_bps(20_000_000));
+                h.drops = (0..20).map(|k| (seg(50 + 37 * k), 1)).collect();
+                h.start();
+                let end = h.run_to_done(at_ms(60_000));
+                assert!(h.sender.is_done(), "{kind:?}/{recovery:?} stuck at {end}");
+                assert_eq!(h.receiver.delivered_bytes(), 1_000_000);
+                let max_flight = h.trace.iter().map(|t| t.flight).max().unwrap();
+                assert!(max_flight <= 6 * 1024 * 1024);
+            }
+        }
+    }
+
+    /// Delivery-rate samples of a bulk flow through an 8 Mbit/s
+    /// bottleneck measure the bottleneck's payload rate (1000 of every
+    /// 1040 wire bytes): never above it, and close to it once the queue
+    /// is busy.
+    #[test]
+    fn delivery_rate_samples_measure_the_bottleneck() {
+        let c = cfg(RecoveryKind::Sack);
+        let (h, log) = spied(&c, AppLimit::Bytes(1_000_000));
+        assert!(h.sender.is_done());
+        let payload_bps = 8_000_000.0 * 1000.0 / 1040.0;
+        let log = log.lock().unwrap();
+        let rates: Vec<f64> = log
+            .iter()
+            .filter_map(|a| a.rate)
+            .filter(|r| r.interval > Duration::ZERO && !r.is_app_limited)
+            .map(|r| r.delivered_bytes as f64 * 8.0 / r.interval.as_secs_f64())
+            .collect();
+        assert!(rates.len() > 500, "{}", rates.len());
+        let max = rates.iter().cloned().fold(0.0, f64::max);
+        assert!(max <= payload_bps * 1.001, "{max} > {payload_bps}");
+        assert!(max >= payload_bps * 0.97, "{max}");
+    }
+
+    /// Windows-10-like receiver: 64512 bytes, no scaling. The flow is
+    /// window-limited (BDP 125 kB): in flight never exceeds 64512 and cwnd
+    /// stays bounded because it is not what limits the flow.
+    #[test]
+    fn advertised_window_is_never_exceeded() {
+        let mut c = TcpConfig::profile("windows10").unwrap();
+        c.cc = crate::config::CcKind::Reno;
+        c.initial_ssthresh_bytes = None;
+        let s = TcpSender::new(&c, Box::new(Reno::new()), AppLimit::Unlimited);
+        let r = TcpReceiver::new(&c);
+        let mut h = Harness::new(s, r, ms(50));
+        h.bottleneck = Some(Rate::from_bps(10_000_000));
+        h.start();
+        h.run_until(at_ms(10_000));
+        let max_flight = h.trace.iter().map(|t| t.flight).max().unwrap();
+        assert!(max_flight <= 64512, "{max_flight}");
+        assert_eq!(max_flight, 44 * 1460, "44 full segments fit");
+        let max_cwnd = h.trace.iter().map(|t| t.cwnd).max().unwrap();
+        assert!(max_cwnd <= 2 * 64512, "cwnd {max_cwnd} grew without bound");
+        // ≈ 64240 B per 100 ms RTT.
+        let got = h.receiver.delivered_bytes();
+        assert!((5_800_000..6_500_000).contains(&got), "{got}");
+    }
+
+    #[test]
+    fn pacing_spacing_is_size_over_rate() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.pacing = true;
+        let mut h = harness(&c, AppLimit::Bytes(100_000), None);
+        h.start();
+        h.run_until(at_ms(30));
+        // SRTT 20 ms, cwnd 10 000 B, slow start: 2 × 10 000 B / 20 ms =
+        // 8 Mbit/s → one 1000-byte segment per ms.
+        let data = h.data_sent();
+        assert!(data.len() >= 10);
+        for (i, d) in data.iter().take(10).enumerate() {
+            assert_eq!(d.0, at_ms(20 + i as u64), "segment {i}");
+        }
+        h.run_to_done(at_ms(10_000));
+        assert!(h.sender.is_done());
+    }
+
+    #[test]
+    fn stop_ends_new_data_and_completes() {
+        let c = cfg(RecoveryKind::Sack);
+        let mut h = harness(&c, AppLimit::Unlimited, Some(8_000_000));
+        h.start();
+        h.run_until(at_ms(500));
+        assert!(!h.sender.is_done());
+        h.sender.stop(at_ms(500));
+        let sent_end = h.data_sent().iter().map(|d| d.1 + MSS).max().unwrap();
+        h.run_to_done(at_ms(5_000));
+        assert!(h.sender.is_done());
+        assert_eq!(h.receiver.delivered_bytes(), sent_end - 1);
+    }
+}

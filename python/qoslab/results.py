@@ -1,0 +1,211 @@
+"""Simulation results as pandas DataFrames, a JSON-ready summary, and files.
+
+``qoslab.simulate(...)`` returns a :class:`SimulationResult`. Its tables
+(``flows``, ``policies`` and the recorded series ``goodput``, ``rtt``,
+``cwnd``, ``queue``, ``colors``, ``ping``, ``segments``) are DataFrames
+built from the NumPy columns the Rust engine returns; times are integer
+nanoseconds (``time_ns``), with a float ``time_s`` beside them for plots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["SERIES_TABLES", "SimulationResult", "write_results"]
+
+#: The series tables a result may hold, in output order.
+SERIES_TABLES: tuple[str, ...] = ("goodput", "rtt", "cwnd", "queue", "colors", "ping", "segments")
+
+_COLORS = ("green", "yellow", "red")
+
+
+def _ms(ns: float) -> float:
+    return round(float(ns) / 1e6, 3)
+
+
+def _rtt_ms(rtt: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "min": _ms(rtt["min_ns"]),
+        "mean": _ms(rtt["mean_ns"]),
+        "p50": _ms(rtt["p50_ns"]),
+        "p95": _ms(rtt["p95_ns"]),
+        "max": _ms(rtt["max_ns"]),
+        "samples": int(rtt["samples"]),
+    }
+
+
+def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
+    flows = [
+        {
+            "id": f["id"],
+            "label": f["label"],
+            "protocol": f["protocol"],
+            "from": f["from"],
+            "to": f["to"],
+            "start_s": f["start_ns"] / 1e9,
+            "end_s": f["end_ns"] / 1e9,
+            "goodput_bps": f["goodput_bps"],
+            "bytes": f["bytes_delivered"],
+            "packets_sent": f["packets_sent"],
+            "retransmits": f["retransmits"],
+            "packets_lost": f["packets_lost"],
+            "timeouts": f["timeouts"],
+            "fast_recoveries": f["fast_recoveries"],
+            "rtt_ms": _rtt_ms(f["rtt"]),
+        }
+        for f in raw["flows"]
+    ]
+    policies = [
+        {
+            "name": p["name"],
+            "kind": p["kind"],
+            "params": dict(p["describe"]),
+            "packets_in": p["packets_in"],
+            "bytes_in": p["bytes_in"],
+            "drops": {"packets": p["packets_dropped"], "bytes": p["bytes_dropped"]},
+            "colors": {
+                c: {"packets": p["color_packets"][i], "bytes": p["color_bytes"][i]}
+                for i, c in enumerate(_COLORS)
+            },
+            "max_queue_packets": p["max_queue_packets"],
+            "max_queue_bytes": p["max_queue_bytes"],
+        }
+        for p in raw["policies"]
+    ]
+    return {
+        "scenario": raw["name"],
+        "seed": raw["seed"],
+        "duration_s": raw["duration_ns"] / 1e9,
+        "description": raw["description"],
+        "source": raw["source"],
+        "flows": flows,
+        "sum_goodput_bps": raw["sum_goodput_bps"],
+        "jain_fairness": raw["jain_fairness"],
+        "policies": policies,
+        "events": raw["events"],
+    }
+
+
+def _flows_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
+    rows = []
+    for f in raw["flows"]:
+        row = {k: v for k, v in f.items() if k != "rtt"}
+        for k, v in f["rtt"].items():
+            row[f"rtt_{k}"] = v
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _policies_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
+    rows = []
+    for p in raw["policies"]:
+        row = {k: v for k, v in p.items() if k not in ("color_packets", "color_bytes", "describe")}
+        for i, c in enumerate(_COLORS):
+            row[f"{c}_packets"] = p["color_packets"][i]
+            row[f"{c}_bytes"] = p["color_bytes"][i]
+        row["params"] = " ".join(f"{k}={v}" for k, v in p["describe"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _series_frame(name: str, cols: Mapping[str, np.ndarray], interval_ns: int) -> pd.DataFrame:
+    df = pd.DataFrame({k: np.asarray(v) for k, v in cols.items()})
+    if "time_ns" in df:
+        df.insert(1, "time_s", df["time_ns"].to_numpy(dtype=np.float64) / 1e9)
+    if name == "goodput" and interval_ns > 0:
+        df["goodput_bps"] = df["bytes"].to_numpy(dtype=np.float64) * 8e9 / interval_ns
+    if name in ("rtt", "ping"):
+        df["rtt_ms"] = df["rtt_ns"].to_numpy(dtype=np.float64) / 1e6
+    return df
+
+
+@dataclass
+class SimulationResult:
+    """One simulation run: ``summary`` (JSON-ready dict) and DataFrames."""
+
+    raw: dict[str, Any] = field(repr=False)
+    summary: dict[str, Any] = field(init=False)
+    flows: pd.DataFrame = field(init=False, repr=False)
+    policies: pd.DataFrame = field(init=False, repr=False)
+    goodput: pd.DataFrame = field(init=False, repr=False)
+    rtt: pd.DataFrame = field(init=False, repr=False)
+    cwnd: pd.DataFrame = field(init=False, repr=False)
+    queue: pd.DataFrame = field(init=False, repr=False)
+    colors: pd.DataFrame = field(init=False, repr=False)
+    ping: pd.DataFrame = field(init=False, repr=False)
+    segments: pd.DataFrame = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        raw = self.raw
+        self.summary = _summary(raw)
+        self.flows = _flows_frame(raw)
+        self.policies = _policies_frame(raw)
+        interval = int(raw["record_interval_ns"])
+        for name in SERIES_TABLES:
+            setattr(self, name, _series_frame(name, raw["series"][name], interval))
+
+    @property
+    def recorded(self) -> list[str]:
+        """The series the scenario asked for (``[record] series``)."""
+        return list(self.raw["recorded"])
+
+    def series(self) -> dict[str, pd.DataFrame]:
+        """The non-empty series tables, by name."""
+        return {n: getattr(self, n) for n in SERIES_TABLES if len(getattr(self, n))}
+
+    def to_json(self) -> str:
+        return json.dumps(self.summary, indent=2)
+
+
+def write_results(
+    out_dir: str | os.PathLike[str], result: SimulationResult, scenario_text: str
+) -> Path:
+    """Writes ``results.json``, each non-empty series as CSV and Parquet, and
+    ``scenario.toml`` into ``out_dir`` — atomically: everything is written to
+    a temporary sibling directory which is renamed into place at the end, so
+    ``out_dir`` is either complete or untouched (also on Ctrl-C). An existing
+    ``out_dir`` from an earlier run (it holds ``results.json``) is replaced;
+    any other non-empty directory is refused.
+    """
+    out = Path(out_dir)
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.exists():
+        if not out.is_dir():
+            raise FileExistsError(f"{out} exists and is not a directory")
+        if any(out.iterdir()) and not (out / "results.json").exists():
+            raise FileExistsError(
+                f"{out} is a non-empty directory that is not a qoslab output; "
+                "choose another --out or empty it"
+            )
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{out.name}.tmp-", dir=parent))
+    old: Path | None = None
+    try:
+        (tmp / "results.json").write_text(result.to_json() + "\n", encoding="utf-8")
+        (tmp / "scenario.toml").write_text(scenario_text, encoding="utf-8")
+        for name, df in result.series().items():
+            df.to_csv(tmp / f"{name}.csv", index=False)
+            df.to_parquet(tmp / f"{name}.parquet", index=False)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f"{out.name}.old-", dir=parent))
+            os.replace(out, old / out.name)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not out.exists():
+            os.replace(old / out.name, out)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    return out

@@ -1,0 +1,270 @@
+"""Run a scenario: ``qoslab.simulate(...)`` and the ``qoslab run`` command.
+
+The simulation runs in Rust with the GIL released; Ctrl-C stops it within
+one progress report and raises ``qoslab.Cancelled`` (a ``KeyboardInterrupt``).
+The terminal output imitates iperf3: a line per flow per second, a ``[SUM]``
+line, then RTT statistics and what each policy did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import numpy as np
+
+from qoslab import _core
+from qoslab.results import SimulationResult, write_results
+from qoslab.scenario import ScenarioSource, load_scenario, scenario_info, with_seed
+
+__all__ = ["ProgressBar", "main", "simulate"]
+
+#: ``progress(sim_time_ns, duration_ns, events)``; return ``False`` to cancel.
+ProgressFn = Callable[[int, int, int], Any]
+
+
+def simulate(
+    scenario: ScenarioSource,
+    seed: int | None = None,
+    progress: ProgressFn | None = None,
+) -> SimulationResult:
+    """Runs a scenario (a path, TOML text or a dict) and returns its result.
+
+    ``seed`` overrides the scenario's seed. Raises ``qoslab.ScenarioError``
+    (``file:line:col: key: message``) for a bad scenario and
+    ``qoslab.Cancelled`` when interrupted.
+    """
+    if seed is not None and (isinstance(seed, bool) or not 0 <= int(seed) < 2**64):
+        raise ValueError(f"seed must be an integer in 0..2**64-1, got {seed!r}")
+    text, filename = load_scenario(scenario)
+    raw = _core.simulate_toml(text, filename, None if seed is None else int(seed), progress)
+    return SimulationResult(raw)
+
+
+class ProgressBar:
+    """A one-line progress bar on ``stream``, shown only once a run has taken
+    more than ``delay_s`` of wall time, redrawn at most 10 times a second."""
+
+    def __init__(self, stream: TextIO, delay_s: float = 1.0, width: int = 30) -> None:
+        self.stream = stream
+        self.delay_s = delay_s
+        self.width = width
+        self.t0 = time.monotonic()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, sim_ns: int, duration_ns: int, events: int) -> bool:
+        now = time.monotonic()
+        if now - self.t0 < self.delay_s or now - self.last < 0.1:
+            return True
+        self.last = now
+        frac = min(1.0, sim_ns / duration_ns) if duration_ns else 1.0
+        filled = int(frac * self.width)
+        bar = "#" * filled + "-" * (self.width - filled)
+        self.stream.write(
+            f"\r[{bar}] {frac * 100:5.1f}%  {sim_ns / 1e9:.1f}/{duration_ns / 1e9:.1f} s"
+            f"  {events / 1e6:.1f}M events  {now - self.t0:.0f}s"
+        )
+        self.stream.flush()
+        self.shown = True
+        return True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+# --- iperf3-style table ------------------------------------------------------
+
+
+def _num(v: float) -> str:
+    """iperf3's number width: 2 decimals below 10, 1 below 100, else none."""
+    if v < 9.995:
+        return f"{v:4.2f}"
+    if v < 99.95:
+        return f"{v:4.1f}"
+    return f"{v:4.0f}"
+
+
+def fmt_bytes(n: float) -> str:
+    """iperf3 Transfer: binary units (1 MByte = 2**20 bytes)."""
+    for unit, scale in (("GBytes", 2**30), ("MBytes", 2**20), ("KBytes", 2**10)):
+        if n >= scale:
+            return f"{_num(n / scale)} {unit}"
+    return f"{_num(n)} Bytes"
+
+
+def fmt_rate(bps: float) -> str:
+    """iperf3 Bitrate: decimal units."""
+    for unit, scale in (("Gbits/sec", 1e9), ("Mbits/sec", 1e6), ("Kbits/sec", 1e3)):
+        if bps >= scale:
+            return f"{_num(bps / scale)} {unit}"
+    return f"{_num(bps)} bits/sec"
+
+
+def _line(
+    ident: str, t0: float, t1: float, nbytes: float, retr: str, bps: float | None = None
+) -> str:
+    if bps is None:
+        bps = nbytes * 8 / (t1 - t0) if t1 > t0 else 0.0
+    interval = f"{t0:6.2f}-{t1:<6.2f}"
+    return f"[{ident:>3}] {interval} sec  {fmt_bytes(nbytes):>12}  {fmt_rate(bps):>15}  {retr:>4}"
+
+
+def _per_second(r: SimulationResult, ids: list[int]) -> list[str]:
+    """Per-flow lines for each whole second, from the goodput series, when it
+    was recorded at an interval that divides one second."""
+    g = r.goodput
+    interval_ns = int(r.raw["record_interval_ns"])
+    if not len(g) or interval_ns <= 0 or 1_000_000_000 % interval_ns:
+        return []
+    duration_ns = int(r.raw["duration_ns"])
+    seconds = max(1, -(-duration_ns // 1_000_000_000))
+    bucket = ((g["time_ns"].to_numpy(dtype=np.int64) - 1) // 1_000_000_000).clip(0, seconds - 1)
+    flow = g["flow"].to_numpy(dtype=np.int64)
+    nbytes = g["bytes"].to_numpy(dtype=np.float64)
+    width = int(max([*ids, *flow.tolist()], default=0)) + 1
+    table = np.zeros((seconds, width))
+    np.add.at(table, (bucket, flow), nbytes)
+    lines = []
+    for s in range(seconds):
+        t0, t1 = float(s), min(float(s + 1), duration_ns / 1e9)
+        for i in ids:
+            lines.append(_line(str(i), t0, t1, table[s, i], ""))
+        if len(ids) > 1:
+            lines.append(_line("SUM", t0, t1, table[s, ids].sum(), ""))
+    return lines
+
+
+def render_table(r: SimulationResult) -> str:
+    s = r.summary
+    out: list[str] = []
+    data = [f for f in s["flows"] if f["protocol"] != "ping"]
+    ids = [f["id"] for f in data]
+    out.append(f"scenario {s['scenario']}  seed {s['seed']}  {s['duration_s']:g} s simulated")
+    header = "[ ID] Interval           Transfer     Bitrate         Retr"
+    out.append(header)
+    per_sec = _per_second(r, ids)
+    if per_sec:
+        out.extend(per_sec)
+        out.append("- " * (len(header) // 2))
+        out.append(header)
+    total_bytes = 0
+    total_retr = 0
+    for f in data:
+        total_bytes += f["bytes"]
+        total_retr += f["retransmits"]
+        line = _line(str(f["id"]), f["start_s"], f["end_s"], f["bytes"], str(f["retransmits"]))
+        label = f" {f['label']}" if f["label"] not in ("", f["protocol"]) else ""
+        out.append(f"{line}  {f['protocol']}{label} {f['from']}->{f['to']}")
+    if data:
+        # The [SUM] bitrate is the sum of the flows' goodputs (iperf3's figure).
+        out.append(
+            _line("SUM", 0.0, s["duration_s"], total_bytes, str(total_retr), s["sum_goodput_bps"])
+        )
+        out.append(f"Jain's fairness index: {s['jain_fairness']:.3f}")
+    rtt_flows = [f for f in s["flows"] if f["rtt_ms"]["samples"]]
+    if rtt_flows:
+        out.append("")
+        out.append(f"RTT (ms) {'min':>9}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}{'samples':>9}")
+        for f in rtt_flows:
+            m = f["rtt_ms"]
+            out.append(
+                f"[{f['id']:>3}] {f['protocol']:<4}"
+                f"{m['min']:>9.2f}{m['mean']:>9.2f}{m['p50']:>9.2f}{m['p95']:>9.2f}"
+                f"{m['max']:>9.2f}{m['samples']:>9}"
+            )
+    if s["policies"]:
+        out.append("")
+        out.append(
+            f"{'policy':<22}{'kind':<10}{'packets':>10}{'dropped':>10}{'drop%':>7}"
+            f"{'green':>10}{'yellow':>10}{'red':>10}{'maxq pkts':>10}"
+        )
+        for p in s["policies"]:
+            n = p["packets_in"]
+            d = p["drops"]["packets"]
+            pct = f"{100 * d / n:.1f}" if n else "-"
+            c = p["colors"]
+            out.append(
+                f"{p['name']:<22}{p['kind']:<10}{n:>10}{d:>10}{pct:>7}"
+                f"{c['green']['packets']:>10}{c['yellow']['packets']:>10}{c['red']['packets']:>10}"
+                f"{p['max_queue_packets']:>10}"
+            )
+    return "\n".join(out)
+
+
+# --- the `qoslab run` command ------------------------------------------------
+
+RUN_EPILOG = """\
+examples:
+  qoslab run scenarios/example.toml
+  qoslab run scenarios/isr4000-police.toml --seed 2 --out /tmp/police --json
+
+The scenario file is TOML (see scenarios/ and crates/qoslab-scenario):
+  [scenario]  duration = "20s", seed = 1
+  [topology]  senders = 4, access = { rate = "1gbit", delay = "1ms" },
+              bottleneck = { rate = "1gbit", delay = "0.5ms" }
+  [policy.bottleneck.egress]  police = { cir = "20mbit", bc = "625000B" }
+  [[traffic]] kind = "tcp-bulk", flows = 4, profile = "windows10"
+--out DIR writes results.json, each recorded series as CSV and Parquet and
+the scenario as run, all at once (DIR is complete or untouched).
+"""
+
+
+def add_run_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser(
+        "run",
+        help="simulate a scenario file",
+        description="Simulate a scenario file and print an iperf3-style table.",
+        epilog=RUN_EPILOG,
+        formatter_class=fmt,
+        allow_abbrev=False,
+    )
+    p.add_argument("scenario", metavar="SCENARIO", help="the scenario TOML file")
+    p.add_argument("--out", metavar="DIR", help="write results.json, series CSV/Parquet here")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--seed", metavar="N", type=_seed, help="override the scenario's seed")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show a progress bar even when stderr is not a terminal",
+    )
+
+
+def _seed(s: str) -> int:
+    try:
+        v = int(s, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{s}'") from None
+    if not 0 <= v < 2**64:
+        raise argparse.ArgumentTypeError(f"expected an integer in 0..2**64-1, got {v}")
+    return v
+
+
+def main(args: argparse.Namespace) -> int:
+    """``qoslab run``: returns the exit status. Errors propagate to the CLI."""
+    text, filename = load_scenario(args.scenario)
+    scenario_info(text, filename)  # a bad scenario fails here, before any output
+    show = not args.quiet and (args.progress or sys.stderr.isatty())
+    bar = ProgressBar(sys.stderr, delay_s=0.0 if args.progress else 1.0) if show else None
+    try:
+        raw = _core.simulate_toml(text, filename, args.seed, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    result = SimulationResult(raw)
+    if args.out:
+        as_run = text if args.seed is None else with_seed(text, args.seed)
+        write_results(args.out, result, as_run)
+    if args.json:
+        print(result.to_json())
+    elif not args.quiet:
+        print(render_table(result))
+        if args.out:
+            print(f"wrote {args.out}")
+    return 0
