@@ -12,6 +12,9 @@
 //! - [`red`] — RED, Floyd & Jacobson 1993 + Linux `red.h` / `sch_red.c` /
 //!   tc `q_red.c` (kind `red`). Its fixed-point core [`red::RedParms`] /
 //!   [`red::RedVars`] also drives RIO/WRED.
+//! - [`rio`] — RIO-C (Clark & Fang 1998) and WRED (Cisco) with green /
+//!   yellow / red thresholds over one FIFO, RFC 2963 App. A preset (kinds
+//!   `rio`, `wred`).
 //!
 //! Drops at enqueue come back as [`Dropped`] from `enqueue`; the forced
 //! (tail) and early (probabilistic) kinds are told apart by each AQM's
@@ -28,6 +31,7 @@
 
 pub mod codel;
 pub mod red;
+pub mod rio;
 
 use crate::packet::Packet;
 use crate::params::{ConfigError, Params};
@@ -36,6 +40,7 @@ use crate::time::Instant;
 
 pub use codel::{Codel, CodelParams, CodelQueue, CodelState, CodelStats};
 pub use red::{Red, RedParms, RedVars};
+pub use rio::{Rio, RioConfig, RioMode};
 
 /// Drop and mark counters common to all AQMs, cumulative.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,6 +80,8 @@ pub(crate) fn parse_limit_packets(
 #[allow(clippy::large_enum_variant)]
 pub enum AnyAqm {
     Red(Red),
+    /// `rio` (RIO-C) and `wred`: one type, [`RioMode`].
+    Rio(Rio),
     Codel(Codel),
 }
 
@@ -83,6 +90,7 @@ macro_rules! each_aqm {
     ($self:expr, $a:ident => $e:expr) => {
         match $self {
             AnyAqm::Red($a) => $e,
+            AnyAqm::Rio($a) => $e,
             AnyAqm::Codel($a) => $e,
         }
     };
@@ -93,6 +101,14 @@ pub const AQM_KINDS: &[(&str, &str)] = &[
     (
         "red",
         "RED (Floyd & Jacobson 1993, Linux sch_red + tc-red): limit, min, max, avpkt, burst, probability, bandwidth, ecn, harddrop, adaptive, seed",
+    ),
+    (
+        "wred",
+        "WRED (Cisco): one average, per-colour min/max/probability: limit, {green,yellow,red}-{min,max,probability}, ewma (9), classify, preset rfc2963",
+    ),
+    (
+        "rio",
+        "RIO-C (Clark & Fang 1998), three colours as RFC 2963 App. A: same keys as wred; colour c judged on the backlog of colours <= c",
     ),
     (
         "codel",
@@ -106,6 +122,8 @@ impl AnyAqm {
         let kind = kind.to_ascii_lowercase();
         let a = match kind.as_str() {
             "red" => AnyAqm::Red(Red::from_params(&mut p)?),
+            "wred" => AnyAqm::Rio(Rio::from_params(RioMode::Wred, &mut p)?),
+            "rio" => AnyAqm::Rio(Rio::from_params(RioMode::RioC, &mut p)?),
             "codel" => AnyAqm::Codel(Codel::from_params(&mut p)?),
             other => return Err(crate::meter::unknown_kind("aqm", other, AQM_KINDS)),
         };

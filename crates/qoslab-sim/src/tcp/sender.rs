@@ -53,9 +53,14 @@
 //!     "recover" guard against a second reduction after an RTO is the Loss
 //!     state (no fast retransmit until the RTO's recovery point is acked).
 //!   - `Sack`, RFC 6675 §5: enter at DupThresh (3) dupacks or when
-//!     IsLost(HighACK+1); RecoveryPoint = HighData; cwnd = ssthresh
-//!     (§5 step 4.2; not PRR, RFC 6937, which Linux uses: the sender then
-//!     waits until pipe drops below ssthresh); the first lost segment is
+//!     IsLost(HighACK+1); RecoveryPoint = HighData; the window during
+//!     recovery follows RFC 6937 Proportional Rate Reduction by default,
+//!     as Linux does (`tcp_cwnd_reduction`, net/ipv4/tcp_input.c): cwnd =
+//!     pipe + sndcnt on every ACK, sending ssthresh/RecoverFS of what is
+//!     delivered while pipe > ssthresh, then slow-starting back up to
+//!     ssthresh (PRR-SSRB). [`TcpSender::set_prr`]`(false)` gives plain
+//!     RFC 6675 (§5 step 4.2 cwnd = ssthresh: the sender is silent until
+//!     pipe drops below ssthresh, then bursts). The first lost segment is
 //!     retransmitted at once (4.3), then NextSeg while cwnd − pipe ≥ 1
 //!     segment: rule 1 (lost, not yet retransmitted — like Linux, any such
 //!     segment, not only those above HighRxt), rule 2 (new data), rule 3
@@ -81,7 +86,7 @@
 //!
 //! Left out (named): TLP (RFC 8985 §7), RACK time-based loss detection
 //! (RFC 8985), limited transmit for non-SACK connections (RFC 3042), F-RTO
-//! (RFC 5682) and Eifel/DSACK undo, ECN (RFC 3168), PRR (RFC 6937), FIN,
+//! (RFC 5682) and Eifel/DSACK undo, ECN (RFC 3168), FIN,
 //! SYN give-up after `tcp_syn_retries`, congestion-window validation
 //! after idle (RFC 7661), Nagle (a bulk sender always has full segments).
 
@@ -184,6 +189,11 @@ pub struct TcpSender {
     max_flight_bytes: u64,
     cwnd_usage_seq: u64,
     is_cwnd_limited: bool,
+    /// RFC 6937 PRR for SACK recovery (on by default, as in Linux).
+    prr: bool,
+    prr_delivered: u64,
+    prr_out: u64,
+    recover_fs: u64,
     /// Peer's TSval to echo.
     ts_recent: u64,
     stats: SenderStats,
@@ -226,6 +236,10 @@ impl TcpSender {
             max_flight_bytes: 0,
             cwnd_usage_seq: 0,
             is_cwnd_limited: false,
+            prr: true,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: 0,
             ts_recent: 0,
             stats: SenderStats::default(),
         }
@@ -233,6 +247,13 @@ impl TcpSender {
 
     fn mss(&self) -> u32 {
         self.state.mss
+    }
+
+    /// Choose the window reduction of SACK recovery: `true` (default) =
+    /// RFC 6937 Proportional Rate Reduction as Linux does
+    /// (`tcp_cwnd_reduction`); `false` = RFC 6675 §5 cwnd = ssthresh.
+    pub fn set_prr(&mut self, on: bool) {
+        self.prr = on;
     }
 
     /// RFC 6675 recovery needs both the kind and the SACK option.
@@ -517,9 +538,16 @@ impl TcpSender {
         } else {
             !advanced && h.payload_len == 0 && !window_changed && self.snd_nxt > self.snd_una
         };
-        let lost_before = self.sb.lost_bytes();
+        let newly_lost = if self.sack_recovery() {
+            self.sb.mark_lost_by_sack(DUP_THRESH, self.mss())
+        } else {
+            0
+        };
         self.update_loss_state(now, is_dupack, advanced, h.ack - prior_una, io);
-        let newly_lost = self.sb.lost_bytes().saturating_sub(lost_before);
+        let delivered = newly_acked + newly_sacked;
+        if self.ca == CaState::Recovery && self.prr_active() && delivered > 0 {
+            self.prr_reduce(delivered, advanced && newly_lost == 0);
+        }
 
         if advanced || newly_sacked > 0 {
             let rs = self
@@ -527,7 +555,7 @@ impl TcpSender {
                 .finish(&acc, now, self.rtt.min_rtt(), newly_lost, prior_in_flight);
             let sample = AckSample {
                 now,
-                acked_bytes: newly_acked + newly_sacked,
+                acked_bytes: delivered,
                 rtt,
                 min_rtt: self.rtt.min_rtt(),
                 srtt: self.rtt.srtt(),
@@ -560,9 +588,6 @@ impl TcpSender {
         io: &mut dyn TcpIo,
     ) {
         let sack = self.sack_recovery();
-        if sack {
-            self.sb.mark_lost_by_sack(DUP_THRESH, self.mss());
-        }
         let mss = self.mss() as u64;
         let owns = self.cc.owns_cwnd();
         match self.ca {
@@ -636,6 +661,9 @@ impl TcpSender {
         let flight = self.flight_size_bytes();
         let ssthresh = self.cc.ssthresh(&self.state, flight, now);
         self.state.ssthresh_bytes = ssthresh;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.recover_fs = flight.max(1);
         if !self.cc.owns_cwnd() {
             let mss = self.mss() as u64;
             self.state.cwnd_bytes = if self.sack_recovery() {
@@ -649,6 +677,32 @@ impl TcpSender {
         if let Some(idx) = self.sb.first_lost_unsent() {
             self.retransmit(now, idx, io, false);
         }
+    }
+
+    fn prr_active(&self) -> bool {
+        self.prr && self.sack_recovery() && !self.cc.owns_cwnd()
+    }
+
+    /// RFC 6937 §3 PRR, with Linux's `tcp_cwnd_reduction` choices: the
+    /// slow-start reduction bound (PRR-SSRB) adds one segment only when the
+    /// ACK advanced SND.UNA without revealing new losses, and the first
+    /// transmission of the recovery is always allowed.
+    fn prr_reduce(&mut self, delivered: u64, ssrb_extra: bool) {
+        self.prr_delivered += delivered;
+        let pipe = self.sb.pipe() as i128;
+        let ssthresh = self.state.ssthresh_bytes as i128;
+        let mss = self.mss() as i128;
+        let (dlv, out) = (self.prr_delivered as i128, self.prr_out as i128);
+        let mut sndcnt = if pipe > ssthresh {
+            // Proportional part: ceil(prr_delivered · ssthresh / RecoverFS).
+            let fs = self.recover_fs as i128;
+            (dlv * ssthresh + fs - 1) / fs - out
+        } else {
+            let limit = (dlv - out).max(delivered as i128) + if ssrb_extra { mss } else { 0 };
+            (ssthresh - pipe).min(limit)
+        };
+        sndcnt = sndcnt.max(if self.prr_out == 0 { mss } else { 0 });
+        self.state.cwnd_bytes = u64::try_from(pipe + sndcnt).unwrap_or(u64::MAX).max(1);
     }
 
     fn exit_recovery(&mut self, now: Instant) {
@@ -750,16 +804,18 @@ impl TcpSender {
         }
         let mut why = Blocked::App;
         loop {
-            let rate = self.pacing_rate();
-            if rate.is_some() && !self.pacer.may_send(now) {
+            let next = self.next_segment();
+            if let Next::Stop(b) = next {
+                why = b;
+                break;
+            }
+            // Only a sendable segment waits for the pacer (no idle timers).
+            if self.pacing_rate().is_some() && !self.pacer.may_send(now) {
                 self.pacing_wait = true;
                 break;
             }
-            match self.next_segment() {
-                Next::Stop(b) => {
-                    why = b;
-                    break;
-                }
+            match next {
+                Next::Stop(_) => {}
                 Next::Retransmit(idx) => self.retransmit(now, idx, io, true),
                 Next::New(len) => self.send_new(now, len, io),
             }
@@ -801,6 +857,9 @@ impl TcpSender {
 
     fn after_send(&mut self, now: Instant, len: u32, paced: bool) {
         self.stats.segments_sent += 1;
+        if self.ca == CaState::Recovery {
+            self.prr_out += len as u64;
+        }
         if paced {
             if let Some(rate) = self.pacing_rate() {
                 self.pacer.on_send(now, len, rate);
@@ -1020,6 +1079,40 @@ mod tests {
         assert!(rtx[2].0 < first_acked, "{rtx:?} vs {first_acked}");
     }
 
+    /// Sender events (ACK arrivals) between entering recovery and the
+    /// first new segment sent after it.
+    fn acks_before_first_new_send(prr: bool) -> usize {
+        let c = cfg(RecoveryKind::Sack);
+        let mut s = TcpSender::new(&c, Box::new(Reno::new()), AppLimit::Bytes(300_000));
+        s.set_prr(prr);
+        let mut h = Harness::new(s, TcpReceiver::new(&c), ms(10));
+        h.bottleneck = Some(Rate::from_bps(8_000_000));
+        h.drops = vec![(seg(60), 1)];
+        h.start();
+        h.run_to_done(at_ms(30_000));
+        assert!(h.sender.is_done());
+        assert_eq!(h.sender.stats().timeouts, 0);
+        let data = h.data_sent();
+        let rtx = data.iter().position(|d| d.2).unwrap();
+        let next_new = data[rtx + 1..].iter().find(|d| !d.2).unwrap().0;
+        h.trace
+            .iter()
+            .filter(|t| t.at > data[rtx].0 && t.at <= next_new)
+            .count()
+    }
+
+    #[test]
+    fn prr_keeps_sending_through_recovery_rfc6675_pauses() {
+        // PRR: one segment per two delivered from the start; the
+        // retransmission already counts in prr_out, so new data leaves
+        // within a few ACKs instead of after half a window of them.
+        let prr = acks_before_first_new_send(true);
+        assert!(prr <= 4, "PRR waited {prr} ACKs");
+        // RFC 6675 cwnd = ssthresh: silent until pipe falls by half.
+        let plain = acks_before_first_new_send(false);
+        assert!(plain >= 5, "RFC 6675 waited only {plain} ACKs");
+    }
+
     #[test]
     fn reno_survives_three_losses() {
         let h = multi_loss(RecoveryKind::Reno);
@@ -1137,6 +1230,64 @@ mod tests {
         // SYN at 0, SYN-ACK back at 20; both segments sent at 20, ACKed
         // together (2nd full segment) at 30, back at 40.
         assert_eq!(h.rtts, vec![(at_ms(20), ms(20)), (at_ms(40), ms(20))]);
+    }
+
+    /// Every algorithm of `cc::build` drives the sender to completion
+    /// through a bottleneck with losses (BBR owns cwnd and paces).
+    #[test]
+    fn every_algorithm_completes_a_lossy_transfer() {
+        use crate::config::CcKind;
+        for kind in [
+            CcKind::Reno,
+            CcKind::NewReno,
+            CcKind::Cubic,
+            CcKind::Compound,
+            CcKind::Bbr,
+        ] {
+            for recovery in [
+                RecoveryKind::Reno,
+                RecoveryKind::NewReno,
+                RecoveryKind::Sack,
+            ] {
+                let mut c = cfg(recovery);
+                c.cc = kind;
+                c.header_bytes = 52;
+                let cc = crate::cc::build(kind).unwrap();
+                let s = TcpSender::new(&c, cc, AppLimit::Bytes(1_000_000));
+                let mut h = Harness::new(s, TcpReceiver::new(&c), ms(10));
+                h.bottleneck = Some(Rate::from_bps(20_000_000));
+                h.drops = (0..20).map(|k| (seg(50 + 37 * k), 1)).collect();
+                h.start();
+                let end = h.run_to_done(at_ms(60_000));
+                assert!(h.sender.is_done(), "{kind:?}/{recovery:?} stuck at {end}");
+                assert_eq!(h.receiver.delivered_bytes(), 1_000_000);
+                let max_flight = h.trace.iter().map(|t| t.flight).max().unwrap();
+                assert!(max_flight <= 6 * 1024 * 1024);
+            }
+        }
+    }
+
+    /// Delivery-rate samples of a bulk flow through an 8 Mbit/s
+    /// bottleneck measure the bottleneck's payload rate (1000 of every
+    /// 1040 wire bytes): never above it, and close to it once the queue
+    /// is busy.
+    #[test]
+    fn delivery_rate_samples_measure_the_bottleneck() {
+        let c = cfg(RecoveryKind::Sack);
+        let (h, log) = spied(&c, AppLimit::Bytes(1_000_000));
+        assert!(h.sender.is_done());
+        let payload_bps = 8_000_000.0 * 1000.0 / 1040.0;
+        let log = log.lock().unwrap();
+        let rates: Vec<f64> = log
+            .iter()
+            .filter_map(|a| a.rate)
+            .filter(|r| r.interval > Duration::ZERO && !r.is_app_limited)
+            .map(|r| r.delivered_bytes as f64 * 8.0 / r.interval.as_secs_f64())
+            .collect();
+        assert!(rates.len() > 500, "{}", rates.len());
+        let max = rates.iter().cloned().fold(0.0, f64::max);
+        assert!(max <= payload_bps * 1.001, "{max} > {payload_bps}");
+        assert!(max >= payload_bps * 0.97, "{max}");
     }
 
     /// Windows-10-like receiver: 64512 bytes, no scaling. The flow is
