@@ -26,18 +26,27 @@ fn kv(p: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn four_cubic(egress: PolicySpec) -> SimConfig {
-    // RTT 5 ms: 2 × (1 ms + 0.5 ms + 1 ms) of propagation.
-    let d = DumbbellSpec {
-        senders: 4,
-        receivers: 4,
+/// `n` senders and receivers on 1 Gbit/s, 1 ms access links.
+fn dumbbell(n: u32, bottleneck: LinkParams, egress: Option<PolicySpec>) -> DumbbellSpec {
+    DumbbellSpec {
+        senders: n,
+        receivers: n,
         access: lp(1_000_000_000, Duration::from_ms(1), 1000),
         sender_delays: vec![],
-        bottleneck: lp(1_000_000_000, Duration::from_us(500), 1000),
-        bottleneck_egress: Some(egress),
+        bottleneck,
+        bottleneck_egress: egress,
         bottleneck_reverse_egress: None,
         ingress_police: None,
-    };
+    }
+}
+
+fn four_cubic(egress: PolicySpec) -> SimConfig {
+    // RTT 5 ms: 2 × (1 ms + 0.5 ms + 1 ms) of propagation.
+    let d = dumbbell(
+        4,
+        lp(1_000_000_000, Duration::from_us(500), 1000),
+        Some(egress),
+    );
     SimConfig {
         name: "bench".into(),
         duration: Duration::from_secs(20),
@@ -73,16 +82,7 @@ fn case(name: &str) -> Option<(SimConfig, &'static str)> {
             "4 CUBIC flows, 20 Mbit/s Cisco police (bc 625000 B), RTT 5 ms, 20 s",
         ),
         "c" => {
-            let d = DumbbellSpec {
-                senders: 100,
-                receivers: 100,
-                access: lp(1_000_000_000, Duration::from_ms(1), 1000),
-                sender_delays: vec![],
-                bottleneck: lp(70_000_000, Duration::from_ms(3), 800),
-                bottleneck_egress: None,
-                bottleneck_reverse_egress: None,
-                ingress_police: None,
-            };
+            let d = dumbbell(100, lp(70_000_000, Duration::from_ms(3), 800), None);
             let mut tcp = TcpConfig::profile("linux").unwrap();
             tcp.receive_window_bytes = 65_535;
             tcp.window_scaling = false;
