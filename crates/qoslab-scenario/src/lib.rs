@@ -92,15 +92,24 @@ pub struct Scenario {
     pub description: String,
     pub source: String,
     file: String,
-    text_len: usize,
+    /// Names of the explicit `[[link]]`s, by index (for [`Scenario::locate`]).
+    link_names: Vec<String>,
     /// (key path, line, column) of every key read, for [`Scenario::locate`].
     located: Vec<(String, usize, usize)>,
+}
+
+/// What [`parse_doc`] found.
+struct Parsed {
+    config: SimConfig,
+    description: String,
+    source: String,
+    link_names: Vec<String>,
 }
 
 /// Parses scenario `text`; `file` is only used in error messages.
 pub fn parse(text: &str, file: &str) -> core::result::Result<Scenario, ScenarioError> {
     let mut cx = Cx::new(text, file);
-    let (config, description, source) = parse_doc(&mut cx)?;
+    let parsed = parse_doc(&mut cx)?;
     let located = cx
         .located
         .iter()
@@ -110,37 +119,42 @@ pub fn parse(text: &str, file: &str) -> core::result::Result<Scenario, ScenarioE
         })
         .collect();
     Ok(Scenario {
-        config,
-        description,
-        source,
+        config: parsed.config,
+        description: parsed.description,
+        source: parsed.source,
         file: file.to_string(),
-        text_len: text.len(),
+        link_names: parsed.link_names,
         located,
     })
 }
 
+/// The policy directions of an explicit link, as `qoslab-sim` names them
+/// (`links[k].egress_ab`) and as scenario files do (`policy.NAME.egress`).
+const LINK_SIDES: [(&str, &str); 4] = [
+    ("egress_ab", "egress"),
+    ("egress_ba", "reverse"),
+    ("ingress_police_ab", "ingress"),
+    ("ingress_police_ba", "reverse_ingress"),
+];
+
 impl Scenario {
     /// Turns an error from [`qoslab_sim::run`] into a located one: a
-    /// `Config` error whose path (`traffic[1].to`, `links[0].egress.cir`)
-    /// names a key of this file points at that key, or at the nearest
-    /// enclosing table that was in the file; otherwise at line 1.
-    /// `Cancelled` gives `None`.
+    /// `Config` error whose path (`traffic[1].to`, `links[0].egress_ab.cir`,
+    /// `bottleneck.egress`) names a key of this file points at that key, or
+    /// at the nearest enclosing table that was in the file; otherwise at
+    /// line 1. The message keeps the engine's path. `Cancelled` gives `None`.
     pub fn locate(&self, e: &SimError) -> Option<ScenarioError> {
         let SimError::Config { path, message } = e else {
             return None;
         };
-        let ours = path
-            .replace("links[", "link[")
-            .replace("nodes[", "node[")
-            .replace(".egress_ab", ".egress")
-            .replace(".egress_ba", ".reverse");
+        let ours = self.scenario_path(path);
         let mut probe = ours.as_str();
         let (line, column) = loop {
-            if let Some((_, l, c)) = self.located.iter().find(|(p, ..)| {
-                p == probe
-                    || p.strip_prefix("policy.")
-                        .is_some_and(|q| q.ends_with(probe))
-            }) {
+            if let Some((_, l, c)) = self
+                .located
+                .iter()
+                .find(|(p, ..)| p == probe || without_policy_kind(p) == probe)
+            {
                 break (*l, *c);
             }
             match probe.rfind(['.', '[']) {
@@ -148,7 +162,6 @@ impl Scenario {
                 None => break (1, 1),
             }
         };
-        let _ = self.text_len;
         Some(ScenarioError {
             file: self.file.clone(),
             line,
@@ -157,9 +170,60 @@ impl Scenario {
             message: message.clone(),
         })
     }
+
+    /// A `qoslab-sim` config path in this file's key names.
+    fn scenario_path(&self, path: &str) -> String {
+        const PREFIXES: [(&str, &str); 6] = [
+            ("duration", "scenario.duration"),
+            ("bottleneck.egress", "policy.bottleneck.egress"),
+            ("bottleneck.reverse_egress", "policy.bottleneck.reverse"),
+            ("ingress_police", "policy.access.ingress"),
+            ("links[", "link["),
+            ("nodes[", "node["),
+        ];
+        let mut p = path.replace(".queue_limit_packets", ".queue_limit");
+        for (theirs, ours) in PREFIXES {
+            if let Some(rest) = p.strip_prefix(theirs) {
+                if rest.is_empty() || rest.starts_with(['.', '[']) || theirs.ends_with('[') {
+                    p = format!("{ours}{rest}");
+                    break;
+                }
+            }
+        }
+        // link[k].egress_ab... → policy.NAME.egress...; link[k].params → link[k]
+        if let Some(rest) = p.strip_prefix("link[") {
+            if let Some((k, tail)) = rest.split_once("].") {
+                let name = k.parse::<usize>().ok().and_then(|k| self.link_names.get(k));
+                for (theirs, ours) in LINK_SIDES {
+                    if let (Some(name), Some(after)) = (name, tail.strip_prefix(theirs)) {
+                        return format!("policy.{name}.{ours}{after}");
+                    }
+                }
+                if let Some(after) = tail.strip_prefix("params") {
+                    return format!("link[{k}]{after}");
+                }
+            }
+        }
+        p
+    }
 }
 
-fn parse_doc(cx: &mut Cx<'_>) -> Result<(SimConfig, String, String)> {
+/// `policy.L.D.police.cir` → `policy.L.D.cir` (the engine's paths do not
+/// name the conditioner family).
+fn without_policy_kind(p: &str) -> String {
+    if !p.starts_with("policy.") {
+        return p.to_string();
+    }
+    let parts: Vec<&str> = p.split('.').collect();
+    if parts.len() > 4 && ["police", "shape", "fifo"].contains(&parts[3]) {
+        let mut v = parts.clone();
+        v.remove(3);
+        return v.join(".");
+    }
+    p.to_string()
+}
+
+fn parse_doc(cx: &mut Cx<'_>) -> Result<Parsed> {
     let doc = toml_edit::Document::parse(cx.src.text).map_err(|e| {
         let at = e.span().map_or(0, |s| s.start);
         cx.err(at, "", format!("invalid TOML: {}", e.message().trim_end()))
@@ -242,8 +306,8 @@ fn parse_doc(cx: &mut Cx<'_>) -> Result<(SimConfig, String, String)> {
     };
     reject_unknown_tables(cx, top)?;
 
-    Ok((
-        SimConfig {
+    Ok(Parsed {
+        config: SimConfig {
             name,
             duration,
             seed,
@@ -253,7 +317,8 @@ fn parse_doc(cx: &mut Cx<'_>) -> Result<(SimConfig, String, String)> {
         },
         description,
         source,
-    ))
+        link_names: topo.links.into_iter().map(|(n, ..)| n).collect(),
+    })
 }
 
 fn reject_unknown_tables(cx: &mut Cx<'_>, top: Section<'_>) -> Result<()> {

@@ -548,3 +548,43 @@ fn the_same_text_parses_to_the_same_config() {
         parse(FULL, "a").unwrap().config
     );
 }
+
+#[test]
+fn engine_policy_and_link_paths_map_to_scenario_keys() {
+    let at = |sc: &Scenario, path: &str| {
+        let e = SimError::Config {
+            path: s(path),
+            message: s("m"),
+        };
+        let l = sc.locate(&e).unwrap();
+        assert_eq!(l.path, path, "the engine's path is kept in the message");
+        (l.line, l.column)
+    };
+    let sc = parse(FULL, "full.toml").unwrap();
+    // [policy.bottleneck.egress] police = { cir = ... } is on line 17.
+    assert_eq!(at(&sc, "bottleneck.egress.cir"), (17, 18));
+    assert_eq!(at(&sc, "bottleneck.egress"), (16, 1)); // its [header]
+    assert_eq!(at(&sc, "bottleneck.reverse_egress.limit"), (20, 18));
+    assert_eq!(at(&sc, "ingress_police.cbs").0, 23);
+    assert_eq!(at(&sc, "topology.access.queue_limit_packets").0, 12);
+    assert_eq!(at(&sc, "topology.bottleneck.queue_limit_packets").0, 13);
+    assert_eq!(at(&sc, "duration"), (4, 12));
+    let sc = parse(EXPLICIT, "x.toml").unwrap();
+    let line_of = |needle: &str| EXPLICIT.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    assert_eq!(
+        at(&sc, "links[1].egress_ab.burst").0,
+        line_of("burst = \"10kb\"")
+    );
+    assert_eq!(
+        at(&sc, "links[0].ingress_police_ab").0,
+        line_of("[policy.h1-r.ingress]")
+    );
+    assert_eq!(
+        at(&sc, "links[1].params.rate").0,
+        line_of("rate = \"10mbit\"")
+    );
+    assert_eq!(
+        at(&sc, "nodes[1].routes[0].next_hop").0,
+        line_of("routes = ")
+    );
+}
