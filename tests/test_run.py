@@ -188,6 +188,15 @@ def test_the_table_has_per_second_lines_a_sum_rtt_and_policies() -> None:
     assert any(ln.startswith("r1->r2 egress") and " 10.0" in ln for ln in lines)
 
 
+def test_without_a_usable_goodput_series_only_totals_are_shown() -> None:
+    raw = fake_raw()
+    raw["record_interval_ns"] = 300_000_000  # does not divide one second
+    lines = render_table(SimulationResult(raw)).splitlines()
+    assert not any(ln.startswith("[  0]   0.00-1.00") for ln in lines)
+    assert any(ln.startswith("[  0]   0.00-2.00") for ln in lines)
+    assert lines.count("[ ID] Interval           Transfer     Bitrate         Retr") == 1
+
+
 def test_out_dir_is_written_whole(tmp_path: Path) -> None:
     r = SimulationResult(fake_raw())
     out = write_results(tmp_path / "res", r, "[scenario]\n")
