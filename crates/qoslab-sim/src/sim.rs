@@ -15,8 +15,9 @@ use crate::net::{cfg_err, Net, Routes, NO_ROUTE};
 use crate::policy::{self, EgressQueue, Policy};
 use crate::result::{Series, SimResult};
 use crate::stats::{self, FlowStat};
-use crate::tcp::TcpHeader;
+use crate::tcp::{AppLimit, TcpHeader, TcpReceiver, TcpSender};
 use crate::timer::fire_time_ns;
+use crate::traffic::bulk::{IoBuf, Side, TcpConn, UNARMED};
 use crate::traffic::ping::PingClock;
 use crate::traffic::udp::UdpClock;
 use crate::traffic::IP_UDP_HEADER_BYTES;
@@ -30,12 +31,12 @@ use qoslab_core::{Action, Color, Instant, Packet};
 const PROGRESS_EVERY: u64 = 1 << 18;
 /// A packet that has crossed this many nodes is dropped (a routing loop).
 const MAX_HOPS: u8 = 64;
-/// RNG stream bases: link directions, traffic sources.
+/// RNG stream bases: link directions, traffic sources, congestion control.
 const STREAM_LINK: u64 = 0x1_0000;
 const STREAM_SOURCE: u64 = 0x2_0000_0000;
+const STREAM_CC: u64 = 0x3_0000_0000;
 
 /// What a packet is, for the endpoint that receives it.
-#[allow(dead_code)] // TCP kinds: wired when the TCP endpoints land
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Udp,
@@ -63,7 +64,6 @@ pub struct Pkt {
     /// Departure time at the source (ping RTT).
     pub sent_ns: u64,
     pub seq: u32,
-    #[allow(dead_code)] // read by the TCP endpoints
     pub tcp: TcpHeader,
 }
 
@@ -102,6 +102,9 @@ pub enum Ev {
     Arrive(u32, u32),
     Wake(u32),
     Source(u32),
+    TcpStart(u32),
+    TcpStop(u32),
+    TcpTimer(u32, Side),
     Sample,
 }
 
@@ -144,6 +147,8 @@ pub struct Sim {
     now_ns: u64,
     flows: Vec<FlowStat>,
     sources: Vec<Source>,
+    conns: Vec<TcpConn>,
+    io: IoBuf,
     series: Series,
     pub counters: NetCounters,
     events: u64,
@@ -261,6 +266,8 @@ impl Sim {
             now_ns: 0,
             flows: Vec::new(),
             sources: Vec::new(),
+            conns: Vec::new(),
+            io: IoBuf::default(),
             series: Series::default(),
             counters: NetCounters::default(),
             events: 0,
@@ -418,11 +425,36 @@ impl Sim {
                         let clock = Clock::Ping(PingClock::new(start, ns(*interval)));
                         self.add_source(f, clock, *payload_bytes, Kind::PingRequest);
                     }
-                    TrafficSpec::TcpBulk { .. } => {
-                        return Err(cfg_err(
-                            path("kind"),
-                            "TCP endpoints are not in this build yet",
-                        ));
+                    TrafficSpec::TcpBulk { bytes, tcp, .. } => {
+                        check_tcp(tcp, &path("tcp"))?;
+                        if *bytes == Some(0) {
+                            return Err(cfg_err(path("bytes"), "must be > 0"));
+                        }
+                        let cc_seed = Rng::new(cfg.seed, STREAM_CC + flow_id as u64).next_u64();
+                        let cc = crate::cc::build_seeded(tcp.cc, cc_seed).ok_or_else(|| {
+                            cfg_err(
+                                path("tcp.cc"),
+                                format!("congestion control {:?} is not available yet", tcp.cc),
+                            )
+                        })?;
+                        let app = bytes.map_or(AppLimit::Unlimited, AppLimit::Bytes);
+                        let mut f = FlowStat::new("tcp", label, from, to, start, stop);
+                        let c = self.conns.len() as u32;
+                        f.tcp = Some(c);
+                        self.conns.push(TcpConn {
+                            sender: TcpSender::new(tcp, cc, app),
+                            receiver: TcpReceiver::new(tcp),
+                            flow: flow_id,
+                            header_bytes: tcp.header_bytes,
+                            armed_ns: [UNARMED; 2],
+                        });
+                        self.flows.push(f);
+                        if start < self.duration_ns {
+                            self.q.schedule(start, Ev::TcpStart(c));
+                        }
+                        if stop > start && stop < self.duration_ns {
+                            self.q.schedule(stop, Ev::TcpStop(c));
+                        }
                     }
                 }
             }
@@ -450,11 +482,45 @@ impl Sim {
     }
 }
 
+/// Frees a packet lost in the network and charges it to its flow.
+#[inline]
+fn drop_from_flow(flows: &mut [FlowStat], pkts: &mut Arena<Pkt>, id: u32) {
+    flows[pkts.get(id).flow as usize].packets_dropped += 1;
+    pkts.free(id);
+}
+
 fn next_send(s: &mut Source) -> (u64, u32) {
     match &mut s.clock {
         Clock::Udp(c) => (c.next_ns(), 0),
         Clock::Ping(p) => p.next(),
     }
+}
+
+/// The TCP settings the engine relies on (the endpoints own the rest).
+fn check_tcp(t: &crate::config::TcpConfig, path: &str) -> Result<(), SimError> {
+    let bad = |f: &str, m: &str| Err(cfg_err(format!("{path}.{f}"), m));
+    if t.mss == 0 || t.mss > 65_495 {
+        return bad("mss", "must be 1..=65495 bytes");
+    }
+    if t.header_bytes < 20 || t.header_bytes > 120 {
+        return bad("header_bytes", "must be 20..=120 bytes");
+    }
+    if t.initial_window_segments == 0 {
+        return bad("initial_window_segments", "must be at least 1");
+    }
+    if t.receive_window_bytes < t.mss as u64 {
+        return bad("receive_window_bytes", "must hold at least one MSS");
+    }
+    if t.min_rto.as_ns() == 0 || t.min_rto > t.max_rto || t.initial_rto.as_ns() == 0 {
+        return bad("min_rto", "need 0 < min_rto <= max_rto and initial_rto > 0");
+    }
+    if t.ack_every_segments == 0 {
+        return bad("ack_every_segments", "must be at least 1");
+    }
+    if t.recovery == crate::config::RecoveryKind::Sack && !t.sack {
+        return bad("recovery", "SACK recovery needs sack = true");
+    }
+    Ok(())
 }
 
 fn check_payload(b: u32, path: &str) -> Result<(), SimError> {
@@ -504,6 +570,19 @@ impl Sim {
                     }
                 }
                 Ev::Source(s) => self.on_source(s),
+                Ev::TcpStart(c) => {
+                    let mut io = std::mem::take(&mut self.io);
+                    self.conns[c as usize]
+                        .sender
+                        .start(Instant::from_ns(t), &mut io);
+                    self.after_tcp(c, Side::Sender, io, t);
+                }
+                Ev::TcpStop(c) => {
+                    self.conns[c as usize].sender.stop(Instant::from_ns(t));
+                    let io = std::mem::take(&mut self.io);
+                    self.after_tcp(c, Side::Sender, io, t);
+                }
+                Ev::TcpTimer(c, side) => self.on_tcp_timer(c, side),
                 Ev::Sample => self.on_sample(),
             }
             if self.events % PROGRESS_EVERY == 0 && !progress(self.progress()) {
@@ -527,7 +606,7 @@ impl Sim {
 
     #[inline]
     fn drop_pkt(&mut self, id: u32) {
-        self.pkts.free(id);
+        drop_from_flow(&mut self.flows, &mut self.pkts, id);
     }
 
     /// Hands packet `id` to the route out of `node`.
@@ -557,7 +636,7 @@ impl Sim {
                 Action::Drop => {
                     pol.count_drop(p.size_bytes);
                     self.counters.dropped_policy += 1;
-                    self.pkts.free(id);
+                    drop_from_flow(&mut self.flows, &mut self.pkts, id);
                     return;
                 }
                 Action::SetDscp(x) => {
@@ -576,7 +655,7 @@ impl Sim {
                 self.policies[qp as usize].count_drop(dr.packet.size_bytes);
             }
             self.counters.dropped_policy += 1;
-            self.pkts.free(dr.packet.id as u32);
+            drop_from_flow(&mut self.flows, &mut self.pkts, dr.packet.id as u32);
         }
         if let Some(qp) = l.queue_policy {
             let (qp_n, qb) = (l.queue.backlog_packets(), l.queue.backlog_bytes());
@@ -616,7 +695,7 @@ impl Sim {
                 if l.draw_loss() {
                     l.lost_packets += 1;
                     self.counters.lost_link += 1;
-                    self.pkts.free(id);
+                    drop_from_flow(&mut self.flows, &mut self.pkts, id);
                 } else {
                     self.q.schedule(
                         l.busy_until_ns.saturating_add(l.delay_ns),
@@ -653,7 +732,7 @@ impl Sim {
                 Action::Drop => {
                     pol.count_drop(p.size_bytes);
                     self.counters.dropped_policy += 1;
-                    self.pkts.free(id);
+                    drop_from_flow(&mut self.flows, &mut self.pkts, id);
                     return;
                 }
                 Action::SetDscp(x) => data.dscp = x,
@@ -717,7 +796,114 @@ impl Sim {
             }
             Kind::TcpToReceiver | Kind::TcpToSender => {
                 self.pkts.free(id);
+                let Some(c) = f.tcp else { return };
+                let now = Instant::from_ns(self.now_ns);
+                let mut io = std::mem::take(&mut self.io);
+                let conn = &mut self.conns[c as usize];
+                let side = if data.kind == Kind::TcpToReceiver {
+                    conn.receiver.on_segment(now, &data.tcp, &mut io);
+                    f.bytes_delivered = conn.receiver.delivered_bytes();
+                    Side::Receiver
+                } else {
+                    conn.sender.on_segment(now, &data.tcp, &mut io);
+                    Side::Sender
+                };
+                self.after_tcp(c, side, io, self.now_ns);
             }
+        }
+    }
+
+    /// A TCP timer event: run the endpoint's timer if it is due, then
+    /// re-arm (see [`crate::traffic::bulk`] for the lazy arming rule).
+    fn on_tcp_timer(&mut self, c: u32, side: Side) {
+        let now = self.now_ns;
+        let conn = &mut self.conns[c as usize];
+        if conn.armed_ns[side as usize] == now {
+            conn.armed_ns[side as usize] = UNARMED;
+        }
+        match conn.next_timer_ns(side) {
+            Some(t) if t <= now => {
+                let mut io = std::mem::take(&mut self.io);
+                let at = Instant::from_ns(now);
+                match side {
+                    Side::Sender => conn.sender.on_timer(at, &mut io),
+                    Side::Receiver => conn.receiver.on_timer(at, &mut io),
+                }
+                // A timer still due after it ran is retried 1 ns later,
+                // never in a loop at the same instant.
+                self.after_tcp(c, side, io, now + 1);
+            }
+            Some(t) => self.arm_tcp(c, side, t),
+            None => {}
+        }
+    }
+
+    fn arm_tcp(&mut self, c: u32, side: Side, t: u64) {
+        let conn = &mut self.conns[c as usize];
+        if t < conn.armed_ns[side as usize] {
+            conn.armed_ns[side as usize] = t;
+            self.q.schedule(t, Ev::TcpTimer(c, side));
+        }
+    }
+
+    /// Sends what endpoint `side` of connection `c` transmitted, records
+    /// its RTT samples, re-arms its timer (no earlier than `min_timer_ns`).
+    fn after_tcp(&mut self, c: u32, side: Side, mut io: IoBuf, min_timer_ns: u64) {
+        let now = self.now_ns;
+        let conn = &self.conns[c as usize];
+        let flow = conn.flow;
+        let hdr = conn.header_bytes;
+        let f = &self.flows[flow as usize];
+        let (src, dst, kind) = match side {
+            Side::Sender => (f.from, f.to, Kind::TcpToReceiver),
+            Side::Receiver => (f.to, f.from, Kind::TcpToSender),
+        };
+        for h in io.out.drain(..) {
+            if side == Side::Sender && h.payload_len > 0 && self.record.segments {
+                let s = &mut self.series;
+                s.seg_time_ns.push(now);
+                s.seg_flow.push(flow);
+                s.seg_seq.push(h.seq);
+                s.seg_len.push(h.payload_len);
+                s.seg_retransmit.push(h.retransmit);
+            }
+            let id = self.pkts.alloc(Pkt {
+                src,
+                dst,
+                flow,
+                kind,
+                hops: 0,
+                dscp: 0,
+                color: Color::Green,
+                size_bytes: h.payload_len + hdr,
+                payload_bytes: h.payload_len,
+                sent_ns: now,
+                seq: 0,
+                tcp: h,
+            });
+            self.counters.created += 1;
+            self.forward(src, id);
+        }
+        if !io.rtt.is_empty() {
+            let f = &mut self.flows[flow as usize];
+            for r in io.rtt.drain(..) {
+                f.rtt_ns.push(r.as_ns());
+                if self.record.rtt {
+                    let s = &mut self.series;
+                    s.rtt_time_ns.push(now);
+                    s.rtt_flow.push(flow);
+                    s.rtt_ns.push(r.as_ns());
+                }
+            }
+        }
+        self.io = io;
+        let conn = &self.conns[c as usize];
+        if side == Side::Sender && conn.sender.is_done() {
+            let f = &mut self.flows[flow as usize];
+            f.done_ns.get_or_insert(now);
+        }
+        if let Some(t) = conn.next_timer_ns(side) {
+            self.arm_tcp(c, side, t.max(min_timer_ns));
         }
     }
 
@@ -761,6 +947,16 @@ impl Sim {
         let r = self.record;
         if r.goodput {
             stats::sample_goodput(&mut self.series, t, &mut self.flows);
+        }
+        if r.cwnd {
+            for c in &self.conns {
+                let s = &mut self.series;
+                s.cwnd_time_ns.push(t);
+                s.cwnd_flow.push(c.flow);
+                s.cwnd_bytes.push(c.sender.cwnd_bytes());
+                s.ssthresh_bytes.push(c.sender.ssthresh_bytes());
+                s.cwnd_state.push(c.sender.ca_state());
+            }
         }
         if r.queue || r.tokens {
             for (i, p) in self.policies.iter().enumerate() {
@@ -831,7 +1027,18 @@ impl Sim {
             .flows
             .iter()
             .enumerate()
-            .map(|(i, f)| f.result(i as u32, &self.node_names, end))
+            .map(|(i, f)| {
+                let mut r = f.result(i as u32, &self.node_names, end);
+                if let Some(c) = f.tcp {
+                    let st = self.conns[c as usize].sender.stats();
+                    r.packets_sent = st.segments_sent;
+                    r.retransmits = st.retransmits;
+                    r.timeouts = st.timeouts;
+                    r.fast_recoveries = st.fast_recoveries;
+                    r.packets_lost = f.packets_dropped;
+                }
+                r
+            })
             .collect();
         let sum_goodput_bps = flows
             .iter()
@@ -860,3 +1067,7 @@ impl Sim {
 #[cfg(test)]
 #[path = "sim_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "sim_tcp_tests.rs"]
+mod tcp_tests;

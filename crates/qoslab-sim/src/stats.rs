@@ -23,12 +23,13 @@ pub struct FlowStat {
     pub done_ns: Option<u64>,
     pub packets_sent: u64,
     pub packets_received: u64,
+    /// Packets of this flow dropped in the network (policies, loss, loops).
+    pub packets_dropped: u64,
     pub bytes_delivered: u64,
     pub rtt_ns: Vec<u64>,
     /// Delivered bytes at the last series sample.
     pub last_sample_bytes: u64,
     /// Index into the engine's TCP connections, for TCP flows.
-    #[allow(dead_code)] // set when the TCP endpoints land
     pub tcp: Option<u32>,
 }
 
@@ -51,6 +52,7 @@ impl FlowStat {
             done_ns: None,
             packets_sent: 0,
             packets_received: 0,
+            packets_dropped: 0,
             bytes_delivered: 0,
             rtt_ns: Vec::new(),
             last_sample_bytes: 0,

@@ -804,16 +804,18 @@ impl TcpSender {
         }
         let mut why = Blocked::App;
         loop {
-            let rate = self.pacing_rate();
-            if rate.is_some() && !self.pacer.may_send(now) {
+            let next = self.next_segment();
+            if let Next::Stop(b) = next {
+                why = b;
+                break;
+            }
+            // Only a sendable segment waits for the pacer (no idle timers).
+            if self.pacing_rate().is_some() && !self.pacer.may_send(now) {
                 self.pacing_wait = true;
                 break;
             }
-            match self.next_segment() {
-                Next::Stop(b) => {
-                    why = b;
-                    break;
-                }
+            match next {
+                Next::Stop(_) => {}
                 Next::Retransmit(idx) => self.retransmit(now, idx, io, true),
                 Next::New(len) => self.send_new(now, len, io),
             }
@@ -1263,6 +1265,29 @@ mod tests {
                 assert!(max_flight <= 6 * 1024 * 1024);
             }
         }
+    }
+
+    /// Delivery-rate samples of a bulk flow through an 8 Mbit/s
+    /// bottleneck measure the bottleneck's payload rate (1000 of every
+    /// 1040 wire bytes): never above it, and close to it once the queue
+    /// is busy.
+    #[test]
+    fn delivery_rate_samples_measure_the_bottleneck() {
+        let c = cfg(RecoveryKind::Sack);
+        let (h, log) = spied(&c, AppLimit::Bytes(1_000_000));
+        assert!(h.sender.is_done());
+        let payload_bps = 8_000_000.0 * 1000.0 / 1040.0;
+        let log = log.lock().unwrap();
+        let rates: Vec<f64> = log
+            .iter()
+            .filter_map(|a| a.rate)
+            .filter(|r| r.interval > Duration::ZERO && !r.is_app_limited)
+            .map(|r| r.delivered_bytes as f64 * 8.0 / r.interval.as_secs_f64())
+            .collect();
+        assert!(rates.len() > 500, "{}", rates.len());
+        let max = rates.iter().cloned().fold(0.0, f64::max);
+        assert!(max <= payload_bps * 1.001, "{max} > {payload_bps}");
+        assert!(max >= payload_bps * 0.97, "{max}");
     }
 
     /// Windows-10-like receiver: 64512 bytes, no scaling. The flow is

@@ -4,6 +4,7 @@
 //! - [`ping`] — ICMP echo probes.
 //! - [`bulk`] — iperf3 TCP bulk transfer (a `TcpSender` / `TcpReceiver` pair).
 
+pub mod bulk;
 pub mod ping;
 pub mod udp;
 

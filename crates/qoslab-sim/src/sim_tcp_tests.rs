@@ -1,0 +1,238 @@
+//! TCP through the engine: throughput against the closed forms (link rate,
+//! awnd/RTT, Mathis et al.), byte conservation, the ISR 4000 shaper case.
+
+use super::*;
+use crate::config::*;
+use crate::run;
+use crate::testutil::*;
+use qoslab_core::Duration;
+
+fn tcp_profile(profile: &str, cc: CcKind) -> TcpConfig {
+    TcpConfig {
+        cc,
+        ..TcpConfig::profile(profile).unwrap()
+    }
+}
+
+fn bulk(flows: u32, tcp: TcpConfig, bytes: Option<u64>) -> TrafficSpec {
+    TrafficSpec::TcpBulk {
+        flows,
+        endpoints: Endpoints::default(),
+        schedule: Schedule::default(),
+        bytes,
+        tcp,
+        label: String::new(),
+    }
+}
+
+fn dumbbell(senders: u32, access: LinkParams, bottleneck: LinkParams) -> DumbbellSpec {
+    DumbbellSpec {
+        senders,
+        receivers: senders,
+        access,
+        sender_delays: vec![],
+        bottleneck,
+        bottleneck_egress: None,
+        bottleneck_reverse_egress: None,
+        ingress_police: None,
+    }
+}
+
+/// Mean goodput (payload bit/s) of flow `f` over the intervals ending after `from_s`.
+fn steady_goodput(r: &SimResult, f: u32, from_s: u64) -> f64 {
+    let s = &r.series;
+    let iv = 100_000_000u64;
+    let (mut bytes, mut n) = (0u64, 0u64);
+    for i in 0..s.goodput_time_ns.len() {
+        if s.goodput_flow[i] == f && s.goodput_time_ns[i] > from_s * 1_000_000_000 {
+            bytes += s.goodput_bytes[i];
+            n += 1;
+        }
+    }
+    bytes as f64 * 8.0 / (n as f64 * iv as f64 / 1e9)
+}
+
+#[test]
+fn one_reno_flow_fills_an_idle_link() {
+    let d = dumbbell(
+        1,
+        lp(1_000_000_000, Duration::from_ms(1)),
+        lp(10_000_000, Duration::from_ms(5)),
+    );
+    // awnd 200 kB > BDP (17.5 kB) + what the 1000-packet queue holds: the
+    // link, not the window, limits, and nothing is lost.
+    let mut tcp = tcp_profile("linux", CcKind::Reno);
+    tcp.receive_window_bytes = 200_000;
+    let c = cfg(Topology::Dumbbell(d), vec![bulk(1, tcp, None)], 20);
+    let r = run(&c, &mut |_| true).unwrap();
+    assert_eq!(r.flows[0].retransmits, 0);
+    // Payload share of the wire: 1448 of 1500 bytes.
+    let want = 10e6 * 1448.0 / 1500.0;
+    let got = steady_goodput(&r, 0, 5);
+    assert!((got / want - 1.0).abs() < 0.02, "{got} vs {want}");
+    assert!(r.flows[0].goodput_bps > 0.9 * want);
+}
+
+#[test]
+fn one_reno_flow_is_held_to_awnd_over_rtt() {
+    // 64512 B window, 14 ms of propagation, 100 Mbit/s: window-limited.
+    let d = dumbbell(
+        1,
+        lp(1_000_000_000, Duration::from_ms(1)),
+        lp(100_000_000, Duration::from_ms(5)),
+    );
+    let mut tcp = tcp_profile("windows10", CcKind::Reno);
+    tcp.receive_window_bytes = 64_512;
+    let c = cfg(Topology::Dumbbell(d), vec![bulk(1, tcp, None)], 10);
+    let r = run(&c, &mut |_| true).unwrap();
+    // The RTT the flow sees (ack_rtt, delayed-ACK pairing included).
+    let rtt = r.flows[0].rtt.mean_ns as f64 / 1e9;
+    assert!(rtt > 0.014 && rtt < 0.0145, "{rtt}");
+    let want = 64_512.0 * 8.0 / rtt;
+    let got = steady_goodput(&r, 0, 2);
+    assert!((got / want - 1.0).abs() < 0.02, "{got} vs {want}");
+    assert_eq!(r.flows[0].retransmits, 0);
+}
+
+#[test]
+fn a_byte_limited_transfer_delivers_exactly_its_bytes_through_loss() {
+    let mut bottleneck = lp(20_000_000, Duration::from_ms(10));
+    bottleneck.loss_ppm = 10_000; // 1 %
+    let d = dumbbell(2, lp(1_000_000_000, Duration::from_ms(1)), bottleneck);
+    let c = cfg(
+        Topology::Dumbbell(d),
+        vec![bulk(2, tcp_profile("linux", CcKind::Reno), Some(3_000_000))],
+        30,
+    );
+    let mut s = Sim::new(&c).unwrap();
+    s.run_loop(&mut |_| true).unwrap();
+    let n = s.counters;
+    assert_eq!(
+        n.created,
+        n.delivered + n.dropped_policy + n.lost_link + n.dropped_loop + s.packets_live() as u64,
+        "{n:?}"
+    );
+    let r = s.finish();
+    for f in &r.flows {
+        assert_eq!(f.bytes_delivered, 3_000_000, "{f:?}");
+        assert!(f.end_ns < 30_000_000_000);
+        assert!(f.retransmits > 0 && f.packets_lost > 0, "{f:?}");
+        // all payload crossed at least once: sent ≥ bytes / mss
+        assert!(f.packets_sent >= 3_000_000 / 1448);
+    }
+}
+
+#[test]
+fn reno_under_random_loss_follows_mathis() {
+    // Mathis, Semke, Mahdavi, Ott (1997): BW = MSS / RTT · C / √p, C ≈ 1.22.
+    let p_ppm = 2_000u32;
+    let mut total = 0.0;
+    let mut rtt_sum = 0.0;
+    let seeds = [1u64, 2, 3];
+    for &seed in &seeds {
+        let mut bottleneck = lp(1_000_000_000, Duration::from_ms(9));
+        bottleneck.loss_ppm = p_ppm;
+        let d = dumbbell(1, lp(1_000_000_000, Duration::from_ms(1)), bottleneck);
+        let mut c = cfg(
+            Topology::Dumbbell(d),
+            vec![bulk(1, tcp_profile("linux", CcKind::Reno), None)],
+            40,
+        );
+        c.seed = seed;
+        let r = run(&c, &mut |_| true).unwrap();
+        total += steady_goodput(&r, 0, 5);
+        rtt_sum += r.flows[0].rtt.mean_ns as f64 / 1e9;
+    }
+    let got = total / seeds.len() as f64;
+    let rtt = rtt_sum / seeds.len() as f64;
+    let p = p_ppm as f64 / 1e6;
+    let want = 1448.0 * 8.0 / rtt * 1.22 / p.sqrt();
+    eprintln!("mathis: {got} vs {want} (rtt {rtt})");
+    assert!(
+        (got / want - 1.0).abs() < 0.2,
+        "{got} vs Mathis {want} (rtt {rtt})"
+    );
+}
+
+#[test]
+fn isr4000_shape_gives_each_windows_flow_awnd_over_rtt() {
+    // shared/reference/cisco-isr4000-20mbit.toml [shape]: 4 × 4.83 Mbit/s.
+    let mut d = dumbbell(
+        4,
+        lp(1_000_000_000, Duration::from_us(1250)),
+        lp(1_000_000_000, Duration::from_us(100)),
+    );
+    d.senders = 1;
+    d.receivers = 1;
+    d.bottleneck_egress = Some(PolicySpec::Shape(ShaperSpec {
+        kind: "shape".into(),
+        params: kv(&[("cir", "20mbit"), ("queue-limit", "200")]),
+    }));
+    let mut c = cfg(
+        Topology::Dumbbell(d),
+        vec![bulk(4, TcpConfig::profile("windows10").unwrap(), None)],
+        20,
+    );
+    c.record.queue = true;
+    let r = run(&c, &mut |_| true).unwrap();
+    assert_eq!(r.policies[0].packets_dropped, 0, "{:?}", r.policies[0]);
+    let sum: f64 = (0..4).map(|f| steady_goodput(&r, f, 5)).sum();
+    let want_sum = 20e6 * 1460.0 / 1500.0;
+    assert!((sum / want_sum - 1.0).abs() < 0.02, "{sum}");
+    for f in 0..4 {
+        let g = steady_goodput(&r, f, 5);
+        assert!((g / 4.83e6 - 1.0).abs() < 0.05, "flow {f}: {g}");
+        // RTT ≈ awnd·4 / rate: the queue holds all four windows.
+        let rtt_ms = r.flows[f as usize].rtt.p50_ns as f64 / 1e6;
+        assert!((95.0..115.0).contains(&rtt_ms), "{rtt_ms}");
+    }
+    eprintln!(
+        "isr4000 shape: {:?}",
+        r.flows.iter().map(|f| f.goodput_bps).collect::<Vec<_>>()
+    );
+    assert!(r.jain_fairness > 0.999);
+}
+
+#[test]
+fn tcp_runs_are_deterministic_and_record_what_is_asked() {
+    let mut d = dumbbell(
+        2,
+        lp(1_000_000_000, Duration::from_ms(1)),
+        lp(20_000_000, Duration::from_ms(2)),
+    );
+    d.bottleneck_egress = Some(PolicySpec::Police(MeterSpec {
+        kind: "police".into(),
+        params: kv(&[("cir", "10mbit")]),
+    }));
+    let mut c = cfg(
+        Topology::Dumbbell(d),
+        vec![bulk(3, tcp_profile("linux", CcKind::Cubic), None)],
+        5,
+    );
+    c.record = RecordSpec {
+        rtt: true,
+        cwnd: true,
+        segments: true,
+        colors: true,
+        ..RecordSpec::default()
+    };
+    let a = run(&c, &mut |_| true).unwrap();
+    let b = run(&c, &mut |_| true).unwrap();
+    assert_eq!(a, b);
+    let s = &a.series;
+    assert!(!s.rtt_ns.is_empty() && s.rtt_ns.len() == s.rtt_flow.len());
+    assert_eq!(s.cwnd_time_ns.len(), 50 * 3);
+    assert!(s.seg_retransmit.iter().any(|&x| x));
+    assert!(a
+        .flows
+        .iter()
+        .all(|f| f.protocol == "tcp" && f.retransmits > 0));
+    assert!(a.jain_fairness > 0.5 && a.jain_fairness <= 1.0);
+    // Every algorithm runs (BBR paces).
+    let mut c2 = c.clone();
+    if let TrafficSpec::TcpBulk { tcp, .. } = &mut c2.traffic[0] {
+        tcp.cc = CcKind::Bbr;
+    }
+    let r = run(&c2, &mut |_| true).unwrap();
+    assert!(r.sum_goodput_bps > 5e6, "{}", r.sum_goodput_bps);
+}

@@ -1,0 +1,62 @@
+//! iperf3 TCP bulk transfer: one [`TcpSender`] (the client, at the source
+//! host) and one [`TcpReceiver`] (the server, at the destination) per flow,
+//! driven through the sans-I/O contract of [`crate::tcp`].
+//!
+//! Timers: each endpoint exposes one `next_timer()`; the engine keeps at
+//! most one *useful* event per endpoint in the heap. `armed_ns` is the time
+//! of the earliest pending event: a later deadline is not pushed (the
+//! pending event fires first and re-arms), an earlier one is. So an RTO
+//! pushed back by every ACK costs no event per ACK. TCP timers are exact
+//! (Linux uses hrtimers for RTO, delayed ACK and pacing), whatever the
+//! node's [`TimerSpec`](crate::config::TimerSpec).
+
+use crate::tcp::{TcpHeader, TcpIo, TcpReceiver, TcpSender};
+use qoslab_core::Duration;
+
+/// "No event pending".
+pub const UNARMED: u64 = u64::MAX;
+
+/// Which endpoint of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Sender = 0,
+    Receiver = 1,
+}
+
+/// One TCP connection.
+pub struct TcpConn {
+    pub sender: TcpSender,
+    pub receiver: TcpReceiver,
+    /// Index of the flow in the results.
+    pub flow: u32,
+    pub header_bytes: u32,
+    /// Earliest pending timer event per side ([`UNARMED`] if none).
+    pub armed_ns: [u64; 2],
+}
+
+impl TcpConn {
+    pub fn next_timer_ns(&self, side: Side) -> Option<u64> {
+        match side {
+            Side::Sender => self.sender.next_timer(),
+            Side::Receiver => self.receiver.next_timer(),
+        }
+        .map(|t| t.as_ns())
+    }
+}
+
+/// What an endpoint asked for during one call; reused between calls so
+/// the steady state allocates nothing.
+#[derive(Debug, Default)]
+pub struct IoBuf {
+    pub out: Vec<TcpHeader>,
+    pub rtt: Vec<Duration>,
+}
+
+impl TcpIo for IoBuf {
+    fn transmit(&mut self, header: TcpHeader) {
+        self.out.push(header);
+    }
+    fn rtt_sample(&mut self, rtt: Duration) {
+        self.rtt.push(rtt);
+    }
+}
