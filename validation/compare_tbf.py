@@ -99,53 +99,44 @@ series = ["goodput", "ping"]
 
 
 def simulate(toml_text: str, rate: str) -> dict[str, Any]:
-    """Run one scenario in qoslab and return its figures (raises if unavailable)."""
+    """Run one scenario with ``qoslab.simulate`` and return its figures."""
     import qoslab  # optional: the page renders without it
 
     res = qoslab.simulate(toml_text)
-    return sim_figures(res, rate)
+    return sim_figures(res.raw, rate)
 
 
-def _get(obj: Any, key: str) -> Any:
-    return obj[key] if isinstance(obj, dict) else getattr(obj, key)
-
-
-def sim_figures(res: Any, rate: str) -> dict[str, Any]:
-    flows = list(_get(res, "flows"))
-    tcp = [f for f in flows if _get(f, "protocol") == "tcp"]
-    pings = [f for f in flows if _get(f, "protocol") == "ping"]
-    goodputs = [float(_get(f, "goodput_bps")) for f in tcp]
-    rtt_means = [float(_get(_get(f, "rtt"), "mean_ns")) / 1e6 for f in tcp]
-    policies = list(_get(res, "policies"))
-    tbf = next((p for p in policies if _get(p, "kind") in ("tbf", "shape")), None)
-    ping_ms: list[float] = []
-    series = _get(res, "series")
-    ping_ids = {int(_get(f, "id")) for f in pings}
-    for t, fl, rtt in zip(
-        _get(series, "ping_time_ns"),
-        _get(series, "ping_flow"),
-        _get(series, "ping_rtt_ns"),
-        strict=True,
-    ):
-        if int(fl) in ping_ids and int(t) >= WARMUP_S * 1e9:
-            ping_ms.append(int(rtt) / 1e6)
+def sim_figures(raw: dict[str, Any], rate: str) -> dict[str, Any]:
+    """The comparison's figures from a ``SimulationResult.raw`` dict."""
+    tcp = [f for f in raw["flows"] if f["protocol"] == "tcp"]
+    pings = [f for f in raw["flows"] if f["protocol"] == "ping"]
+    goodputs = [float(f["goodput_bps"]) for f in tcp]
+    rtt_means = [float(f["rtt"]["mean_ns"]) / 1e6 for f in tcp if f["rtt"]["samples"]]
+    tbf = next((p for p in raw["policies"] if p["kind"] in ("tbf", "shape")), None)
+    ping_ids = {int(f["id"]) for f in pings}
+    col = raw["series"]["ping"]
+    ping_ms = [
+        int(r) / 1e6
+        for t, fl, r in zip(col["time_ns"], col["flow"], col["rtt_ns"], strict=True)
+        if int(fl) in ping_ids and int(t) >= WARMUP_S * 1e9
+    ]
+    sent = sum(int(f["packets_sent"]) for f in pings)
     return {
         "sum_goodput_bps": sum(goodputs),
         "of_ceiling": sum(goodputs) / ceiling_bps(rate),
         "flow_goodput_bps": goodputs,
         "jain": jain(goodputs),
-        "min_max": min(goodputs) / max(goodputs) if goodputs else None,
-        "retransmits": sum(int(_get(f, "retransmits")) for f in tcp),
+        "min_max": min(goodputs) / max(goodputs) if goodputs and max(goodputs) else None,
+        "retransmits": sum(int(f["retransmits"]) for f in tcp),
+        "timeouts": sum(int(f["timeouts"]) for f in tcp),
+        "fast_recoveries": sum(int(f["fast_recoveries"]) for f in tcp),
         "tcp_rtt_ms": statistics.fmean(rtt_means) if rtt_means else None,
         "ping_load_ms": statistics.median(ping_ms) if ping_ms else None,
-        "ping_loss": (
-            sum(int(_get(f, "packets_lost")) for f in pings)
-            / max(1, sum(int(_get(f, "packets_sent")) for f in pings))
-            if pings
-            else None
-        ),
-        "tbf_drops": int(_get(tbf, "packets_dropped")) if tbf is not None else None,
-        "tbf_describe": [list(kv) for kv in _get(tbf, "describe")] if tbf is not None else [],
+        "ping_loss": sum(int(f["packets_lost"]) for f in pings) / sent if sent else None,
+        "tbf_drops": int(tbf["packets_dropped"]) if tbf is not None else None,
+        "tbf_max_queue_bytes": int(tbf["max_queue_bytes"]) if tbf is not None else None,
+        "tbf_describe": [list(kv) for kv in tbf["describe"]] if tbf is not None else [],
+        "events": int(raw["events"]),
     }
 
 
@@ -326,6 +317,52 @@ def render(real: dict[str, Any], sim: dict[str, Any] | None, sim_note: str) -> s
             w("")
             w(f"Simulation failed: `{s['error']}`")
         w("")
+    off = HERE / "real_tbf_offloads_on.json"
+    if off.exists():
+        w("## Side run: offloads left on")
+        w("")
+        w(
+            "`sudo python3 validation/real_tbf.py --keep-offloads --case tbf20-b20k-1cubic "
+            "--case tbf100-b3000-1cubic --out validation/real_tbf_offloads_on.json` "
+            "(veth defaults: TSO and GSO on, GRO off), one run each, beside the offloads-off "
+            "means above:"
+        )
+        w("")
+        w(
+            "| case | offloads | goodput (Mbit/s) | retransmits | tbf drops "
+            "| segments through tbf | skbs out of r1 | segments/skb |"
+        )
+        w("|---|---|---|---|---|---|---|---|")
+        for run in json.loads(off.read_text())["results"]:
+            name = run["case"]["name"]
+            base = cases.get(name, [])
+            for label, runs in (("off", base), ("on", [run])):
+                if not runs:
+                    continue
+                figs = [real_figures(r) for r in runs]
+                pk = [r["qdisc_after"]["packets"] for r in runs]
+                skbs = [r.get("router_egress_tx_skbs") for r in runs]
+                ratio = [p / k for p, k in zip(pk, skbs, strict=True) if k]
+                w(
+                    f"| `{name}` | {label} | "
+                    f"{fmt_range([x['sum_goodput_bps'] for x in figs], '{:.2f}', 1e-6)} | "
+                    f"{fmt_range([x['retransmits'] for x in figs], '{:.0f}', 1.0)} | "
+                    f"{fmt_range([x['tbf_drops'] for x in figs], '{:.0f}', 1.0)} | "
+                    f"{fmt_range(pk, '{:.0f}', 1.0)} | "
+                    f"{fmt_range(skbs, '{:.0f}', 1.0)} | "
+                    f"{fmt_range(ratio, '{:.2f}', 1.0)} |"
+                )
+        w("")
+        w(
+            "tc counts GSO segments (`bstats` adds `gso_segs`), the veth counts skbs, so "
+            "their ratio is the mean number of segments per skb leaving the tbf. "
+            "With the 20000-byte burst the GSO skbs fit under `max_size` and go "
+            "whole into the queue: several segments per skb, and each tbf drop loses a "
+            "whole skb, so drops no longer match retransmissions one to one. With the "
+            "3000-byte burst almost every GSO skb is larger than `max_size` and is split by "
+            "`tbf_segment`: one segment per skb and the offloads-off picture again."
+        )
+        w("")
     w("## Notes on this kernel and tc")
     w("")
     for para in KERNEL_NOTES:
@@ -383,11 +420,13 @@ DISCUSSION = (
     "slow-start exit: with the tbf queue as the only delay it can end slow start early) "
     "and its `fast_convergence`. Retransmission counts differ most: the kernel counts "
     "every retransmitted segment, including spurious ones and tail-loss probes.",
-    "**GSO.** Switched off here. With TSO/GSO on, TCP hands the stack super-packets of "
-    "up to 64 KB; at the router, tbf sees each one as a single skb whose `qdisc_pkt_len` "
-    "exceeds `max_size` (the burst), so `tbf_enqueue` splits it with `tbf_segment` into "
-    "MSS segments queued one by one (dropping on a full queue per segment). Since the "
-    "simulator models wire frames only, the comparison is only meaningful with offloads "
+    "**GSO.** Switched off here. With TSO/GSO on, TCP hands the stack super-packets "
+    "(sized by `tcp_tso_autosize` to about 1 ms at the pacing rate, at least two "
+    "segments) and veth forwards them whole; tbf charges each skb its full "
+    "`qdisc_pkt_len`. One no larger than `max_size` (the burst) is queued and dropped "
+    "as one unit, so a single tbf drop can lose several segments; a larger one is split by "
+    "`tbf_segment` into MSS segments queued (and dropped) one by one. The side run below "
+    "shows both. The simulator models wire frames only, so the comparison needs offloads "
     "off (`ethtool -K dev tso off gso off gro off`).",
     "**RTT.** The idle ping RTT of a few tens of µs is host processing, not propagation: "
     "the simulator turns it into link delay. Under load both RTTs are dominated by the "

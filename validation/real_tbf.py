@@ -193,7 +193,8 @@ def preflight() -> None:
 class Lab:
     """Three namespaces and two veth pairs; deletes everything it made on exit."""
 
-    def __init__(self, tag: str, log: list[str]):
+    def __init__(self, tag: str, log: list[str], offloads: bool = False):
+        self.offloads = offloads
         self.ns = {role: f"qlv-{os.getpid()}-{tag}-{role}" for role in ("c", "r", "s")}
         self.made: list[str] = []
         self.procs: list[subprocess.Popen[str]] = []
@@ -246,7 +247,8 @@ class Lab:
             ("s", "s0", SERVER_IP),
         ):
             self.sh(None, ["ip", "-n", self.ns[role], "addr", "add", f"{addr}/24", "dev", dev])
-            self.sh(role, ["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"])
+            if not self.offloads:
+                self.sh(role, ["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"])
             self.sh(None, ["ip", "-n", self.ns[role], "link", "set", dev, "up"])
         self.sh(None, ["ip", "-n", c, "route", "add", "default", "via", ROUTER_C_IP])
         self.sh(None, ["ip", "-n", s, "route", "add", "default", "via", ROUTER_S_IP])
@@ -374,10 +376,12 @@ def iperf_digest(j: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_case(case: Case, duration_s: int, repeat: int = 0) -> dict[str, Any]:
+def run_case(
+    case: Case, duration_s: int, repeat: int = 0, offloads: bool = False
+) -> dict[str, Any]:
     log: list[str] = []
     tag = f"{CASES.index(case) if case in CASES else 'x'}{repeat}"
-    with Lab(tag, log) as lab:
+    with Lab(tag, log, offloads) as lab:
         ns_sysctls = {
             k: lab.sh("c", ["sysctl", "-n", f"net.ipv4.{k}"]).strip()
             for k in (
@@ -433,6 +437,10 @@ def run_case(case: Case, duration_s: int, repeat: int = 0) -> dict[str, Any]:
         if client.returncode != 0:
             raise Failure(f"{case.name}: iperf3 client failed: {err.strip() or out[:500]}")
         after = qdisc_stats(lab)
+        # The device counts one packet per skb, tc's bstats one per GSO segment:
+        # their ratio is the mean number of segments per skb through the tbf.
+        link = json.loads(lab.sh("r", ["ip", "-s", "-j", "link", "show", "dev", ROUTER_EGRESS]))
+        egress_skbs = link[0]["stats64"]["tx"]["packets"]
         try:
             server.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -446,6 +454,7 @@ def run_case(case: Case, duration_s: int, repeat: int = 0) -> dict[str, Any]:
         return {
             "case": asdict(case),
             "repeat": repeat,
+            "offloads_left_on": offloads,
             "tc_command": f"tc qdisc add dev {ROUTER_EGRESS} root tbf " + " ".join(case.tbf_args()),
             "iperf3_command": f"iperf3 -c {SERVER_IP} -P {case.flows} -t {duration_s}"
             f" -C {case.cc} -J",
@@ -465,6 +474,7 @@ def run_case(case: Case, duration_s: int, repeat: int = 0) -> dict[str, Any]:
             "client_offloads": offloads,
             "qdisc_before": before,
             "qdisc_after": after,
+            "router_egress_tx_skbs": egress_skbs,
             "commands": log,
         }
 
@@ -539,6 +549,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--repeat", type=int, default=1, help="runs of each case, for the spread (default 1)"
     )
+    ap.add_argument(
+        "--keep-offloads",
+        action="store_true",
+        help="leave TSO/GSO/GRO at the veth defaults (on): shows tbf_segment at work; "
+        "use with --out, the comparison needs them off",
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     a = ap.parse_args(argv)
@@ -572,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{c.flows}x {c.cc}, {a.duration}s",
                 flush=True,
             )
-            r = run_case(c, a.duration, k)
+            r = run_case(c, a.duration, k, a.keep_offloads)
             ip = r["iperf3"]
             print(
                 f"   goodput {ip['sum_goodput_bps'] / 1e6:.2f} Mbit/s, "
