@@ -13,19 +13,25 @@
 //! - [`prio`] — strict priority bands with a priomap, Linux `sch_prio.c`.
 //! - [`drr`] — Deficit Round Robin, Linux `sch_drr.c` (Shreedhar & Varghese).
 //! - [`htb`] — Hierarchical Token Bucket, Linux `sch_htb.c` + tc `q_htb.c`.
+//! - [`sfq`] — Stochastic Fairness Queueing, Linux `sch_sfq.c`.
+//! - [`fq_codel`] — FQ-CoDel, RFC 8290 / Linux `sch_fq_codel.c`.
 //!
 //! Schedulers hold `Box<dyn Shaper + Send>` children (a tree is built once
 //! from a configuration, its node types are open), so they are neither
 //! `Clone` nor part of the [`AnyShaper`](crate::shaper::AnyShaper) enum.
 
 pub mod drr;
+pub mod fq_codel;
 pub mod htb;
 pub mod prio;
+pub mod sfq;
 pub mod tree;
 
 pub use drr::Drr;
+pub use fq_codel::FqCodel;
 pub use htb::{Htb, HtbClassConfig, HtbConfig};
 pub use prio::Prio;
+pub use sfq::Sfq;
 pub use tree::{pfifo, Child, Metered, Pfifo};
 
 #[cfg(test)]

@@ -53,6 +53,12 @@ pub struct Scoreboard {
     retrans_bytes: u64,
     /// No segment below this sequence is lost and not yet retransmitted.
     retransmit_hint: u64,
+    /// Highest end of a segment ever SACKed.
+    highest_sacked_end: u64,
+    /// Every un-SACKed segment below this sequence is marked lost
+    /// (IsLost is monotone in the sequence number, so the marked region
+    /// only grows: loss marking is incremental).
+    lost_floor: u64,
 }
 
 impl Scoreboard {
@@ -156,6 +162,7 @@ impl Scoreboard {
                 continue;
             }
             self.forget(&seg);
+            self.highest_sacked_end = self.highest_sacked_end.max(seg.end());
             self.segs[i].sacked = true;
             let now = self.segs[i];
             self.unforget(&now);
@@ -172,27 +179,45 @@ impl Scoreboard {
             return 0;
         }
         let byte_thresh = (dup_thresh.saturating_sub(1) as u64) * mss as u64;
+        // The lowest point with enough SACKed data above it: walk down
+        // from the highest SACKed segment to the DupThresh-th SACKed one.
+        let top = self
+            .segs
+            .partition_point(|s| s.end() <= self.highest_sacked_end);
         let (mut segs_above, mut bytes_above) = (0u32, 0u64);
-        let mut newly = 0;
-        for i in (0..self.segs.len()).rev() {
+        let mut point = None;
+        for i in (0..top).rev() {
             let seg = self.segs[i];
             if seg.sacked {
                 segs_above += 1;
                 bytes_above += seg.len as u64;
-                continue;
+                if segs_above >= dup_thresh || bytes_above > byte_thresh {
+                    point = Some(seg.seq);
+                    break;
+                }
             }
-            if segs_above < dup_thresh && bytes_above <= byte_thresh {
-                continue;
-            }
-            if seg.lost {
-                // Everything un-SACKed below was marked with it.
+        }
+        let Some(point) = point else {
+            return 0;
+        };
+        if point <= self.lost_floor {
+            return 0;
+        }
+        let from = self.segs.partition_point(|s| s.seq < self.lost_floor);
+        let mut newly = 0;
+        for i in from..self.segs.len() {
+            let seg = self.segs[i];
+            if seg.seq >= point {
                 break;
             }
-            self.segs[i].lost = true;
-            self.lost_bytes += seg.len as u64;
-            self.retransmit_hint = self.retransmit_hint.min(seg.seq);
-            newly += seg.len as u64;
+            if !seg.sacked && !seg.lost {
+                self.segs[i].lost = true;
+                self.lost_bytes += seg.len as u64;
+                self.retransmit_hint = self.retransmit_hint.min(seg.seq);
+                newly += seg.len as u64;
+            }
         }
+        self.lost_floor = point;
         newly
     }
 
@@ -231,6 +256,9 @@ impl Scoreboard {
             }
         }
         self.retransmit_hint = 0;
+        if let Some(last) = self.segs.back() {
+            self.lost_floor = self.lost_floor.max(last.end());
+        }
         newly
     }
 
@@ -346,5 +374,36 @@ mod tests {
         assert_eq!(b.mark_all_lost(), 2000);
         assert_eq!((b.pipe(), b.lost_bytes(), b.retrans_bytes()), (0, 3000, 0));
         assert_eq!(b.first_lost_unsent(), Some(0));
+    }
+
+    /// RFC 6675 IsLost by its definition, for comparison.
+    fn is_lost_brute(b: &Scoreboard, idx: usize, mss: u64) -> bool {
+        let above = (idx + 1..b.segs.len()).filter(|&j| b.segs[j].sacked);
+        let (n, bytes) = above.fold((0, 0), |(n, by), j| (n + 1, by + b.segs[j].len as u64));
+        n >= 3 || bytes > 2 * mss
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn incremental_marking_matches_islost(
+            ops in proptest::collection::vec((0u64..40, 1u64..4, proptest::bool::ANY), 1..30)
+        ) {
+            let mut b = board(40);
+            for (start, len, ack) in ops {
+                if ack {
+                    b.ack_to(1 + start * 1000 / 4, |_| {});
+                } else {
+                    b.sack(1 + start * 1000, 1 + (start + len) * 1000, |_| {});
+                }
+                b.mark_lost_by_sack(3, 1000);
+                for i in 0..b.segs.len() {
+                    if !b.segs[i].sacked {
+                        proptest::prop_assert_eq!(b.segs[i].lost, is_lost_brute(&b, i, 1000), "seg {}", i);
+                    }
+                }
+                let pipe: u64 = b.segs.iter().filter(|s| !s.sacked && !s.lost).map(|s| s.len as u64).sum();
+                proptest::prop_assert_eq!(b.pipe(), pipe);
+            }
+        }
     }
 }
