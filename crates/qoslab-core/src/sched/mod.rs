@@ -51,7 +51,7 @@ pub use fq_codel::FqCodel;
 pub use htb::{Htb, HtbClassConfig, HtbConfig};
 pub use prio::Prio;
 pub use sfq::Sfq;
-pub use tree::{pfifo, Child, Metered, Pfifo};
+pub use tree::{pfifo, Child, Metered};
 pub use wfq::Wfq;
 
 #[cfg(test)]
