@@ -567,17 +567,7 @@ impl Shaper for Codel {
             .dequeue(&self.params, &mut self.stats, now, &mut q)
     }
 
-    #[inline]
-    fn next_ready(&self, now: Instant) -> Option<Instant> {
-        (!self.queue.is_empty()).then_some(now)
-    }
-
-    fn backlog_packets(&self) -> usize {
-        self.queue.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.backlog_bytes
-    }
+    super::fifo_accessors!();
 
     fn describe(&self) -> Vec<(&'static str, String)> {
         let p = &self.params;

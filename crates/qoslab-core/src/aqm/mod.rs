@@ -15,6 +15,8 @@
 //! - [`rio`] — RIO-C (Clark & Fang 1998) and WRED (Cisco) with green /
 //!   yellow / red thresholds over one FIFO, RFC 2963 App. A preset (kinds
 //!   `rio`, `wred`).
+//! - [`pie`] — PIE, RFC 8033 + Linux `sch_pie.c` (kind `pie`), timestamp-based
+//!   queue delay.
 //!
 //! Drops at enqueue come back as [`Dropped`] from `enqueue`; the forced
 //! (tail) and early (probabilistic) kinds are told apart by each AQM's
@@ -30,6 +32,7 @@
 //! Hot paths dispatch through the [`AnyAqm`] enum (no `Box<dyn>`).
 
 pub mod codel;
+pub mod pie;
 pub mod red;
 pub mod rio;
 
@@ -39,6 +42,7 @@ use crate::shaper::{Dropped, Shaper};
 use crate::time::Instant;
 
 pub use codel::{Codel, CodelParams, CodelQueue, CodelState, CodelStats};
+pub use pie::Pie;
 pub use red::{Red, RedParms, RedVars};
 pub use rio::{Rio, RioConfig, RioMode};
 
@@ -59,6 +63,38 @@ pub struct AqmCounters {
     pub forced_drop_bytes: u64,
     /// Packets marked (ECN) instead of dropped; transmitted.
     pub marks: u64,
+}
+
+/// The `Shaper` accessors of a work-conserving AQM whose struct has a
+/// `queue` (a `VecDeque`) and a `backlog_bytes` field: ready whenever
+/// something waits.
+macro_rules! fifo_accessors {
+    () => {
+        #[inline]
+        fn next_ready(&self, now: Instant) -> Option<Instant> {
+            (!self.queue.is_empty()).then_some(now)
+        }
+        fn backlog_packets(&self) -> usize {
+            self.queue.len()
+        }
+        fn backlog_bytes(&self) -> u64 {
+            self.backlog_bytes
+        }
+    };
+}
+pub(crate) use fifo_accessors;
+
+/// Builds one AQM type from `pairs` and rejects leftovers (tests).
+#[cfg(test)]
+pub(crate) fn build<T>(
+    kind: &str,
+    pairs: &[(&str, &str)],
+    f: impl FnOnce(&mut Params) -> Result<T, ConfigError>,
+) -> Result<T, ConfigError> {
+    let mut p = Params::new(kind, pairs.iter().copied());
+    let t = f(&mut p)?;
+    p.finish()?;
+    Ok(t)
 }
 
 /// A packet limit: `1000`, `1000p`; defaults to `default` when absent.
@@ -83,6 +119,7 @@ pub enum AnyAqm {
     /// `rio` (RIO-C) and `wred`: one type, [`RioMode`].
     Rio(Rio),
     Codel(Codel),
+    Pie(Pie),
 }
 
 /// `match` over every [`AnyAqm`] variant, binding the inner AQM to `$a`.
@@ -92,6 +129,7 @@ macro_rules! each_aqm {
             AnyAqm::Red($a) => $e,
             AnyAqm::Rio($a) => $e,
             AnyAqm::Codel($a) => $e,
+            AnyAqm::Pie($a) => $e,
         }
     };
 }
@@ -114,6 +152,10 @@ pub const AQM_KINDS: &[(&str, &str)] = &[
         "codel",
         "CoDel (RFC 8289, Linux sch_codel): limit (packets, 1000), target (5ms), interval (100ms), ce-threshold, ecn, mtu",
     ),
+    (
+        "pie",
+        "PIE (RFC 8033, Linux sch_pie): limit (packets, 1000), target (15ms), tupdate (15ms), alpha (2/16), beta (20/16), max-burst, derandomize, ecn, bytemode, seed",
+    ),
 ];
 
 impl AnyAqm {
@@ -125,6 +167,7 @@ impl AnyAqm {
             "wred" => AnyAqm::Rio(Rio::from_params(RioMode::Wred, &mut p)?),
             "rio" => AnyAqm::Rio(Rio::from_params(RioMode::RioC, &mut p)?),
             "codel" => AnyAqm::Codel(Codel::from_params(&mut p)?),
+            "pie" => AnyAqm::Pie(Pie::from_params(&mut p)?),
             other => return Err(crate::meter::unknown_kind("aqm", other, AQM_KINDS)),
         };
         p.finish()?;
@@ -176,6 +219,113 @@ impl Shaper for AnyAqm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::Color;
+    use proptest::prelude::*;
+
+    /// Every kind, configured small so limits and early drops both bite:
+    /// (kind, params, packet limit, byte limit).
+    fn small(kind: usize) -> (AnyAqm, Option<usize>, Option<u64>) {
+        let (k, pairs, lp, lb): (&str, &[(&str, &str)], _, _) = match kind {
+            0 => (
+                "red",
+                &[("limit", "20000"), ("avpkt", "800"), ("probability", "0.3")],
+                None,
+                Some(20_000),
+            ),
+            1 => (
+                "wred",
+                &[
+                    ("preset", "rfc2963"),
+                    ("limit", "30p"),
+                    ("green-min", "10p"),
+                    ("green-max", "20p"),
+                    ("yellow-min", "6p"),
+                    ("yellow-max", "14p"),
+                    ("red-min", "2p"),
+                    ("red-max", "8p"),
+                    ("ewma", "2"),
+                ],
+                Some(30),
+                None,
+            ),
+            2 => (
+                "rio",
+                &[
+                    ("limit", "25000"),
+                    ("green-min", "8000"),
+                    ("green-max", "16000"),
+                    ("green-probability", "0.1"),
+                    ("yellow-min", "4000"),
+                    ("yellow-max", "12000"),
+                    ("yellow-probability", "0.2"),
+                    ("red-min", "2000"),
+                    ("red-max", "6000"),
+                    ("red-probability", "0.5"),
+                    ("ewma", "2"),
+                ],
+                None,
+                Some(25_000),
+            ),
+            3 => (
+                "codel",
+                &[("limit", "40"), ("target", "1ms"), ("interval", "10ms")],
+                Some(40),
+                None,
+            ),
+            _ => (
+                "pie",
+                &[
+                    ("limit", "40"),
+                    ("target", "1ms"),
+                    ("tupdate", "2ms"),
+                    ("max-burst", "5ms"),
+                ],
+                Some(40),
+                None,
+            ),
+        };
+        (
+            AnyAqm::from_params(k, Params::new(k, pairs.iter().copied())).unwrap(),
+            lp,
+            lb,
+        )
+    }
+
+    proptest! {
+        /// No AQM exceeds its limit, and every packet offered is either
+        /// sent, dropped (at enqueue or at dequeue) or still queued; the
+        /// counters agree with the drops seen.
+        #[test]
+        fn limits_and_conservation_for_every_kind(
+            kind in 0usize..5,
+            ops in proptest::collection::vec((0u64..2_000_000, 40u32..1500, 0u8..3, any::<bool>()), 1..500),
+        ) {
+            let (mut a, limit_p, limit_b) = small(kind);
+            let (mut t, mut inn, mut out, mut dropped) = (0u64, 0u64, 0u64, 0u64);
+            for (i, (dt, size, color, deq)) in ops.into_iter().enumerate() {
+                t += dt;
+                let now = Instant::from_ns(t);
+                if deq {
+                    out += a.dequeue(now).is_some() as u64;
+                } else {
+                    inn += 1;
+                    let pkt = Packet { color: Color::from_u8(color).unwrap(), ..Packet::new(i as u64, size) };
+                    dropped += a.enqueue(now, pkt).is_err() as u64;
+                }
+                dropped += a.take_dropped().count() as u64;
+                if let Some(l) = limit_p {
+                    prop_assert!(a.backlog_packets() <= l);
+                }
+                if let Some(l) = limit_b {
+                    prop_assert!(a.backlog_bytes() <= l);
+                }
+                prop_assert_eq!(inn, out + dropped + a.backlog_packets() as u64);
+                let c = a.counters();
+                prop_assert_eq!(dropped, c.tail_drops + c.early_drops + c.forced_drops);
+                prop_assert_eq!(a.next_ready(now).is_some(), a.backlog_packets() > 0);
+            }
+        }
+    }
 
     #[test]
     fn from_params_builds_each_kind_and_rejects_unknown() {

@@ -702,16 +702,7 @@ impl Shaper for Red {
         p
     }
 
-    #[inline]
-    fn next_ready(&self, now: Instant) -> Option<Instant> {
-        (!self.queue.is_empty()).then_some(now)
-    }
-    fn backlog_packets(&self) -> usize {
-        self.queue.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.backlog_bytes
-    }
+    super::fifo_accessors!();
 
     fn describe(&self) -> Vec<(&'static str, String)> {
         let (min, max) = self.parms.thresholds();
@@ -748,10 +739,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn red(pairs: &[(&str, &str)]) -> Result<Red, ConfigError> {
-        let mut p = Params::new("red", pairs.iter().copied());
-        let r = Red::from_params(&mut p)?;
-        p.finish()?;
-        Ok(r)
+        super::super::build("red", pairs, Red::from_params)
     }
     fn desc(r: &Red, key: &str) -> String {
         r.describe()

@@ -451,16 +451,7 @@ impl Shaper for Rio {
         Some(p)
     }
 
-    #[inline]
-    fn next_ready(&self, now: Instant) -> Option<Instant> {
-        (!self.queue.is_empty()).then_some(now)
-    }
-    fn backlog_packets(&self) -> usize {
-        self.queue.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.backlog_bytes
-    }
+    super::fifo_accessors!();
 
     fn describe(&self) -> Vec<(&'static str, String)> {
         let cfg = &self.cfg;
@@ -517,10 +508,7 @@ mod tests {
         } else {
             RioMode::RioC
         };
-        let mut p = Params::new(kind, pairs.iter().copied());
-        let r = Rio::from_params(mode, &mut p)?;
-        p.finish()?;
-        Ok(r)
+        super::super::build(kind, pairs, |p| Rio::from_params(mode, p))
     }
     fn colored(id: u64, c: Color) -> Packet {
         Packet {
