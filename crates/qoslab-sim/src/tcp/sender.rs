@@ -49,6 +49,16 @@
 //!   Eifel check (RFC 3522; Linux `tcp_packet_delayed`). Either undoes
 //!   the reduction (`cc.undo`, Linux `tcp_undo_cwnd_reduction`) and the
 //!   loss marks.
+//! - RACK ([`TcpConfig::rack`], SACK recovery only; [`super::rack`]):
+//!   loss detection by send time, RFC 8985 §6, as Linux runs it: it
+//!   replaces the DupThresh / IsLost rules (Linux skips
+//!   `tcp_update_scoreboard` and the dupack heuristic when RACK is on),
+//!   detects lost retransmissions, arms the reordering timer, and on an
+//!   RTO marks lost only segments sent more than RACK.rtt ago (cwnd =
+//!   in flight + 1 segment, `tcp_enter_loss`).
+//! - TLP ([`TcpConfig::tlp`], SACK only): RFC 8985 §7 as Linux
+//!   `tcp_schedule_loss_probe` / `tcp_send_loss_probe` /
+//!   `tcp_process_tlp_ack` (see [`TcpSender`]'s private docs for PTO).
 //! - Duplicate ACKs: RFC 5681 §2 definition (no data, ack = SND.UNA,
 //!   outstanding data, same window) without SACK; RFC 6675 §2 with SACK
 //!   (an ACK whose SACK blocks cover new data).
@@ -95,14 +105,14 @@
 //!   algorithm sets `pacing_rate`; retransmissions are paced too, except
 //!   the one forced by entering recovery or by the RTO.
 //!
-//! Left out (named): TLP (RFC 8985 §7), RACK time-based loss detection
-//! (RFC 8985), limited transmit for non-SACK connections (RFC 3042),
-//! DSACK undo and undo of a fast recovery (Linux `tcp_try_undo_recovery`,
+//! Left out (named): limited transmit for non-SACK connections (RFC 3042),
+//! RACK's DSACK-adapted reordering window, DSACK undo and undo of a fast recovery (Linux `tcp_try_undo_recovery`,
 //! `tcp_try_undo_partial`, `tcp_try_undo_dsack`), ECN (RFC 3168), FIN,
 //! SYN give-up after `tcp_syn_retries`, congestion-window validation
 //! after idle (RFC 7661), Nagle (a bulk sender always has full segments).
 
 use super::pacing::{default_pacing_rate, Pacer};
+use super::rack::{Rack, TIMEOUT_MIN};
 use super::rate::{RateAccumulator, RateEstimator};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, SentSegment};
@@ -137,6 +147,11 @@ pub struct SenderStats {
     /// Retransmission timeouts found spurious and undone (F-RTO or Eifel;
     /// Linux `TCPSpuriousRTOs` + `TCPLossUndo`).
     pub spurious_rtos: u64,
+    /// Tail loss probes sent (Linux `TCPLossProbes`).
+    pub loss_probes: u64,
+    /// Probes that repaired a loss and cost a window reduction (Linux
+    /// `TCPLossProbeRecovery`).
+    pub loss_probe_recoveries: u64,
     /// Payload bytes cumulatively acknowledged.
     pub bytes_acked: u64,
     pub established_at: Option<Instant>,
@@ -221,6 +236,16 @@ pub struct TcpSender {
     undo_prior: Option<(u64, u64)>,
     /// First retransmission of the current episode (Linux `retrans_stamp`).
     retrans_stamp: Option<Instant>,
+    rack: Rack,
+    /// RACK reordering timer (Linux `ICSK_TIME_REO_TIMEOUT`).
+    reo_at: Option<Instant>,
+    /// Tail-loss-probe timer (PTO, Linux `ICSK_TIME_LOSS_PROBE`).
+    tlp_at: Option<Instant>,
+    /// SND.NXT when the outstanding probe was sent (RFC 8985 TLP.end_seq,
+    /// Linux `tlp_high_seq`); `None` = no probe outstanding.
+    tlp_high_seq: Option<u64>,
+    /// The outstanding probe was a retransmission (Linux `tlp_retrans`).
+    tlp_retrans: bool,
     stats: SenderStats,
 }
 
@@ -285,6 +310,11 @@ impl TcpSender {
             frto_new_only: false,
             undo_prior: None,
             retrans_stamp: None,
+            rack: Rack::default(),
+            reo_at: None,
+            tlp_at: None,
+            tlp_high_seq: None,
+            tlp_retrans: false,
             stats: SenderStats::default(),
         }
     }
@@ -303,6 +333,12 @@ impl TcpSender {
     /// RFC 6675 recovery needs both the kind and the SACK option.
     fn sack_recovery(&self) -> bool {
         self.cfg.sack && self.cfg.recovery == RecoveryKind::Sack
+    }
+
+    /// RACK replaces the DupThresh rule in SACK recovery (Linux: SACK
+    /// connections with `tcp_recovery & TCP_RACK_LOSS_DETECTION`).
+    fn rack_on(&self) -> bool {
+        self.cfg.rack && self.sack_recovery()
     }
 
     /// Send the SYN.
@@ -376,15 +412,22 @@ impl TcpSender {
 
     pub fn next_timer(&self) -> Option<Instant> {
         let pace = self.pacing_wait.then(|| self.pacer.next_send());
-        match (self.rto_at, pace) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.rto_at, self.reo_at, self.tlp_at, pace]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     pub fn on_timer(&mut self, now: Instant, io: &mut dyn TcpIo) {
-        if self.rto_at.is_some_and(|t| t <= now) {
+        let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
+        // Linux has one timer: an armed probe timer replaces the RTO
+        // (the PTO is never later), so a probe due with it goes first.
+        if due(self.tlp_at) && self.tlp_at <= self.rto_at.or(self.tlp_at) {
+            self.send_loss_probe(now, io);
+        } else if due(self.rto_at) {
             self.on_rto(now, io);
+        } else if due(self.reo_at) {
+            self.on_reo_timeout(now, io);
         }
         self.try_send(now, io);
     }
@@ -505,10 +548,22 @@ impl TcpSender {
         self.frto = self.cfg.frto && (new_recovery || self.rto_streak > 0);
         self.frto_new_only = false;
         self.rto_streak += 1;
-        self.sb.mark_all_lost();
+        let spare = if self.rack_on() {
+            self.rack.rto_spare_after(now)
+        } else {
+            None
+        };
+        self.sb.mark_all_lost(spare);
+        if !self.cc.owns_cwnd() {
+            // tcp_enter_loss: cwnd = packets in flight + 1.
+            self.state.cwnd_bytes = self.sb.pipe() + self.mss() as u64;
+        }
         self.ca = CaState::Loss;
         self.high_seq = self.snd_nxt;
         self.dupacks = 0;
+        self.tlp_at = None;
+        self.tlp_high_seq = None;
+        self.reo_at = None;
         // RFC 6298 5.4: retransmit the earliest unacknowledged segment now.
         if let Some(idx) = self.sb.first_lost_unsent() {
             self.retransmit(now, idx, io, false);
@@ -529,19 +584,35 @@ impl TcpSender {
         let mut acc = RateAccumulator::default();
         let mut newly_sacked = 0u64;
         let mut orig_acked = false;
+        let mut reordered = false;
         let mut sack_rtt_from: Option<Instant> = None;
+        let min_rtt = self.rtt.min_rtt();
+        let ts_ecr = if self.timestamps { h.ts_ecr } else { 0 };
+        let prior_fack = self.sb.highest_sacked_end();
+        let blocks = h.sack.as_slice();
+        // RFC 2883 §4: a first block below the ACK or inside the second
+        // reports a duplicate (D-SACK).
+        let dsack = blocks.first().copied().filter(|&(s, e)| {
+            e <= h.ack || blocks.get(1).is_some_and(|&(s2, e2)| s >= s2 && e <= e2)
+        });
         if self.cfg.sack {
-            for &(start, end) in h.sack.as_slice() {
+            for &(start, end) in blocks {
                 if end <= h.ack || start >= end {
                     continue; // D-SACK or stale (RFC 2883 §4)
                 }
                 let rate = &mut self.rate;
+                let rack = &mut self.rack;
                 self.sb
                     .sack(start.max(h.ack), end.min(self.snd_nxt), |seg| {
                         newly_sacked += seg.len as u64;
                         if !seg.ever_retransmitted && seg.end() <= self.high_seq {
                             orig_acked = true;
                         }
+                        if !seg.ever_retransmitted && seg.seq < prior_fack {
+                            reordered = true;
+                        }
+                        let rtx = seg.ever_retransmitted;
+                        rack.on_delivered(seg.sent_at, seg.end(), rtx, now, min_rtt, ts_ecr);
                         rate.on_delivered(&mut acc, &seg.tx, seg.sent_at, seg.end(), seg.len);
                         if !seg.ever_retransmitted {
                             sack_rtt_from =
@@ -559,6 +630,7 @@ impl TcpSender {
         let mut ack_rtt_from = None;
         if advanced {
             let rate = &mut self.rate;
+            let rack = &mut self.rack;
             self.sb.ack_to(h.ack, |seg| {
                 if seg.end() == h.ack {
                     ack_rtt_from = Some(seg.first_sent_at);
@@ -572,6 +644,11 @@ impl TcpSender {
                     if !seg.ever_retransmitted && seg.end() <= high_seq {
                         orig_acked = true;
                     }
+                    if !seg.ever_retransmitted && seg.seq < prior_fack {
+                        reordered = true;
+                    }
+                    let rtx = seg.ever_retransmitted;
+                    rack.on_delivered(seg.sent_at, seg.end(), rtx, now, min_rtt, ts_ecr);
                     newly_acked += seg.len as u64;
                     rate.on_delivered(&mut acc, &seg.tx, seg.sent_at, seg.end(), seg.len);
                 }
@@ -603,7 +680,10 @@ impl TcpSender {
         } else {
             !advanced && h.payload_len == 0 && !window_changed && self.snd_nxt > self.snd_una
         };
-        let newly_lost = if self.sack_recovery() {
+        self.rack.reord_seen |= reordered;
+        let newly_lost = if self.rack_on() {
+            self.rack_detect_loss(now, false)
+        } else if self.sack_recovery() {
             self.sb.mark_lost_by_sack(DUP_THRESH, self.mss())
         } else {
             0
@@ -617,6 +697,8 @@ impl TcpSender {
             ts_ecr: h.ts_ecr,
         };
         self.update_loss_state(now, &flags, io);
+        let pure_dupack = !advanced && !window_changed && h.payload_len == 0 && newly_sacked == 0;
+        self.process_tlp_ack(now, h.ack, pure_dupack, dsack);
         let delivered = newly_acked + newly_sacked;
         if self.ca == CaState::Recovery && self.prr_active() && delivered > 0 {
             self.prr_reduce(delivered, advanced && newly_lost == 0);
@@ -647,8 +729,142 @@ impl TcpSender {
             } else {
                 Some(now.saturating_add(self.rtt.rto()))
             };
+            self.schedule_loss_probe(now, true); // Linux tcp_set_xmit_timer
+        }
+        if self.ca != CaState::Open {
+            self.tlp_at = None;
         }
         self.try_send(now, io);
+    }
+
+    /// RACK loss detection (see [`super::rack`]); arms the reordering
+    /// timer for segments not yet overdue. Returns the bytes newly lost.
+    fn rack_detect_loss(&mut self, now: Instant, force: bool) -> u64 {
+        let Some((xmit, end, rtt)) = self.rack.take_advanced(force) else {
+            return 0;
+        };
+        let in_recovery = matches!(self.ca, CaState::Recovery | CaState::Loss);
+        let dupthresh = self.sb.sacked_bytes() >= DUP_THRESH as u64 * self.mss() as u64;
+        let reo_wnd =
+            self.rack
+                .reo_wnd(in_recovery, dupthresh, self.rtt.min_rtt(), self.rtt.srtt());
+        let (lost, wait) = self.sb.rack_detect(xmit, end, rtt + reo_wnd, now);
+        if let Some(w) = wait {
+            self.reo_at = Some(now.saturating_add(w + TIMEOUT_MIN));
+        }
+        lost
+    }
+
+    /// Linux `tcp_rack_reo_timeout`: the reordering window has passed.
+    fn on_reo_timeout(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        self.reo_at = None;
+        if self.rack_detect_loss(now, true) == 0 {
+            return;
+        }
+        if matches!(self.ca, CaState::Open | CaState::Disorder) {
+            self.enter_recovery(now, io);
+            if self.prr_active() {
+                self.prr_reduce(self.mss() as u64, false); // tcp_cwnd_reduction(sk, 1, 0)
+            }
+        }
+    }
+
+    /// RFC 8985 §7.2 / Linux `tcp_schedule_loss_probe`: in the Open state
+    /// with data outstanding, PTO = 2·SRTT, plus `min_rto` (Linux
+    /// `tcp_rto_min`, RFC 8985's WCDelAckT) when one segment is
+    /// outstanding, else plus 2 ms; `initial_rto` without an RTT sample;
+    /// never later than the RTO would fire (`advancing_rto`: the RTO was
+    /// just restarted).
+    fn schedule_loss_probe(&mut self, now: Instant, advancing_rto: bool) {
+        self.tlp_at = None;
+        if !(self.cfg.tlp && self.cfg.sack) || self.sb.is_empty() || self.ca != CaState::Open {
+            return;
+        }
+        let mut pto = match self.rtt.srtt() {
+            Some(srtt) => {
+                let extra = if self.sb.len() == 1 {
+                    self.cfg.min_rto
+                } else {
+                    TIMEOUT_MIN
+                };
+                srtt + srtt + extra
+            }
+            None => self.cfg.initial_rto,
+        };
+        let rto_left = if advancing_rto {
+            Some(self.rtt.rto())
+        } else {
+            self.rto_at.map(|t| t.saturating_since(now))
+        };
+        if let Some(left) = rto_left.filter(|d| d.as_ns() > 0) {
+            pto = pto.min(left);
+        }
+        self.tlp_at = Some(now.saturating_add(pto));
+    }
+
+    /// RFC 8985 §7.3 / Linux `tcp_send_loss_probe`: send one new segment
+    /// if the application and the peer's window allow (cwnd is ignored),
+    /// else retransmit the last segment; at most one probe outstanding.
+    fn send_loss_probe(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        self.tlp_at = None;
+        if self.tlp_high_seq.is_some() {
+            return;
+        }
+        let len = (self.mss() as u64).min(self.app_remaining());
+        let sent = if len > 0 && self.snd_nxt + len <= self.snd_una + self.snd_wnd {
+            self.send_new(now, len as u32, io);
+            self.tlp_retrans = false;
+            true
+        } else if let Some(idx) = self
+            .sb
+            .last_index()
+            .filter(|&i| self.sb.get(i).is_some_and(|s| !s.sacked))
+        {
+            self.retransmit(now, idx, io, false);
+            self.tlp_retrans = true;
+            true
+        } else {
+            false
+        };
+        if sent {
+            self.tlp_high_seq = Some(self.snd_nxt);
+            self.stats.loss_probes += 1;
+            self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+        }
+    }
+
+    /// RFC 8985 §7.4 / Linux `tcp_process_tlp_ack`: an ACK beyond the
+    /// probe means the probe repaired a loss: reduce the window once
+    /// (Linux enters and at once ends CWR: ssthresh from the algorithm,
+    /// cwnd = ssthresh). A D-SACK of the probe, or a pure duplicate ACK
+    /// at its end, means nothing was lost.
+    fn process_tlp_ack(
+        &mut self,
+        now: Instant,
+        ack: u64,
+        pure_dupack: bool,
+        dsack: Option<(u64, u64)>,
+    ) {
+        let Some(end) = self.tlp_high_seq else {
+            return;
+        };
+        if ack < end {
+            return;
+        }
+        if !self.tlp_retrans || dsack.is_some_and(|(_, e)| e == end) {
+            self.tlp_high_seq = None;
+        } else if ack > end {
+            self.tlp_high_seq = None;
+            self.stats.loss_probe_recoveries += 1;
+            let flight = self.flight_size_bytes();
+            let ssthresh = self.cc.ssthresh(&self.state, flight, now);
+            self.state.ssthresh_bytes = ssthresh;
+            if !self.cc.owns_cwnd() {
+                self.state.cwnd_bytes = ssthresh.max(self.mss() as u64);
+            }
+        } else if pure_dupack {
+            self.tlp_high_seq = None;
+        }
     }
 
     /// Linux `tcp_fastretrans_alert` restated per RFC (see module docs).
@@ -711,7 +927,9 @@ impl TcpSender {
                     self.dupacks += 1;
                 }
                 let lost = sack && self.sb.lost_bytes() > 0;
-                if self.dupacks >= DUP_THRESH || lost {
+                // With RACK the DupThresh rule is RACK's zero reo_wnd.
+                let dupthresh = self.dupacks >= DUP_THRESH && !self.rack_on();
+                if dupthresh || lost {
                     self.enter_recovery(now, io);
                 } else if self.dupacks > 0 || self.sb.sacked_bytes() > 0 {
                     self.ca = CaState::Disorder;
@@ -813,6 +1031,8 @@ impl TcpSender {
         self.high_seq = self.snd_nxt;
         let flight = self.flight_size_bytes();
         self.save_undo();
+        self.tlp_high_seq = None; // tcp_init_cwnd_reduction
+        self.tlp_at = None;
         let ssthresh = self.cc.ssthresh(&self.state, flight, now);
         self.state.ssthresh_bytes = ssthresh;
         self.prr_delivered = 0;
@@ -826,7 +1046,9 @@ impl TcpSender {
                 ssthresh + 3 * mss // RFC 5681 §3.2 step 4
             };
         }
-        self.sb.mark_head_lost();
+        if !self.rack_on() {
+            self.sb.mark_head_lost();
+        }
         // RFC 5681 §3.2 step 3 / RFC 6675 §5 (4.3): retransmit now.
         if let Some(idx) = self.sb.first_lost_unsent() {
             self.retransmit(now, idx, io, false);
@@ -957,12 +1179,16 @@ impl TcpSender {
             return;
         }
         let new_only = std::mem::take(&mut self.frto_new_only);
+        let nxt_before = self.snd_nxt;
         let mut why = self.send_loop(now, io, new_only);
         if new_only && self.snd_nxt <= self.high_seq && !self.pacing_wait {
             // F-RTO step 2b could send nothing new: conventional recovery
             // (Linux tcp_xmit_recovery).
             self.frto = false;
             why = self.send_loop(now, io, false);
+        }
+        if self.snd_nxt > nxt_before {
+            self.schedule_loss_probe(now, false); // tcp_write_xmit
         }
         self.validate_cwnd(why == Blocked::Cwnd && !self.pacing_wait);
         // tcp_rate_check_app_limited.
@@ -1067,8 +1293,9 @@ impl TcpSender {
         self.retrans_stamp.get_or_insert(now);
         if idx == 0 {
             // Linux tcp_xmit_retransmit_queue: retransmitting the head
-            // restarts the retransmission timer.
+            // restarts the retransmission timer (replacing a probe timer).
             self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+            self.tlp_at = None;
         }
         io.transmit(self.data_header(now, seg.seq, seg.len, true));
         self.after_send(now, seg.len, paced);
@@ -1301,7 +1528,8 @@ mod tests {
 
     #[test]
     fn tail_loss_needs_rto_with_doubling_backoff() {
-        let c = cfg(RecoveryKind::Sack);
+        let mut c = cfg(RecoveryKind::Sack);
+        c.tlp = false;
         let mut h = harness(&c, AppLimit::Bytes(20_000), None);
         h.drops = vec![(seg(19), 2)];
         h.start();
@@ -1536,28 +1764,48 @@ mod tests {
     /// same window).
     #[test]
     fn rto_during_recovery_behind_a_deep_queue_is_genuine() {
-        let mut c = TcpConfig::profile("linux").unwrap();
-        c.cc = crate::config::CcKind::Reno;
-        c.tlp = false;
-        let s = TcpSender::new(&c, Box::new(Reno::new()), AppLimit::Unlimited);
-        let mut h = Harness::new(s, TcpReceiver::new(&c), ms(20));
-        h.header_bytes = c.header_bytes;
-        h.bottleneck = Some(Rate::from_bps(10_000_000));
-        let hole = 1 + 400 * c.mss as u64;
-        h.drops = vec![(hole, 1)];
-        h.start();
-        h.run_until(at_ms(3_000));
+        let deep_queue = |rack: bool| {
+            let mut c = TcpConfig::profile("linux").unwrap();
+            c.cc = crate::config::CcKind::Reno;
+            c.rack = rack;
+            let s = TcpSender::new(&c, Box::new(Reno::new()), AppLimit::Unlimited);
+            let mut h = Harness::new(s, TcpReceiver::new(&c), ms(20));
+            h.header_bytes = c.header_bytes;
+            h.bottleneck = Some(Rate::from_bps(10_000_000));
+            h.drops = vec![(HOLE, 1)];
+            h.start();
+            h.run_until(at_ms(3_000));
+            h
+        };
+        const HOLE: u64 = 1 + 400 * 1448;
+        // Without RACK the timeout marks the whole window lost: go-back-N
+        // resends ~300 segments that were only queued (the cc helper's
+        // "248 retransmissions").
+        let st = deep_queue(false).sender.stats();
+        assert_eq!((st.fast_recoveries, st.timeouts), (1, 1));
+        assert!(st.retransmits > 200, "{}", st.retransmits);
+        // RACK (RFC 8985 §6.3, Linux tcp_timeout_mark_lost) marks only
+        // segments sent more than RACK.rtt ago, and the timestamp echo
+        // keeps the late ACK of the fast retransmission from being taken
+        // for the RTO's: one spurious retransmission, no go-back-N.
+        let h = deep_queue(true);
         let st = h.sender.stats();
         assert_eq!(
-            (st.fast_recoveries, st.timeouts, st.spurious_rtos),
-            (1, 1, 0)
+            (
+                st.fast_recoveries,
+                st.timeouts,
+                st.spurious_rtos,
+                st.retransmits
+            ),
+            (1, 1, 0, 2)
         );
         let fr = h.trace.iter().find(|t| t.ca == 2).copied().unwrap();
         let rto = h.trace.iter().find(|t| t.ca == 3).copied().unwrap();
         assert_eq!(rto.ssthresh, fr.ssthresh, "no second reduction");
         // The fast retransmission was still queued when the RTO fired: its
         // ACK arrives later.
-        let hole_acked = h.acks().into_iter().find(|(_, a)| a.ack > hole).unwrap().0 + ms(20);
+        let acks = h.acks();
+        let hole_acked = acks.iter().find(|(_, a)| a.ack > HOLE).unwrap().0 + ms(20);
         assert!(hole_acked > rto.at, "{hole_acked} vs RTO at {}", rto.at);
         let fast_rtx = h.data_sent().into_iter().find(|d| d.2).unwrap().0;
         assert!(hole_acked - fast_rtx > ms(400), "queued ≥ 400 ms");
@@ -1643,5 +1891,75 @@ mod tests {
         let st = h.sender.stats();
         assert_eq!((st.timeouts, st.spurious_rtos), (1, 1));
         assert!(st.retransmits <= 2, "{}", st.retransmits);
+    }
+
+    /// A 20-segment transfer losing its last `n` segments once.
+    fn tail_drop(n: u64, tlp: bool) -> Harness {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.tlp = tlp;
+        let mut h = harness(&c, AppLimit::Bytes(20_000), None);
+        h.drops = (20 - n..20).map(|k| (seg(k), 1)).collect();
+        completed(h, 20_000)
+    }
+
+    /// RFC 8985 §7: the probe (the last segment again) repairs a tail
+    /// loss of one segment without a timeout; of three, its SACK lets RACK
+    /// mark the other two and fast recovery repairs them.
+    #[test]
+    fn tlp_turns_tail_losses_into_fast_recovery() {
+        let s = tail_drop(1, true).sender.stats();
+        assert_eq!((s.timeouts, s.loss_probes, s.retransmits), (0, 1, 1));
+        let h = tail_drop(3, true);
+        let s = h.sender.stats();
+        assert_eq!((s.timeouts, s.loss_probes, s.fast_recoveries), (0, 1, 1));
+        assert_eq!(s.retransmits, 3);
+        // The probe left one PTO after the last ACK: 2·SRTT (20 ms) + 2 ms
+        // with several segments out (segments 10..19 were sent at 40 ms
+        // and the last ACK, of 16, came back at 60 ms).
+        let probe = h.data_sent().into_iter().find(|d| d.2).unwrap();
+        assert_eq!((probe.0, probe.1), (at_ms(60) + ms(42), seg(19)));
+        // Without TLP: an RTO.
+        let s = tail_drop(3, false).sender.stats();
+        assert_eq!((s.timeouts, s.loss_probes), (1, 0));
+    }
+
+    /// RACK repairs a lost retransmission: later segments delivered
+    /// after it was resent prove it lost (RFC 8985 §2.2). RFC 6675 alone
+    /// waits for the RTO.
+    #[test]
+    fn rack_detects_a_lost_retransmission() {
+        let run = |rack: bool| {
+            let mut c = cfg(RecoveryKind::Sack);
+            c.rack = rack;
+            let mut h = harness(&c, AppLimit::Bytes(300_000), Some(8_000_000));
+            h.drops = vec![(seg(60), 2)];
+            completed(h, 300_000).sender.stats()
+        };
+        let s = run(true);
+        assert_eq!((s.timeouts, s.retransmits, s.fast_recoveries), (0, 2, 1));
+        assert_eq!(run(false).timeouts, 1);
+    }
+
+    /// Two SACKed segments are not DupThresh, but RACK's reordering
+    /// window (min_rtt/4 = 5 ms, + 2 ms timer slack) runs out and the
+    /// reordering timer starts the recovery.
+    #[test]
+    fn rack_reordering_timer_recovers_with_two_sacks() {
+        let run = |rack: bool| {
+            let mut c = cfg(RecoveryKind::Sack);
+            c.tlp = false;
+            c.rack = rack;
+            let mut h = harness(&c, AppLimit::Bytes(20_000), None);
+            h.drops = vec![(seg(17), 1)];
+            completed(h, 20_000)
+        };
+        let h = run(true);
+        let s = h.sender.stats();
+        assert_eq!((s.timeouts, s.fast_recoveries, s.retransmits), (0, 1, 1));
+        // 18's SACK arrives at 60 ms; 17 was sent at 40 ms: RACK.rtt 20 ms
+        // + 5 ms after 40 = 65 ms, + 2 ms slack.
+        let rtx = h.data_sent().into_iter().find(|d| d.2).unwrap();
+        assert_eq!(rtx.0, at_ms(67));
+        assert_eq!(run(false).sender.stats().timeouts, 1);
     }
 }
