@@ -262,6 +262,20 @@ impl Scoreboard {
         newly
     }
 
+    /// Undo every loss mark (Linux `tcp_undo_cwnd_reduction` with
+    /// `unmark_loss`): the losses were spurious. Retransmissions in flight
+    /// stay counted.
+    pub fn unmark_lost(&mut self) {
+        for seg in self.segs.iter_mut() {
+            if seg.lost && !seg.sacked {
+                self.lost_bytes -= seg.len as u64;
+            }
+            seg.lost = false;
+        }
+        self.lost_floor = 0;
+        self.retransmit_hint = u64::MAX;
+    }
+
     /// Index of the first segment presumed lost whose retransmission is
     /// not in flight (RFC 6675 NextSeg rule 1, Linux
     /// `tcp_xmit_retransmit_queue`).

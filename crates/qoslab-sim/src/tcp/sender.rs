@@ -38,6 +38,17 @@
 //!   sent before the timeout is acknowledged, and lost segments are resent
 //!   in order under the slow-start window before new data (go-back-N
 //!   without SACK, SACKed segments skipped with it).
+//!   The ssthresh reduction is skipped when this window was already
+//!   reduced (a fast recovery under way, or an earlier timeout of the same
+//!   data), as `tcp_enter_loss` does. Retransmitting the first
+//!   unacknowledged segment restarts the timer (Linux
+//!   `tcp_xmit_retransmit_queue`).
+//! - Spurious timeouts ([`TcpConfig::frto`]): F-RTO, RFC 5682 §3.1 in its
+//!   SACK-enhanced form as Linux `tcp_process_loss` runs it (not after a
+//!   timeout during fast recovery, §3.1 step 1); and with timestamps the
+//!   Eifel check (RFC 3522; Linux `tcp_packet_delayed`). Either undoes
+//!   the reduction (`cc.undo`, Linux `tcp_undo_cwnd_reduction`) and the
+//!   loss marks.
 //! - Duplicate ACKs: RFC 5681 §2 definition (no data, ack = SND.UNA,
 //!   outstanding data, same window) without SACK; RFC 6675 §2 with SACK
 //!   (an ACK whose SACK blocks cover new data).
@@ -85,8 +96,9 @@
 //!   the one forced by entering recovery or by the RTO.
 //!
 //! Left out (named): TLP (RFC 8985 §7), RACK time-based loss detection
-//! (RFC 8985), limited transmit for non-SACK connections (RFC 3042), F-RTO
-//! (RFC 5682) and Eifel/DSACK undo, ECN (RFC 3168), FIN,
+//! (RFC 8985), limited transmit for non-SACK connections (RFC 3042),
+//! DSACK undo and undo of a fast recovery (Linux `tcp_try_undo_recovery`,
+//! `tcp_try_undo_partial`, `tcp_try_undo_dsack`), ECN (RFC 3168), FIN,
 //! SYN give-up after `tcp_syn_retries`, congestion-window validation
 //! after idle (RFC 7661), Nagle (a bulk sender always has full segments).
 
@@ -122,6 +134,9 @@ pub struct SenderStats {
     pub timeouts: u64,
     /// Fast-recovery episodes entered.
     pub fast_recoveries: u64,
+    /// Retransmission timeouts found spurious and undone (F-RTO or Eifel;
+    /// Linux `TCPSpuriousRTOs` + `TCPLossUndo`).
+    pub spurious_rtos: u64,
     /// Payload bytes cumulatively acknowledged.
     pub bytes_acked: u64,
     pub established_at: Option<Instant>,
@@ -196,7 +211,32 @@ pub struct TcpSender {
     recover_fs: u64,
     /// Peer's TSval to echo.
     ts_recent: u64,
+    /// F-RTO under way (Linux `tp->frto`).
+    frto: bool,
+    /// One-shot: the next send pass sends new data only (F-RTO step 2b,
+    /// Linux `REXMIT_NEW`).
+    frto_new_only: bool,
+    /// cwnd and ssthresh before the current reduction (Linux `prior_cwnd`,
+    /// `prior_ssthresh`; `Some` = Linux `undo_marker` set).
+    undo_prior: Option<(u64, u64)>,
+    /// First retransmission of the current episode (Linux `retrans_stamp`).
+    retrans_stamp: Option<Instant>,
     stats: SenderStats,
+}
+
+/// What one ACK did, for the loss-state machine (Linux `FLAG_*`).
+#[derive(Clone, Copy, Debug, Default)]
+struct AckFlags {
+    /// SND.UNA advanced (`FLAG_SND_UNA_ADVANCED`).
+    advanced: bool,
+    acked_bytes: u64,
+    is_dupack: bool,
+    /// New data was SACKed (`FLAG_DATA_SACKED`).
+    sacked: bool,
+    /// Never-retransmitted data sent before the recovery point was
+    /// (s)acked (`FLAG_ORIG_SACK_ACKED`).
+    orig_acked: bool,
+    ts_ecr: u64,
 }
 
 impl TcpSender {
@@ -241,6 +281,10 @@ impl TcpSender {
             prr_out: 0,
             recover_fs: 0,
             ts_recent: 0,
+            frto: false,
+            frto_new_only: false,
+            undo_prior: None,
+            retrans_stamp: None,
             stats: SenderStats::default(),
         }
     }
@@ -440,13 +484,26 @@ impl TcpSender {
             self.rto_at = None;
             return;
         }
-        // Linux tcp_enter_loss.
+        // Linux tcp_enter_loss: ssthresh is reduced only if this window
+        // was not reduced already (by a fast recovery still under way, or
+        // by an earlier timeout of the same data, RFC 5681 §3.1).
         let flight = self.flight_size_bytes();
+        let new_recovery = matches!(self.ca, CaState::Open | CaState::Disorder);
+        let reduce = new_recovery
+            || self.snd_una >= self.high_seq
+            || (self.ca == CaState::Loss && self.rto_streak == 0);
+        if reduce {
+            self.save_undo();
+        }
         let held_ssthresh = self.state.ssthresh_bytes;
         self.cc.on_rto(&mut self.state, flight, now);
-        if self.rto_streak > 0 {
-            self.state.ssthresh_bytes = held_ssthresh; // RFC 5681 §3.1
+        if !reduce {
+            self.state.ssthresh_bytes = held_ssthresh;
         }
+        // RFC 5682 §3.1 step 1 / §3.2, Linux tcp_enter_loss: F-RTO unless
+        // a fast recovery was under way, except on repeated timeouts.
+        self.frto = self.cfg.frto && (new_recovery || self.rto_streak > 0);
+        self.frto_new_only = false;
         self.rto_streak += 1;
         self.sb.mark_all_lost();
         self.ca = CaState::Loss;
@@ -471,6 +528,7 @@ impl TcpSender {
         self.snd_wnd = h.window;
         let mut acc = RateAccumulator::default();
         let mut newly_sacked = 0u64;
+        let mut orig_acked = false;
         let mut sack_rtt_from: Option<Instant> = None;
         if self.cfg.sack {
             for &(start, end) in h.sack.as_slice() {
@@ -481,6 +539,9 @@ impl TcpSender {
                 self.sb
                     .sack(start.max(h.ack), end.min(self.snd_nxt), |seg| {
                         newly_sacked += seg.len as u64;
+                        if !seg.ever_retransmitted && seg.end() <= self.high_seq {
+                            orig_acked = true;
+                        }
                         rate.on_delivered(&mut acc, &seg.tx, seg.sent_at, seg.end(), seg.len);
                         if !seg.ever_retransmitted {
                             sack_rtt_from =
@@ -491,6 +552,7 @@ impl TcpSender {
         }
         let prior_una = self.snd_una;
         let advanced = h.ack > self.snd_una;
+        let high_seq = self.high_seq;
         let mut newly_acked = 0u64;
         let mut first_ackt: Option<Instant> = None;
         let mut retrans_acked = false;
@@ -507,6 +569,9 @@ impl TcpSender {
                     first_ackt = Some(seg.sent_at);
                 }
                 if !seg.sacked {
+                    if !seg.ever_retransmitted && seg.end() <= high_seq {
+                        orig_acked = true;
+                    }
                     newly_acked += seg.len as u64;
                     rate.on_delivered(&mut acc, &seg.tx, seg.sent_at, seg.end(), seg.len);
                 }
@@ -543,7 +608,15 @@ impl TcpSender {
         } else {
             0
         };
-        self.update_loss_state(now, is_dupack, advanced, h.ack - prior_una, io);
+        let flags = AckFlags {
+            advanced,
+            acked_bytes: h.ack - prior_una,
+            is_dupack,
+            sacked: newly_sacked > 0,
+            orig_acked,
+            ts_ecr: h.ts_ecr,
+        };
+        self.update_loss_state(now, &flags, io);
         let delivered = newly_acked + newly_sacked;
         if self.ca == CaState::Recovery && self.prr_active() && delivered > 0 {
             self.prr_reduce(delivered, advanced && newly_lost == 0);
@@ -579,24 +652,19 @@ impl TcpSender {
     }
 
     /// Linux `tcp_fastretrans_alert` restated per RFC (see module docs).
-    fn update_loss_state(
-        &mut self,
-        now: Instant,
-        is_dupack: bool,
-        advanced: bool,
-        acked_bytes: u64,
-        io: &mut dyn TcpIo,
-    ) {
+    fn update_loss_state(&mut self, now: Instant, a: &AckFlags, io: &mut dyn TcpIo) {
         let sack = self.sack_recovery();
         let mss = self.mss() as u64;
         let owns = self.cc.owns_cwnd();
-        match self.ca {
-            CaState::Loss => {
-                if self.snd_una >= self.high_seq {
-                    self.ca = CaState::Open;
-                    self.dupacks = 0;
-                }
+        let (is_dupack, advanced, acked_bytes) = (a.is_dupack, a.advanced, a.acked_bytes);
+        if self.ca == CaState::Loss {
+            self.process_loss(now, a);
+            if self.ca == CaState::Loss {
+                return;
             }
+        }
+        match self.ca {
+            CaState::Loss => {}
             CaState::Recovery => {
                 if sack {
                     if self.snd_una >= self.high_seq {
@@ -649,9 +717,94 @@ impl TcpSender {
                     self.ca = CaState::Disorder;
                 } else {
                     self.ca = CaState::Open;
+                    if self.sb.retrans_bytes() == 0 {
+                        self.retrans_stamp = None; // Linux tcp_try_to_open
+                    }
                 }
             }
         }
+    }
+
+    /// Linux `tcp_process_loss`: the Loss state after an RTO, with the
+    /// Eifel check (RFC 3522 via timestamps, Linux `tcp_try_undo_loss` →
+    /// `tcp_packet_delayed`) and F-RTO, RFC 5682 §3.1 (SACK-enhanced):
+    /// - step 2: the first ACK that advances SND.UNA without
+    ///   acknowledging the whole window moves the recovery point to
+    ///   SND.NXT and lets new data out instead of retransmissions (if
+    ///   there is new data and the peer's window allows it; otherwise
+    ///   F-RTO ends and recovery is conventional);
+    /// - step 3a: a later duplicate ACK or SACK means the loss was real:
+    ///   conventional recovery (go-back-N of the segments marked lost);
+    /// - step 3b: an ACK or SACK of data never retransmitted and sent
+    ///   before the timeout (checked on every ACK, as Linux does) means
+    ///   the timeout was spurious: the reduction is undone.
+    fn process_loss(&mut self, now: Instant, a: &AckFlags) {
+        let recovered = self.snd_una >= self.high_seq;
+        if a.advanced && self.packet_delayed(a.ts_ecr) {
+            self.undo_loss(now, false);
+            return;
+        }
+        if self.frto {
+            if a.orig_acked {
+                self.undo_loss(now, true); // step 3b
+                return;
+            }
+            if self.snd_nxt > self.high_seq {
+                if a.sacked || a.is_dupack {
+                    self.frto = false; // step 3a
+                }
+            } else if a.advanced && !recovered {
+                self.high_seq = self.snd_nxt; // step 2b
+                let right = self.snd_una + self.snd_wnd;
+                if self.app_remaining() > 0 && right > self.snd_nxt {
+                    self.frto_new_only = true;
+                    return;
+                }
+                self.frto = false;
+            }
+        }
+        if recovered {
+            self.ca = CaState::Open;
+            self.dupacks = 0;
+            self.frto = false;
+        }
+    }
+
+    /// Linux `tcp_packet_delayed`: the ACK echoes a timestamp older than
+    /// the first retransmission, so an original transmission arrived.
+    fn packet_delayed(&self, ts_ecr: u64) -> bool {
+        self.timestamps
+            && ts_ecr != 0
+            && self.undo_prior.is_some()
+            && self.retrans_stamp.is_some_and(|t| ts_ecr < t.as_ns())
+    }
+
+    /// Linux `tcp_try_undo_loss`: undo the reduction and the loss marks.
+    fn undo_loss(&mut self, now: Instant, frto: bool) {
+        self.sb.unmark_lost();
+        if let Some((cwnd, ssthresh)) = self.undo_prior.take() {
+            self.cc.undo(&mut self.state, cwnd, ssthresh, now);
+        }
+        self.stats.spurious_rtos += 1;
+        self.rto_streak = 0;
+        self.frto = false;
+        self.frto_new_only = false;
+        if frto || self.cfg.sack {
+            self.ca = CaState::Open;
+            self.dupacks = 0;
+        }
+    }
+
+    /// Linux `tcp_init_undo` + `prior_ssthresh = tcp_current_ssthresh`.
+    fn save_undo(&mut self) {
+        let cwnd = self.state.cwnd_bytes;
+        let ssthresh = self.state.ssthresh_bytes;
+        let prior_ssthresh = if self.ca == CaState::Recovery {
+            ssthresh
+        } else {
+            ssthresh.max(cwnd / 2 + cwnd / 4)
+        };
+        self.undo_prior = Some((cwnd, prior_ssthresh));
     }
 
     fn enter_recovery(&mut self, now: Instant, io: &mut dyn TcpIo) {
@@ -659,6 +812,7 @@ impl TcpSender {
         self.ca = CaState::Recovery;
         self.high_seq = self.snd_nxt;
         let flight = self.flight_size_bytes();
+        self.save_undo();
         let ssthresh = self.cc.ssthresh(&self.state, flight, now);
         self.state.ssthresh_bytes = ssthresh;
         self.prr_delivered = 0;
@@ -745,11 +899,11 @@ impl TcpSender {
         }
     }
 
-    fn next_segment(&mut self) -> Next {
+    fn next_segment(&mut self, new_only: bool) -> Next {
         let fr_rfc5681 = self.ca == CaState::Recovery && !self.sack_recovery();
         let cwnd = self.state.cwnd_bytes;
         let pipe = self.sb.pipe();
-        if !fr_rfc5681 {
+        if !fr_rfc5681 && !new_only {
             if let Some(idx) = self.sb.first_lost_unsent() {
                 let len = self.sb.get(idx).map_or(0, |s| s.len) as u64;
                 return if pipe + len <= cwnd {
@@ -802,9 +956,31 @@ impl TcpSender {
         if self.phase != Phase::Established {
             return;
         }
+        let new_only = std::mem::take(&mut self.frto_new_only);
+        let mut why = self.send_loop(now, io, new_only);
+        if new_only && self.snd_nxt <= self.high_seq && !self.pacing_wait {
+            // F-RTO step 2b could send nothing new: conventional recovery
+            // (Linux tcp_xmit_recovery).
+            self.frto = false;
+            why = self.send_loop(now, io, false);
+        }
+        self.validate_cwnd(why == Blocked::Cwnd && !self.pacing_wait);
+        // tcp_rate_check_app_limited.
+        if why == Blocked::App
+            && !self.pacing_wait
+            && self.sb.pipe() < self.state.cwnd_bytes
+            && self.sb.lost_bytes() <= self.sb.retrans_bytes()
+        {
+            self.rate.mark_app_limited(self.sb.pipe());
+        }
+    }
+
+    /// Send while the window, the pacer and the application allow; with
+    /// `new_only`, no retransmissions. Returns what stopped it.
+    fn send_loop(&mut self, now: Instant, io: &mut dyn TcpIo, new_only: bool) -> Blocked {
         let mut why = Blocked::App;
         loop {
-            let next = self.next_segment();
+            let next = self.next_segment(new_only);
             if let Next::Stop(b) = next {
                 why = b;
                 break;
@@ -820,15 +996,7 @@ impl TcpSender {
                 Next::New(len) => self.send_new(now, len, io),
             }
         }
-        self.validate_cwnd(why == Blocked::Cwnd && !self.pacing_wait);
-        // tcp_rate_check_app_limited.
-        if why == Blocked::App
-            && !self.pacing_wait
-            && self.sb.pipe() < self.state.cwnd_bytes
-            && self.sb.lost_bytes() <= self.sb.retrans_bytes()
-        {
-            self.rate.mark_app_limited(self.sb.pipe());
-        }
+        why
     }
 
     /// Linux `tcp_cwnd_validate`: latch cwnd-limitedness per window.
@@ -896,6 +1064,12 @@ impl TcpSender {
         let tx = self.rate.on_send(now, false);
         self.sb.mark_retransmitted(idx, now, tx);
         self.stats.retransmits += 1;
+        self.retrans_stamp.get_or_insert(now);
+        if idx == 0 {
+            // Linux tcp_xmit_retransmit_queue: retransmitting the head
+            // restarts the retransmission timer.
+            self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+        }
         io.transmit(self.data_header(now, seg.seq, seg.len, true));
         self.after_send(now, seg.len, paced);
     }
@@ -1043,15 +1217,21 @@ mod tests {
         assert_eq!(h.receiver.delivered_bytes(), 200_000);
     }
 
+    /// Start `h`, run it to completion (30 s at most) and check that all
+    /// `bytes` arrived.
+    fn completed(mut h: Harness, bytes: u64) -> Harness {
+        h.start();
+        h.run_to_done(at_ms(30_000));
+        assert!(h.sender.is_done());
+        assert_eq!(h.receiver.delivered_bytes(), bytes);
+        h
+    }
+
     fn multi_loss(kind: RecoveryKind) -> Harness {
         let c = cfg(kind);
         let mut h = harness(&c, AppLimit::Bytes(300_000), Some(8_000_000));
         h.drops = vec![(seg(60), 1), (seg(63), 1), (seg(66), 1)];
-        h.start();
-        h.run_to_done(at_ms(30_000));
-        assert!(h.sender.is_done());
-        assert_eq!(h.receiver.delivered_bytes(), 300_000);
-        h
+        completed(h, 300_000)
     }
 
     #[test]
@@ -1344,5 +1524,124 @@ mod tests {
         h.run_to_done(at_ms(5_000));
         assert!(h.sender.is_done());
         assert_eq!(h.receiver.delivered_bytes(), sent_end - 1);
+    }
+
+    /// The cc helper's case (10 Mbit/s, 40 ms RTT, unbounded queue, one
+    /// drop): slow start builds ~480 ms of queue before the drop is
+    /// detected, so the fast retransmission waits behind it; RFC 6298's
+    /// RTO (SRTT + 4·RTTVAR, SRTT trailing the growing queue) expires
+    /// first. A genuine spurious timeout, *during fast recovery*: RFC 5682
+    /// §3.1 step 1 (and Linux `tcp_enter_loss`) do not run F-RTO then, and
+    /// ssthresh stays at the recovery's value (no second reduction in the
+    /// same window).
+    #[test]
+    fn rto_during_recovery_behind_a_deep_queue_is_genuine() {
+        let mut c = TcpConfig::profile("linux").unwrap();
+        c.cc = crate::config::CcKind::Reno;
+        c.tlp = false;
+        let s = TcpSender::new(&c, Box::new(Reno::new()), AppLimit::Unlimited);
+        let mut h = Harness::new(s, TcpReceiver::new(&c), ms(20));
+        h.header_bytes = c.header_bytes;
+        h.bottleneck = Some(Rate::from_bps(10_000_000));
+        let hole = 1 + 400 * c.mss as u64;
+        h.drops = vec![(hole, 1)];
+        h.start();
+        h.run_until(at_ms(3_000));
+        let st = h.sender.stats();
+        assert_eq!(
+            (st.fast_recoveries, st.timeouts, st.spurious_rtos),
+            (1, 1, 0)
+        );
+        let fr = h.trace.iter().find(|t| t.ca == 2).copied().unwrap();
+        let rto = h.trace.iter().find(|t| t.ca == 3).copied().unwrap();
+        assert_eq!(rto.ssthresh, fr.ssthresh, "no second reduction");
+        // The fast retransmission was still queued when the RTO fired: its
+        // ACK arrives later.
+        let hole_acked = h.acks().into_iter().find(|(_, a)| a.ack > hole).unwrap().0 + ms(20);
+        assert!(hole_acked > rto.at, "{hole_acked} vs RTO at {}", rto.at);
+        let fast_rtx = h.data_sent().into_iter().find(|d| d.2).unwrap().0;
+        assert!(hole_acked - fast_rtx > ms(400), "queued ≥ 400 ms");
+        assert!(rto.at - fast_rtx < ms(300), "RTO ≈ SRTT + 4·RTTVAR");
+    }
+
+    /// Bulk sender whose ACKs stall from 300 ms to 800 ms (nothing lost):
+    /// the RTO (≈ 200 ms) fires during the stall.
+    fn ack_stall(c: &TcpConfig) -> Harness {
+        let mut h = harness(c, AppLimit::Bytes(2_000_000), Some(8_000_000));
+        h.stall = Some((at_ms(300), at_ms(800)));
+        completed(h, 2_000_000)
+    }
+
+    #[test]
+    fn frto_undoes_a_spurious_rto_sack_and_not() {
+        for kind in [RecoveryKind::Sack, RecoveryKind::NewReno] {
+            let mut c = cfg(kind);
+            c.tlp = false;
+            let h = ack_stall(&c);
+            let st = h.sender.stats();
+            assert_eq!((st.timeouts, st.spurious_rtos), (1, 1), "{kind:?}");
+            assert_eq!(st.retransmits, 1, "{kind:?}: only the RTO's one");
+            // Undone: the window after the undo is the one before the RTO.
+            let rto = h.trace.iter().position(|t| t.ca == 3).unwrap();
+            let before = h.trace[rto - 1];
+            let after = h.trace[rto..].iter().find(|t| t.ca == 0).unwrap();
+            assert!(
+                after.cwnd >= before.cwnd,
+                "{kind:?}: {after:?} vs {before:?}"
+            );
+            assert_eq!(after.ssthresh, before.ssthresh, "{kind:?}");
+            // Without F-RTO (and without timestamps): go-back-N.
+            c.frto = false;
+            let st = ack_stall(&c).sender.stats();
+            assert_eq!((st.timeouts, st.spurious_rtos), (1, 0), "{kind:?}");
+            assert!(st.retransmits > 20, "{kind:?}: {}", st.retransmits);
+        }
+    }
+
+    /// RFC 5682 step 2b then 3a: the whole initial window is lost; the
+    /// ACK of the RTO's retransmission lets two new segments out, their
+    /// SACKs prove the loss real and the rest is retransmitted.
+    #[test]
+    fn frto_real_loss_sends_new_data_then_goes_back() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.tlp = false;
+        let mut h = harness(&c, AppLimit::Bytes(100_000), None);
+        h.drops = (0..10).map(|k| (seg(k), 1)).collect();
+        h.start();
+        h.run_to_done(at_ms(10_000));
+        assert!(h.sender.is_done());
+        let st = h.sender.stats();
+        assert_eq!((st.timeouts, st.spurious_rtos, st.retransmits), (1, 0, 10));
+        let after_rto: Vec<(u64, bool)> = h
+            .data_sent()
+            .into_iter()
+            .filter(|d| d.0 > at_ms(20) && !d.3)
+            .map(|d| (d.1, d.2))
+            .take(4)
+            .collect();
+        assert_eq!(
+            after_rto,
+            vec![
+                (seg(0), true),
+                (seg(10), false),
+                (seg(11), false),
+                (seg(1), true)
+            ]
+        );
+        assert_eq!(h.receiver.delivered_bytes(), 100_000);
+    }
+
+    /// Eifel (RFC 3522) with timestamps: even without F-RTO, the ACK that
+    /// echoes a TSval older than the retransmission undoes the timeout.
+    #[test]
+    fn eifel_undoes_a_spurious_rto_with_timestamps() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.tlp = false;
+        c.frto = false;
+        c.header_bytes = 52;
+        let h = ack_stall(&c);
+        let st = h.sender.stats();
+        assert_eq!((st.timeouts, st.spurious_rtos), (1, 1));
+        assert!(st.retransmits <= 2, "{}", st.retransmits);
     }
 }
