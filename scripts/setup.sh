@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 if ! python3 -m venv --help >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q python3-venv
 fi
+# Headless Chromium + chromedriver: tests/test_report.py opens report.html in
+# it (and fails when they are missing, unless QOSLAB_NO_BROWSER=1).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  apt-get update -q && apt-get install -y -q chromium chromium-driver
+fi
 for c in rustfmt clippy; do
   command -v "cargo-${c/rustfmt/fmt}" >/dev/null 2>&1 || rustup component add "$c" || true
 done

@@ -188,9 +188,19 @@ def real_figures(run: dict[str, Any]) -> dict[str, Any]:
         "ping_load_ms": run["rtt_under_load_ms"]["median"],
         "tbf_drops": run["qdisc_after"]["drops"],
         "ping_idle_ms": run["rtt_idle_ms"]["median"],
+        # Linux MIB counters of the client namespace (absent in older result files).
+        "timeouts": run.get("client_tcp_counters", {}).get("TCPTimeouts"),
+        "fast_recoveries": _sum_or_none(
+            run.get("client_tcp_counters", {}), ("TCPSackRecovery", "TCPRenoRecovery")
+        ),
         "of_ceiling": ip["sum_goodput_bps"] / ceiling_bps(run["case"]["rate"]),
         "ping_loss": ping_loss(run["ping_under_load"]),
     }
+
+
+def _sum_or_none(d: dict[str, int], keys: tuple[str, ...]) -> int | None:
+    vals = [d[k] for k in keys if k in d]
+    return sum(vals) if vals else None
 
 
 def ping_loss(p: dict[str, Any]) -> float | None:
@@ -221,6 +231,8 @@ METRICS = (
     ("jain", "Jain", "{:.3f}", 1.0),
     ("min_max", "min/max flow", "{:.2f}", 1.0),
     ("retransmits", "retransmits", "{:.0f}", 1.0),
+    ("timeouts", "RTOs", "{:.0f}", 1.0),
+    ("fast_recoveries", "recovery episodes", "{:.0f}", 1.0),
     ("tbf_drops", "tbf drops", "{:.0f}", 1.0),
     ("tcp_rtt_ms", "TCP srtt (ms)", "{:.1f}", 1.0),
     ("ping_load_ms", "ping under load (ms)", "{:.1f}", 1.0),
@@ -295,7 +307,10 @@ def render(real: dict[str, Any], sim: dict[str, Any] | None, sim_note: str) -> s
         f"`iperf3 -c 10.201.2.1 -P N -t {dur} -C cc -J` from the client, `ping -i 0.1` beside "
         "it; goodput is iperf3's receiver figure, retransmits its sender `retransmits` "
         "(`tcpi_total_retrans`), TCP srtt the mean of its per-flow `mean_rtt`, drops from "
-        "`tc -s qdisc show`. Ping under load is the median after the first 2 s "
+        "`tc -s qdisc show`, RTOs and recovery episodes from the client namespace's "
+        "`/proc/net/netstat` (`TCPTimeouts`; `TCPSackRecovery` + `TCPRenoRecovery`) against "
+        "the simulator's `timeouts` and `fast_recoveries`. "
+        "Ping under load is the median after the first 2 s "
         f"(slow start). {n_runs} run(s) per case: the table shows the mean and, where the "
         "runs differ, the range in brackets."
     )
@@ -435,30 +450,34 @@ def render(real: dict[str, Any], sim: dict[str, Any] | None, sim_note: str) -> s
 
 
 FINDINGS = (
-    "**CUBIC agrees.** In the four CUBIC cases the simulated goodput, retransmissions, "
-    "tbf drops and ping RTT under load are within about 10 % of the real means, most "
-    "inside or next to the real run-to-run range; both sides hold the tbf at its "
-    "frame-size ceiling and keep its 200-frame queue 80-95 % full.",
+    "**CUBIC, and a single Reno flow, agree.** In the five CUBIC cases and the one-flow "
+    "Reno case the simulated goodput, retransmissions, recovery episodes, tbf drops and "
+    "ping RTT under load are within about 15 % of the real means (mostly within 5 %), "
+    "often inside the real run-to-run range; neither side has an RTO; both hold the tbf "
+    "at its frame-size ceiling and keep its queue 75-95 % full.",
     "**The simulator is fairer than Linux.** With four CUBIC flows the simulated "
     "min/max flow ratio and Jain index are higher than the real ones. The simulation "
     "has no jitter at all (no CPU scheduling, no softirq batching, ACKs of different "
     "flows never bunch up), so losses spread evenly; the real runs also differ among "
     "themselves more than in any other metric.",
     "**The hrtimer costs little.** With a two-frame burst at 20 Mbit/s the real tbf "
-    "loses nothing measurable; at 100 Mbit/s (121 us per frame) it reaches about 99.7 % "
+    "loses nothing measurable; at 100 Mbit/s (121 us per frame) it reaches 99.6-99.9 % "
     "of the ceiling against the simulator's 99.99 %: the watchdog's lateness on this "
-    "shared 2-vCPU VM costs about 0.3 % of the rate, well below what the burst would "
-    "suggest, because tokens accrue from `t_c` while the timer is late.",
+    "shared 2-vCPU VM costs a few tenths of a per cent of the rate, well below what the "
+    "burst would suggest, because tokens accrue from `t_c` while the timer is late.",
     "**Reno does not agree: a simulator gap.** Four simulated Reno flows with SACK "
     "recovery take an order of magnitude more drops and retransmissions than Linux, with "
     "RTOs, and retransmit more segments than the tbf dropped (spurious retransmissions "
-    "after the RTOs). One simulated Reno flow alone recovers without an RTO. CUBIC, "
+    "after the RTOs). One Reno flow alone agrees with Linux (see `tbf20-b20k-1reno`). CUBIC, "
     "with the same SACK recovery, is fine because HyStart ends slow start before the "
-    "queue overflows; Reno's slow-start overshoot drops hundreds of segments per flow "
+    "queue overflows (the real MIB counts a HyStart exit in every CUBIC run, none "
+    "with Reno); Reno's slow-start overshoot drops hundreds of segments per flow "
     "at once. Our reading: with other flows keeping the queue full, the simulated "
     "RFC 6675 recovery loses retransmissions again and only an RTO can find that, "
     "whereas Linux detects lost retransmissions by time (RACK-TLP, RFC 8985) and paces "
-    'recovery with PRR (RFC 6937). The `recovery = "newreno"` variant is no fix, '
+    "recovery with PRR (RFC 6937): the real client's MIB shows no RTO, a few "
+    "`TCPLostRetransmit` and tail-loss probes (`client_tcp_counters` in the raw JSON). "
+    'The `recovery = "newreno"` variant is no fix, '
     "although its counts look closer: without SACK it repairs one hole per RTT, and one "
     "of its flows spends the whole run in recovery with about a thousand segments still "
     "missing at the end (its retransmissions stay far below the drops). Reported for "
@@ -469,8 +488,8 @@ FINDINGS = (
     "one the mean of every ack_rtt sample, slow start included (hence a few per cent "
     "lower in the one-flow cases).",
     "**Ping loss** in the short-queue 10 Mbit/s case is higher in the simulator "
-    "(around 14 of 150 probes against 3-7 of 145): with a byte-limited queue a 98-byte "
-    "probe is dropped only when the queue is within 98 bytes of full, so the count "
+    "(14 of 150 probes) than in either real run (6 and 10 of 145): with a byte-limited "
+    "queue a 98-byte probe is dropped only when the queue is within 98 bytes of full, so the count "
     "depends on the exact arrival phase of probes against ACK-clocked bursts, which the "
     "jitter-free simulation keeps constant. Small numbers; not investigated further.",
 )

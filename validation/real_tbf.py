@@ -134,6 +134,15 @@ CASES: tuple[Case, ...] = (
         why="same with Reno: CUBIC vs Reno on a deep sub-ms-RTT queue",
     ),
     Case(
+        "tbf20-b20k-1reno",
+        "20mbit",
+        "20000",
+        1,
+        "reno",
+        limit="302800",
+        why="one Reno flow: slow-start overshoot without HyStart, recovered alone",
+    ),
+    Case(
         "tbf10-b10k-lat50-4cubic",
         "10mbit",
         "10kb",
@@ -318,6 +327,36 @@ def qdisc_stats(lab: Lab) -> dict[str, Any]:
     return {k: root.get(k) for k in keep}
 
 
+# Sender-side loss-recovery counters of the client namespace (per-netns MIB, so they
+# cover exactly this run's connections): RTOs, tail-loss probes, lost retransmissions.
+NETSTAT_KEYS = (
+    "TCPTimeouts",
+    "TCPLossProbes",
+    "TCPLostRetransmit",
+    "TCPSackRecovery",
+    "TCPRenoRecovery",
+    "TCPSpuriousRTOs",
+    "TCPSpuriousRtxHostQueues",
+    "TCPDSACKRecv",
+    "TCPSackRecoveryFail",
+    "TCPFastRetrans",
+    "TCPSlowStartRetrans",
+    "TCPHystartTrainDetect",
+    "TCPHystartDelayDetect",
+)
+
+
+def netstat(text: str) -> dict[str, int]:
+    lines = text.splitlines()
+    out: dict[str, int] = {}
+    for head, vals in zip(lines[::2], lines[1::2], strict=False):
+        if head.startswith("TcpExt:") and vals.startswith("TcpExt:"):
+            for k, v in zip(head.split()[1:], vals.split()[1:], strict=True):
+                if k in NETSTAT_KEYS:
+                    out[k] = int(v)
+    return out
+
+
 def wait_listening(lab: Lab, port: int, deadline_s: float = 5.0) -> None:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
@@ -437,6 +476,7 @@ def run_case(
         if client.returncode != 0:
             raise Failure(f"{case.name}: iperf3 client failed: {err.strip() or out[:500]}")
         after = qdisc_stats(lab)
+        tcp_counters = netstat(lab.sh("c", ["cat", "/proc/net/netstat"]))
         # The device counts one packet per skb, tc's bstats one per GSO segment:
         # their ratio is the mean number of segments per skb through the tbf.
         link = json.loads(lab.sh("r", ["ip", "-s", "-j", "link", "show", "dev", ROUTER_EGRESS]))
@@ -475,6 +515,7 @@ def run_case(
             "qdisc_before": before,
             "qdisc_after": after,
             "router_egress_tx_skbs": egress_skbs,
+            "client_tcp_counters": tcp_counters,
             "commands": log,
         }
 

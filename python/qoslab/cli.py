@@ -87,6 +87,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"qoslab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run_cmd.add_run_parser(sub, fmt)
+    _add_viz_parsers(sub, fmt)
     for name, helptext, epilog in (
         ("meter", "colour (and police) a trace CSV with a meter", METER_EPILOG),
         ("shape", "shape a trace CSV with a shaper", SHAPE_EPILOG),
@@ -272,6 +273,8 @@ def _run(argv: Sequence[str] | None) -> int:
             raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see 'qoslab --help')")
         parser.print_help()
         return EXIT_USAGE
+    if args.command in ("compare", "reproduce") or getattr(args, "report", None) is not None:
+        return _run_viz(args, extras)
     if args.command == "run":
         if extras:
             raise UsageError(f"run: unrecognized arguments: {' '.join(extras)}")
@@ -300,6 +303,47 @@ def _run(argv: Sequence[str] | None) -> int:
         return _run_shape(args, params)
     except ConfigError as e:
         raise _with_typo_hint(e, params) from None
+
+
+# --- viz: `qoslab compare`, `qoslab reproduce` and `qoslab run --report` -----
+
+
+def _add_viz_parsers(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from qoslab import compare, reproduce
+
+    sub.choices["run"].add_argument(
+        "--report",
+        nargs="?",
+        const="",
+        metavar="HTML",
+        help="write an HTML report (default: DIR/report.html with --out, else report.html)",
+    )
+    compare.add_compare_parser(sub, fmt)
+    reproduce.add_reproduce_parser(sub, fmt)
+
+
+def _run_viz(args: argparse.Namespace, extras: Sequence[str]) -> int:
+    from pathlib import Path
+
+    from qoslab import compare, report, reproduce
+
+    if extras:
+        raise UsageError(f"{args.command}: unrecognized arguments: {' '.join(extras)}")
+    try:
+        if args.command == "compare":
+            return compare.main(args)
+        if args.command == "reproduce":
+            return reproduce.main(args)
+    except ValueError as e:
+        raise UsageError(f"{args.command}: {e}") from None
+    path = args.report or str(Path(args.out or ".") / "report.html")
+
+    def write(result: Any, text: str) -> None:
+        report.run_report(result, text).write(path)
+        if not args.quiet and not args.json:
+            print(f"wrote {path}")
+
+    return run_cmd.main(args, on_result=write)
 
 
 def _with_typo_hint(e: ConfigError, params: dict[str, str]) -> ConfigError:

@@ -246,8 +246,13 @@ def _seed(s: str) -> int:
     return v
 
 
-def main(args: argparse.Namespace) -> int:
-    """``qoslab run``: returns the exit status. Errors propagate to the CLI."""
+def main(
+    args: argparse.Namespace,
+    on_result: Callable[[SimulationResult, str], Any] | None = None,
+) -> int:
+    """``qoslab run``: returns the exit status. Errors propagate to the CLI.
+    ``on_result(result, scenario_text_as_run)`` is called after the run (the
+    ``--report`` flag uses it)."""
     text, filename = load_scenario(args.scenario)
     scenario_info(text, filename)  # a bad scenario fails here, before any output
     show = not args.quiet and (args.progress or sys.stderr.isatty())
@@ -258,9 +263,11 @@ def main(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     result = SimulationResult(raw)
+    as_run = text if args.seed is None else with_seed(text, args.seed)
     if args.out:
-        as_run = text if args.seed is None else with_seed(text, args.seed)
         write_results(args.out, result, as_run)
+    if on_result is not None:
+        on_result(result, as_run)
     if args.json:
         print(result.to_json())
     elif not args.quiet:

@@ -1,14 +1,14 @@
 //! Scheduler throughput: enqueue + dequeue of 1M packets through pfifo,
 //! PRIO (3 bands, DSCP filter), DRR (4 classes by flow hash), HTB (100 leaf
-//! classes under one root, flow-hash filter) and SFQ / FQ-CoDel (1024
-//! flows), one packet in and one out per step after a 64-packet backlog,
+//! classes under one root, flow-hash filter), Cisco WFQ (256 queues) and
+//! SFQ / FQ-CoDel (128 / 1024 flows), one packet in and one out per step after a 64-packet backlog,
 //! the clock advancing 80 ns per packet (1000 B at 100 Gbit/s, so no class
 //! is ever rate-limited). Reported as packets/s (criterion "elem/s");
 //! targets ≥ 10 Mpps for FIFO/PRIO/DRR, ≥ 3 Mpps for HTB with 100 classes.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use qoslab_core::classify::{Classifier, Filters, FlowHash};
-use qoslab_core::sched::{pfifo, Drr, FqCodel, Htb, HtbClassConfig, HtbConfig, Prio, Sfq};
+use qoslab_core::sched::{pfifo, Drr, FqCodel, Htb, HtbClassConfig, HtbConfig, Prio, Sfq, Wfq};
 use qoslab_core::{Instant, Packet, Params, Rate, Shaper};
 use std::hint::black_box;
 use std::time::Duration;
@@ -75,6 +75,7 @@ fn make(kind: &str) -> Box<dyn Shaper + Send> {
                 .unwrap(),
             )
         }
+        "wfq" => Box::new(Wfq::new(64, 256, 100_000).unwrap()),
         "sfq" => {
             Box::new(Sfq::from_params(&mut Params::new("sfq", [("limit", "10000")]), 1).unwrap())
         }
@@ -93,7 +94,7 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.warm_up_time(Duration::from_secs(1));
     g.measurement_time(Duration::from_secs(3));
-    for kind in ["pfifo", "prio", "drr", "htb100", "sfq", "fq_codel"] {
+    for kind in ["pfifo", "prio", "drr", "htb100", "wfq", "sfq", "fq_codel"] {
         g.bench_function(format!("{kind}/enqueue_dequeue"), |b| {
             b.iter(|| {
                 let mut q = make(kind);

@@ -365,6 +365,29 @@ pub struct TcpConfig {
     pub quickack_segments: u32,
     /// Pace transmissions (BBR always paces).
     pub pacing: bool,
+    /// F-RTO, RFC 5682 §3 (SACK-enhanced, as Linux `tcp_frto = 2`): after
+    /// a retransmission timeout, send new data instead of going back N and
+    /// undo the window reduction when never-retransmitted data is
+    /// acknowledged (the timeout was spurious).
+    pub frto: bool,
+    /// RACK time-based loss detection, RFC 8985 §6 (Linux
+    /// `tcp_recovery = 1`, net/ipv4/tcp_recovery.c): a segment is lost
+    /// when one sent at least a reordering window later was delivered;
+    /// replaces the RFC 6675 DupThresh rule. Needs `sack`.
+    pub rack: bool,
+    /// Tail loss probe, RFC 8985 §7 (Linux `tcp_early_retrans = 3`,
+    /// `tcp_send_loss_probe`): a probe segment PTO = 2·SRTT after the last
+    /// transmission so that a tail loss is repaired by SACK recovery
+    /// instead of an RTO. Needs `sack`.
+    pub tlp: bool,
+    /// Limited transmit, RFC 3042: the first two duplicate ACKs each let
+    /// one new segment out. Only matters without SACK (with SACK, `pipe`
+    /// already excludes the SACKed segments, which is how Linux does it).
+    pub limited_transmit: bool,
+    /// RFC 6675 §4 NextSeg rule 4, the rescue retransmission: once per
+    /// recovery, when nothing else may be sent, retransmit the highest
+    /// un-SACKed segment. Linux does not implement it (it has TLP).
+    pub rescue_retransmit: bool,
 }
 
 impl TcpConfig {
@@ -387,6 +410,24 @@ impl TcpConfig {
     /// - `windows-xp`: NewReno-style recovery with SACK, IW 2 segments
     ///   (RFC 2581-era), 64 KB window without scaling, MinRto 300 ms,
     ///   InitialRto 3 s, delayed ACK 200 ms.
+    ///
+    /// Loss-recovery extensions (`frto`, `rack`, `tlp`,
+    /// `limited_transmit`, `rescue_retransmit`):
+    /// - `linux`: F-RTO on (`tcp_frto` default 2, net/ipv4/tcp_ipv4.c),
+    ///   RACK on (`tcp_recovery` default `TCP_RACK_LOSS_DETECTION`), TLP on
+    ///   (`tcp_early_retrans` default 3), limited transmit inherent (Linux
+    ///   counts duplicate ACKs as SACKed segments, `tcp_add_reno_sack`), no
+    ///   rescue retransmission.
+    /// - `windows10`: F-RTO on since Vista (RFC 4138 listed among the Next
+    ///   Generation TCP/IP stack's "enhancements for high-loss
+    ///   environments", Microsoft TechNet cc754287); RACK and TLP on since
+    ///   the Anniversary Update, 1607 (Microsoft Networking blog "Announcing:
+    ///   New Transport Advancements in the Anniversary Update for Windows 10
+    ///   and Windows Server 2016", 2016) — modelled with the RFC 8985
+    ///   constants, Windows' own are not published; limited transmit on
+    ///   (our choice: the Vista stack implements RFC 3517, whose companion
+    ///   it is); no rescue retransmission (not documented).
+    /// - `windows-xp`: none of them (all post-date the XP stack).
     pub fn profile(name: &str) -> Option<TcpConfig> {
         let linux = TcpConfig {
             profile: "linux".into(),
@@ -406,6 +447,11 @@ impl TcpConfig {
             ack_every_segments: 2,
             quickack_segments: 16,
             pacing: false,
+            frto: true,
+            rack: true,
+            tlp: true,
+            limited_transmit: true,
+            rescue_retransmit: false,
         };
         match name {
             "linux" => Some(linux),
@@ -438,6 +484,11 @@ impl TcpConfig {
                 max_rto: Duration::from_secs(60),
                 delayed_ack: Some(Duration::from_ms(200)),
                 quickack_segments: 0,
+                frto: false,
+                rack: false,
+                tlp: false,
+                limited_transmit: false,
+                rescue_retransmit: false,
                 ..linux
             }),
             _ => None,
@@ -506,5 +557,9 @@ mod tests {
         assert_eq!(linux.initial_window_segments, 10);
         assert_eq!(linux.min_rto, Duration::from_ms(200));
         assert!(TcpConfig::profile("bsd").is_none());
+        let xp = TcpConfig::profile("windows-xp").unwrap();
+        assert!(linux.frto && linux.rack && linux.tlp && !linux.rescue_retransmit);
+        assert!(w10.frto && w10.rack && w10.tlp);
+        assert!(!xp.frto && !xp.rack && !xp.tlp && !xp.limited_transmit);
     }
 }

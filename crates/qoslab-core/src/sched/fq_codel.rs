@@ -259,15 +259,7 @@ impl Shaper for FqCodel {
         }
     }
 
-    fn next_ready(&self, now: Instant) -> Option<Instant> {
-        (self.qlen > 0).then_some(now)
-    }
-    fn backlog_packets(&self) -> usize {
-        self.qlen as usize
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.backlog
-    }
+    work_conserving_counts!();
     fn describe(&self) -> Vec<(&'static str, String)> {
         vec![
             ("kind", "fq_codel".to_string()),

@@ -14,11 +14,29 @@
 //! - [`drr`] — Deficit Round Robin, Linux `sch_drr.c` (Shreedhar & Varghese).
 //! - [`htb`] — Hierarchical Token Bucket, Linux `sch_htb.c` + tc `q_htb.c`.
 //! - [`sfq`] — Stochastic Fairness Queueing, Linux `sch_sfq.c`.
+//! - [`wfq`] — Cisco flow-based WFQ (`fair-queue`): precedence-weighted
+//!   sequence numbers, CDT and hold-queue drops.
 //! - [`fq_codel`] — FQ-CoDel, RFC 8290 / Linux `sch_fq_codel.c`.
 //!
 //! Schedulers hold `Box<dyn Shaper + Send>` children (a tree is built once
 //! from a configuration, its node types are open), so they are neither
 //! `Clone` nor part of the [`AnyShaper`](crate::shaper::AnyShaper) enum.
+
+/// `next_ready` / `backlog_*` of a work-conserving queue that keeps its
+/// packet count in `self.qlen: u32` and its bytes in `self.backlog: u64`.
+macro_rules! work_conserving_counts {
+    () => {
+        fn next_ready(&self, now: Instant) -> Option<Instant> {
+            (self.qlen > 0).then_some(now)
+        }
+        fn backlog_packets(&self) -> usize {
+            self.qlen as usize
+        }
+        fn backlog_bytes(&self) -> u64 {
+            self.backlog
+        }
+    };
+}
 
 pub mod drr;
 pub mod fq_codel;
@@ -26,13 +44,15 @@ pub mod htb;
 pub mod prio;
 pub mod sfq;
 pub mod tree;
+pub mod wfq;
 
 pub use drr::Drr;
 pub use fq_codel::FqCodel;
 pub use htb::{Htb, HtbClassConfig, HtbConfig};
 pub use prio::Prio;
 pub use sfq::Sfq;
-pub use tree::{pfifo, Child, Metered, Pfifo};
+pub use tree::{pfifo, Child, Metered};
+pub use wfq::Wfq;
 
 #[cfg(test)]
 pub(crate) mod testutil {

@@ -15,7 +15,7 @@
 //! rewrites its DSCP, and the packet carries the meter's colour onward so a
 //! colour-aware queue below (WRED/RIO) can read it.
 //!
-//! [`pfifo`] is the default leaf, as in Linux where a new class gets a
+//! [`pfifo`] (the engine's [`Fifo`]) is the default leaf, as in Linux where a new class gets a
 //! `pfifo` whose limit is the device's `tx_queue_len` (1000 on Ethernet;
 //! `qdisc_create_dflt`, `net/sched/sch_fifo.c`).
 //!
@@ -25,9 +25,9 @@
 
 use crate::meter::Policer;
 use crate::packet::{Action, Packet};
+use crate::queue::{Fifo, FifoLimit};
 use crate::shaper::{DropReason, Dropped, Shaper};
 use crate::time::Instant;
-use std::collections::VecDeque;
 
 /// A class's content: any queue, shaper or scheduler.
 pub type Child = Box<dyn Shaper + Send>;
@@ -36,65 +36,12 @@ pub type Child = Box<dyn Shaper + Send>;
 /// default `pfifo` leaf.
 pub const DEFAULT_TXQUEUELEN: u32 = 1000;
 
-/// A packet-limited tail-drop FIFO (Linux `pfifo`, `sch_fifo.c`: accept iff
-/// `qlen < limit`), the default leaf of every class.
-#[derive(Clone, Debug)]
-pub struct Pfifo {
-    q: VecDeque<Packet>,
-    bytes: u64,
-    limit: u32,
-}
-
-impl Pfifo {
-    pub fn new(limit_packets: u32) -> Self {
-        Pfifo {
-            q: VecDeque::with_capacity(limit_packets.min(1024) as usize),
-            bytes: 0,
-            limit: limit_packets,
-        }
-    }
-}
-
-/// A boxed [`Pfifo`] of `limit_packets`.
+/// The default leaf: a `pfifo` of `limit_packets` ([`Fifo`], tail drop).
 pub fn pfifo(limit_packets: u32) -> Child {
-    Box::new(Pfifo::new(limit_packets))
-}
-
-impl Shaper for Pfifo {
-    #[inline]
-    fn enqueue(&mut self, _now: Instant, pkt: Packet) -> Result<(), Dropped> {
-        if self.q.len() >= self.limit as usize {
-            return Err(Dropped {
-                packet: pkt,
-                reason: DropReason::QueueFull,
-            });
-        }
-        self.bytes += pkt.size_bytes as u64;
-        self.q.push_back(pkt);
-        Ok(())
-    }
-    #[inline]
-    fn dequeue(&mut self, _now: Instant) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.size_bytes as u64;
-        Some(p)
-    }
-    #[inline]
-    fn next_ready(&self, now: Instant) -> Option<Instant> {
-        (!self.q.is_empty()).then_some(now)
-    }
-    fn backlog_packets(&self) -> usize {
-        self.q.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.bytes
-    }
-    fn describe(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("kind", "pfifo".to_string()),
-            ("limit_packets", self.limit.to_string()),
-        ]
-    }
+    Box::new(
+        Fifo::new(FifoLimit::Packets(limit_packets), false)
+            .expect("a packet-limited tail-drop FIFO is always valid"),
+    )
 }
 
 /// A policer in front of a child (MQC `police` inside a class).
@@ -226,19 +173,6 @@ mod tests {
     use super::*;
     use crate::params::Params;
     use crate::Color;
-
-    #[test]
-    fn pfifo_tail_drops_at_its_packet_limit() {
-        let mut f = Pfifo::new(2);
-        let t = Instant::ZERO;
-        f.enqueue(t, Packet::new(0, 100)).unwrap();
-        f.enqueue(t, Packet::new(1, 200)).unwrap();
-        let e = f.enqueue(t, Packet::new(2, 300)).unwrap_err();
-        assert_eq!((e.packet.id, e.reason), (2, DropReason::QueueFull));
-        assert_eq!((f.backlog_packets(), f.backlog_bytes()), (2, 300));
-        assert_eq!(f.next_ready(t), Some(t));
-        assert_eq!(f.dequeue(t).unwrap().id, 0);
-    }
 
     #[test]
     fn metered_drops_or_remarks_on_the_verdict_and_passes_the_colour() {

@@ -827,6 +827,16 @@ impl CongestionControl for Bbr {
         self.lt_bw_sampling(&rs, now);
     }
 
+    /// Linux `bbr_undo_cwnd`: the loss was spurious, so the bandwidth
+    /// plateau and the policer sampling start over; the window is kept
+    /// (the next ACK restores the saved one on leaving Loss).
+    fn undo(&mut self, _s: &mut CcState, _prior_cwnd: u64, _prior_ssthresh: u64, now: Instant) {
+        self.loss_end_delivered_bytes = None;
+        self.full_bw_bytes_per_s = 0;
+        self.full_bw_cnt = 0;
+        self.reset_lt(now);
+    }
+
     fn owns_cwnd(&self) -> bool {
         true
     }

@@ -165,6 +165,23 @@ pub trait CongestionControl: Send {
         state.cwnd_bytes = state.mss as u64;
     }
 
+    /// The last window reduction was spurious and is undone (Linux
+    /// `tcp_undo_cwnd_reduction`: F-RTO, Eifel). `prior_cwnd_bytes` and
+    /// `prior_ssthresh_bytes` were saved when the reduction began
+    /// (`prior_ssthresh` = Linux `tcp_current_ssthresh`). Default, Linux
+    /// `tcp_reno_undo_cwnd` (also CUBIC's since 4.13): cwnd = max(cwnd,
+    /// prior cwnd), ssthresh = max(ssthresh, prior ssthresh).
+    fn undo(
+        &mut self,
+        state: &mut CcState,
+        prior_cwnd_bytes: u64,
+        prior_ssthresh_bytes: u64,
+        _now: Instant,
+    ) {
+        state.cwnd_bytes = state.cwnd_bytes.max(prior_cwnd_bytes);
+        state.ssthresh_bytes = state.ssthresh_bytes.max(prior_ssthresh_bytes);
+    }
+
     /// True when the algorithm sets cwnd itself in every state (BBR's
     /// `cong_control`), so the sender must not apply its own recovery
     /// window arithmetic.

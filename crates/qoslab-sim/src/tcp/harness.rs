@@ -61,6 +61,9 @@ pub struct Harness {
     pub drops: Vec<(u64, u32)>,
     /// Drop this many of the sender's SYNs.
     pub drop_syns: u32,
+    /// [from, to): the receiver's segments sent in this interval are held
+    /// and delivered, in order, at `to + delay` (an ACK-path stall).
+    pub stall: Option<(Instant, Instant)>,
     /// Every transmission: (time, side, header, dropped).
     pub log: Vec<(Instant, Side, TcpHeader, bool)>,
     pub rtts: Vec<(Instant, Duration)>,
@@ -84,6 +87,7 @@ impl Harness {
             header_bytes: 40,
             drops: Vec::new(),
             drop_syns: 0,
+            stall: None,
             log: Vec::new(),
             rtts: Vec::new(),
             trace: Vec::new(),
@@ -130,7 +134,15 @@ impl Harness {
                     }
                     self.push(at + self.delay, Ev::ToReceiver(h));
                 }
-                Side::Receiver => self.push(self.now + self.delay, Ev::ToSender(h)),
+                Side::Receiver => {
+                    let mut at = self.now;
+                    if let Some((from, to)) = self.stall {
+                        if (from..to).contains(&at) {
+                            at = to;
+                        }
+                    }
+                    self.push(at + self.delay, Ev::ToSender(h))
+                }
             }
         }
         match side {

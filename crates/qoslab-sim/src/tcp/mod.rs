@@ -20,6 +20,7 @@
 #[cfg(test)]
 mod harness;
 mod pacing;
+mod rack;
 mod rate;
 mod receiver;
 mod rtt;

@@ -14,7 +14,7 @@
 //! retransmission is not itself presumed lost).
 
 use super::rate::TxRateInfo;
-use qoslab_core::Instant;
+use qoslab_core::{Duration, Instant};
 use std::collections::VecDeque;
 
 /// One segment in the retransmission queue.
@@ -68,6 +68,11 @@ impl Scoreboard {
 
     pub fn is_empty(&self) -> bool {
         self.segs.is_empty()
+    }
+
+    /// Segments outstanding (Linux `packets_out`).
+    pub fn len(&self) -> usize {
+        self.segs.len()
     }
 
     pub fn get(&self, idx: usize) -> Option<&SentSegment> {
@@ -236,30 +241,111 @@ impl Scoreboard {
     }
 
     /// RTO (Linux `tcp_enter_loss` / `tcp_timeout_mark_lost`): every
-    /// un-SACKed segment is lost, retransmissions included. Returns the
-    /// bytes newly marked.
-    pub fn mark_all_lost(&mut self) -> u64 {
+    /// un-SACKed segment is lost, retransmissions included — except, with
+    /// `spare_after = Some(t)` (RACK, RFC 8985 §6.3), segments other than
+    /// the first sent after `t` (less than RACK.rtt ago), which are not
+    /// overdue yet. Returns the bytes newly marked.
+    pub fn mark_all_lost(&mut self, spare_after: Option<Instant>) -> u64 {
         let mut newly = 0;
+        let mut all = true;
         for i in 0..self.segs.len() {
             let seg = self.segs[i];
             if seg.sacked {
                 continue;
             }
-            if !seg.lost {
-                self.segs[i].lost = true;
-                self.lost_bytes += seg.len as u64;
-                newly += seg.len as u64;
+            if i > 0 && spare_after.is_some_and(|t| seg.sent_at > t) {
+                all = false;
+                continue;
             }
-            if seg.retrans_in_flight {
-                self.segs[i].retrans_in_flight = false;
-                self.retrans_bytes -= seg.len as u64;
-            }
+            newly += self.mark_lost_at(i);
         }
         self.retransmit_hint = 0;
-        if let Some(last) = self.segs.back() {
+        if let (true, Some(last)) = (all, self.segs.back()) {
             self.lost_floor = self.lost_floor.max(last.end());
         }
         newly
+    }
+
+    /// Mark segment `idx` (not SACKed) lost; a retransmission of it in
+    /// flight is lost too. Returns the bytes newly counted lost.
+    fn mark_lost_at(&mut self, idx: usize) -> u64 {
+        let seg = self.segs[idx];
+        let mut newly = 0;
+        if !seg.lost {
+            self.segs[idx].lost = true;
+            self.lost_bytes += seg.len as u64;
+            newly = seg.len as u64;
+        }
+        if seg.retrans_in_flight {
+            self.segs[idx].retrans_in_flight = false;
+            self.retrans_bytes -= seg.len as u64;
+        }
+        self.retransmit_hint = self.retransmit_hint.min(seg.seq);
+        newly
+    }
+
+    /// RACK loss detection, RFC 8985 §6.2 step 5 (Linux
+    /// `tcp_rack_detect_loss`): every segment neither SACKed nor waiting
+    /// for its retransmission that was sent before the most recently
+    /// delivered one (`rack_xmit`, `rack_end`: its time and end) and
+    /// `wait` = RACK.rtt + reo_wnd or more before `now` is lost. Returns
+    /// the bytes newly lost and the longest time still to wait for a
+    /// segment sent before it but not yet overdue (the reordering timer).
+    ///
+    /// Original transmissions leave in sequence order, so the walk stops
+    /// at the first never-retransmitted segment sent after `rack_xmit`.
+    pub fn rack_detect(
+        &mut self,
+        rack_xmit: Instant,
+        rack_end: u64,
+        wait: Duration,
+        now: Instant,
+    ) -> (u64, Option<Duration>) {
+        let (mut newly, mut remaining) = (0, None::<Duration>);
+        for i in 0..self.segs.len() {
+            let s = self.segs[i];
+            if s.sacked || (s.lost && !s.retrans_in_flight) {
+                continue;
+            }
+            if (s.sent_at, s.end()) >= (rack_xmit, rack_end) {
+                if s.ever_retransmitted {
+                    continue;
+                }
+                break;
+            }
+            let deadline = s.sent_at.saturating_add(wait);
+            if deadline <= now {
+                newly += self.mark_lost_at(i);
+            } else {
+                let left = deadline - now;
+                remaining = Some(remaining.map_or(left, |r| r.max(left)));
+            }
+        }
+        (newly, remaining)
+    }
+
+    /// Highest end of a segment ever SACKed (Linux `tcp_highest_sack_seq`).
+    pub fn highest_sacked_end(&self) -> u64 {
+        self.highest_sacked_end
+    }
+
+    /// The last segment sent (highest sequence), for the tail loss probe.
+    pub fn last_index(&self) -> Option<usize> {
+        self.segs.len().checked_sub(1)
+    }
+
+    /// Undo every loss mark (Linux `tcp_undo_cwnd_reduction` with
+    /// `unmark_loss`): the losses were spurious. Retransmissions in flight
+    /// stay counted.
+    pub fn unmark_lost(&mut self) {
+        for seg in self.segs.iter_mut() {
+            if seg.lost && !seg.sacked {
+                self.lost_bytes -= seg.len as u64;
+            }
+            seg.lost = false;
+        }
+        self.lost_floor = 0;
+        self.retransmit_hint = u64::MAX;
     }
 
     /// Index of the first segment presumed lost whose retransmission is
@@ -371,9 +457,48 @@ mod tests {
         b.sack(2001, 3001, |_| {});
         b.mark_head_lost();
         b.mark_retransmitted(0, Instant::ZERO, TxRateInfo::default());
-        assert_eq!(b.mark_all_lost(), 2000);
+        assert_eq!(b.mark_all_lost(None), 2000);
         assert_eq!((b.pipe(), b.lost_bytes(), b.retrans_bytes()), (0, 3000, 0));
         assert_eq!(b.first_lost_unsent(), Some(0));
+    }
+
+    /// RACK: segments sent before the delivered one by more than the
+    /// window are lost, later or younger ones wait (and say how long).
+    #[test]
+    fn rack_marks_by_send_time() {
+        let mut b = Scoreboard::new();
+        for i in 0..6u64 {
+            b.push(SentSegment {
+                seq: 1 + i * 1000,
+                len: 1000,
+                sent_at: Instant::from_ns(i * 1_000_000),
+                first_sent_at: Instant::from_ns(i * 1_000_000),
+                ever_retransmitted: false,
+                retrans_in_flight: false,
+                lost: false,
+                sacked: false,
+                tx: TxRateInfo::default(),
+            });
+        }
+        // Segment 4 (sent at 4 ms) SACKed at 24 ms: RACK.rtt = 20 ms.
+        b.sack(4001, 5001, |_| {});
+        let rtt = Duration::from_ms(20);
+        let now = Instant::from_ns(24_000_000);
+        // reo_wnd 1.5 ms: segments 0..=2 (sent ≤ 2 ms) are overdue, 3
+        // (sent at 3 ms) has 0.5 ms left; 5 was sent after 4.
+        let (lost, wait) = b.rack_detect(
+            Instant::from_ns(4_000_000),
+            5001,
+            rtt + Duration::from_us(1500),
+            now,
+        );
+        assert_eq!(lost, 3000);
+        assert_eq!(wait, Some(Duration::from_us(500)));
+        assert!(!b.segs[3].lost && !b.segs[5].lost);
+        // RTO sparing segments sent after 2.5 ms: 0..=2 already lost,
+        // the head rule does not matter, 3 and 5 are spared.
+        assert_eq!(b.mark_all_lost(Some(Instant::from_ns(2_500_000))), 0);
+        assert_eq!(b.mark_all_lost(None), 2000);
     }
 
     /// RFC 6675 IsLost by its definition, for comparison.

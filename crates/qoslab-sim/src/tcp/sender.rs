@@ -38,6 +38,27 @@
 //!   sent before the timeout is acknowledged, and lost segments are resent
 //!   in order under the slow-start window before new data (go-back-N
 //!   without SACK, SACKed segments skipped with it).
+//!   The ssthresh reduction is skipped when this window was already
+//!   reduced (a fast recovery under way, or an earlier timeout of the same
+//!   data), as `tcp_enter_loss` does. Retransmitting the first
+//!   unacknowledged segment restarts the timer (Linux
+//!   `tcp_xmit_retransmit_queue`).
+//! - Spurious timeouts ([`TcpConfig::frto`]): F-RTO, RFC 5682 §3.1 in its
+//!   SACK-enhanced form as Linux `tcp_process_loss` runs it (not after a
+//!   timeout during fast recovery, §3.1 step 1); and with timestamps the
+//!   Eifel check (RFC 3522; Linux `tcp_packet_delayed`). Either undoes
+//!   the reduction (`cc.undo`, Linux `tcp_undo_cwnd_reduction`) and the
+//!   loss marks.
+//! - RACK ([`TcpConfig::rack`], SACK recovery only; [`super::rack`]):
+//!   loss detection by send time, RFC 8985 §6, as Linux runs it: it
+//!   replaces the DupThresh / IsLost rules (Linux skips
+//!   `tcp_update_scoreboard` and the dupack heuristic when RACK is on),
+//!   detects lost retransmissions, arms the reordering timer, and on an
+//!   RTO marks lost only segments sent more than RACK.rtt ago (cwnd =
+//!   in flight + 1 segment, `tcp_enter_loss`).
+//! - TLP ([`TcpConfig::tlp`], SACK only): RFC 8985 §7 as Linux
+//!   `tcp_schedule_loss_probe` / `tcp_send_loss_probe` /
+//!   `tcp_process_tlp_ack` (see [`TcpSender`]'s private docs for PTO).
 //! - Duplicate ACKs: RFC 5681 §2 definition (no data, ack = SND.UNA,
 //!   outstanding data, same window) without SACK; RFC 6675 §2 with SACK
 //!   (an ACK whose SACK blocks cover new data).
@@ -84,13 +105,14 @@
 //!   algorithm sets `pacing_rate`; retransmissions are paced too, except
 //!   the one forced by entering recovery or by the RTO.
 //!
-//! Left out (named): TLP (RFC 8985 §7), RACK time-based loss detection
-//! (RFC 8985), limited transmit for non-SACK connections (RFC 3042), F-RTO
-//! (RFC 5682) and Eifel/DSACK undo, ECN (RFC 3168), FIN,
+//! Left out (named): limited transmit for non-SACK connections (RFC 3042),
+//! RACK's DSACK-adapted reordering window, DSACK undo and undo of a fast recovery (Linux `tcp_try_undo_recovery`,
+//! `tcp_try_undo_partial`, `tcp_try_undo_dsack`), ECN (RFC 3168), FIN,
 //! SYN give-up after `tcp_syn_retries`, congestion-window validation
 //! after idle (RFC 7661), Nagle (a bulk sender always has full segments).
 
 use super::pacing::{default_pacing_rate, Pacer};
+use super::rack::{Rack, TIMEOUT_MIN};
 use super::rate::{RateAccumulator, RateEstimator};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, SentSegment};
@@ -122,6 +144,14 @@ pub struct SenderStats {
     pub timeouts: u64,
     /// Fast-recovery episodes entered.
     pub fast_recoveries: u64,
+    /// Retransmission timeouts found spurious and undone (F-RTO or Eifel;
+    /// Linux `TCPSpuriousRTOs` + `TCPLossUndo`).
+    pub spurious_rtos: u64,
+    /// Tail loss probes sent (Linux `TCPLossProbes`).
+    pub loss_probes: u64,
+    /// Probes that repaired a loss and cost a window reduction (Linux
+    /// `TCPLossProbeRecovery`).
+    pub loss_probe_recoveries: u64,
     /// Payload bytes cumulatively acknowledged.
     pub bytes_acked: u64,
     pub established_at: Option<Instant>,
@@ -196,7 +226,42 @@ pub struct TcpSender {
     recover_fs: u64,
     /// Peer's TSval to echo.
     ts_recent: u64,
+    /// F-RTO under way (Linux `tp->frto`).
+    frto: bool,
+    /// One-shot: the next send pass sends new data only (F-RTO step 2b,
+    /// Linux `REXMIT_NEW`).
+    frto_new_only: bool,
+    /// cwnd and ssthresh before the current reduction (Linux `prior_cwnd`,
+    /// `prior_ssthresh`; `Some` = Linux `undo_marker` set).
+    undo_prior: Option<(u64, u64)>,
+    /// First retransmission of the current episode (Linux `retrans_stamp`).
+    retrans_stamp: Option<Instant>,
+    rack: Rack,
+    /// RACK reordering timer (Linux `ICSK_TIME_REO_TIMEOUT`).
+    reo_at: Option<Instant>,
+    /// Tail-loss-probe timer (PTO, Linux `ICSK_TIME_LOSS_PROBE`).
+    tlp_at: Option<Instant>,
+    /// SND.NXT when the outstanding probe was sent (RFC 8985 TLP.end_seq,
+    /// Linux `tlp_high_seq`); `None` = no probe outstanding.
+    tlp_high_seq: Option<u64>,
+    /// The outstanding probe was a retransmission (Linux `tlp_retrans`).
+    tlp_retrans: bool,
     stats: SenderStats,
+}
+
+/// What one ACK did, for the loss-state machine (Linux `FLAG_*`).
+#[derive(Clone, Copy, Debug, Default)]
+struct AckFlags {
+    /// SND.UNA advanced (`FLAG_SND_UNA_ADVANCED`).
+    advanced: bool,
+    acked_bytes: u64,
+    is_dupack: bool,
+    /// New data was SACKed (`FLAG_DATA_SACKED`).
+    sacked: bool,
+    /// Never-retransmitted data sent before the recovery point was
+    /// (s)acked (`FLAG_ORIG_SACK_ACKED`).
+    orig_acked: bool,
+    ts_ecr: u64,
 }
 
 impl TcpSender {
@@ -241,6 +306,15 @@ impl TcpSender {
             prr_out: 0,
             recover_fs: 0,
             ts_recent: 0,
+            frto: false,
+            frto_new_only: false,
+            undo_prior: None,
+            retrans_stamp: None,
+            rack: Rack::default(),
+            reo_at: None,
+            tlp_at: None,
+            tlp_high_seq: None,
+            tlp_retrans: false,
             stats: SenderStats::default(),
         }
     }
@@ -259,6 +333,12 @@ impl TcpSender {
     /// RFC 6675 recovery needs both the kind and the SACK option.
     fn sack_recovery(&self) -> bool {
         self.cfg.sack && self.cfg.recovery == RecoveryKind::Sack
+    }
+
+    /// RACK replaces the DupThresh rule in SACK recovery (Linux: SACK
+    /// connections with `tcp_recovery & TCP_RACK_LOSS_DETECTION`).
+    fn rack_on(&self) -> bool {
+        self.cfg.rack && self.sack_recovery()
     }
 
     /// Send the SYN.
@@ -332,15 +412,22 @@ impl TcpSender {
 
     pub fn next_timer(&self) -> Option<Instant> {
         let pace = self.pacing_wait.then(|| self.pacer.next_send());
-        match (self.rto_at, pace) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.rto_at, self.reo_at, self.tlp_at, pace]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     pub fn on_timer(&mut self, now: Instant, io: &mut dyn TcpIo) {
-        if self.rto_at.is_some_and(|t| t <= now) {
+        let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
+        // Linux has one timer: an armed probe timer replaces the RTO
+        // (the PTO is never later), so a probe due with it goes first.
+        if due(self.tlp_at) && self.tlp_at <= self.rto_at.or(self.tlp_at) {
+            self.send_loss_probe(now, io);
+        } else if due(self.rto_at) {
             self.on_rto(now, io);
+        } else if due(self.reo_at) {
+            self.on_reo_timeout(now, io);
         }
         self.try_send(now, io);
     }
@@ -440,18 +527,43 @@ impl TcpSender {
             self.rto_at = None;
             return;
         }
-        // Linux tcp_enter_loss.
+        // Linux tcp_enter_loss: ssthresh is reduced only if this window
+        // was not reduced already (by a fast recovery still under way, or
+        // by an earlier timeout of the same data, RFC 5681 §3.1).
         let flight = self.flight_size_bytes();
+        let new_recovery = matches!(self.ca, CaState::Open | CaState::Disorder);
+        let reduce = new_recovery
+            || self.snd_una >= self.high_seq
+            || (self.ca == CaState::Loss && self.rto_streak == 0);
+        if reduce {
+            self.save_undo();
+        }
         let held_ssthresh = self.state.ssthresh_bytes;
         self.cc.on_rto(&mut self.state, flight, now);
-        if self.rto_streak > 0 {
-            self.state.ssthresh_bytes = held_ssthresh; // RFC 5681 §3.1
+        if !reduce {
+            self.state.ssthresh_bytes = held_ssthresh;
         }
+        // RFC 5682 §3.1 step 1 / §3.2, Linux tcp_enter_loss: F-RTO unless
+        // a fast recovery was under way, except on repeated timeouts.
+        self.frto = self.cfg.frto && (new_recovery || self.rto_streak > 0);
+        self.frto_new_only = false;
         self.rto_streak += 1;
-        self.sb.mark_all_lost();
+        let spare = if self.rack_on() {
+            self.rack.rto_spare_after(now)
+        } else {
+            None
+        };
+        self.sb.mark_all_lost(spare);
+        if !self.cc.owns_cwnd() {
+            // tcp_enter_loss: cwnd = packets in flight + 1.
+            self.state.cwnd_bytes = self.sb.pipe() + self.mss() as u64;
+        }
         self.ca = CaState::Loss;
         self.high_seq = self.snd_nxt;
         self.dupacks = 0;
+        self.tlp_at = None;
+        self.tlp_high_seq = None;
+        self.reo_at = None;
         // RFC 6298 5.4: retransmit the earliest unacknowledged segment now.
         if let Some(idx) = self.sb.first_lost_unsent() {
             self.retransmit(now, idx, io, false);
@@ -471,16 +583,36 @@ impl TcpSender {
         self.snd_wnd = h.window;
         let mut acc = RateAccumulator::default();
         let mut newly_sacked = 0u64;
+        let mut orig_acked = false;
+        let mut reordered = false;
         let mut sack_rtt_from: Option<Instant> = None;
+        let min_rtt = self.rtt.min_rtt();
+        let ts_ecr = if self.timestamps { h.ts_ecr } else { 0 };
+        let prior_fack = self.sb.highest_sacked_end();
+        let blocks = h.sack.as_slice();
+        // RFC 2883 §4: a first block below the ACK or inside the second
+        // reports a duplicate (D-SACK).
+        let dsack = blocks.first().copied().filter(|&(s, e)| {
+            e <= h.ack || blocks.get(1).is_some_and(|&(s2, e2)| s >= s2 && e <= e2)
+        });
         if self.cfg.sack {
-            for &(start, end) in h.sack.as_slice() {
+            for &(start, end) in blocks {
                 if end <= h.ack || start >= end {
                     continue; // D-SACK or stale (RFC 2883 §4)
                 }
                 let rate = &mut self.rate;
+                let rack = &mut self.rack;
                 self.sb
                     .sack(start.max(h.ack), end.min(self.snd_nxt), |seg| {
                         newly_sacked += seg.len as u64;
+                        if !seg.ever_retransmitted && seg.end() <= self.high_seq {
+                            orig_acked = true;
+                        }
+                        if !seg.ever_retransmitted && seg.seq < prior_fack {
+                            reordered = true;
+                        }
+                        let rtx = seg.ever_retransmitted;
+                        rack.on_delivered(seg.sent_at, seg.end(), rtx, now, min_rtt, ts_ecr);
                         rate.on_delivered(&mut acc, &seg.tx, seg.sent_at, seg.end(), seg.len);
                         if !seg.ever_retransmitted {
                             sack_rtt_from =
@@ -491,12 +623,14 @@ impl TcpSender {
         }
         let prior_una = self.snd_una;
         let advanced = h.ack > self.snd_una;
+        let high_seq = self.high_seq;
         let mut newly_acked = 0u64;
         let mut first_ackt: Option<Instant> = None;
         let mut retrans_acked = false;
         let mut ack_rtt_from = None;
         if advanced {
             let rate = &mut self.rate;
+            let rack = &mut self.rack;
             self.sb.ack_to(h.ack, |seg| {
                 if seg.end() == h.ack {
                     ack_rtt_from = Some(seg.first_sent_at);
@@ -507,6 +641,14 @@ impl TcpSender {
                     first_ackt = Some(seg.sent_at);
                 }
                 if !seg.sacked {
+                    if !seg.ever_retransmitted && seg.end() <= high_seq {
+                        orig_acked = true;
+                    }
+                    if !seg.ever_retransmitted && seg.seq < prior_fack {
+                        reordered = true;
+                    }
+                    let rtx = seg.ever_retransmitted;
+                    rack.on_delivered(seg.sent_at, seg.end(), rtx, now, min_rtt, ts_ecr);
                     newly_acked += seg.len as u64;
                     rate.on_delivered(&mut acc, &seg.tx, seg.sent_at, seg.end(), seg.len);
                 }
@@ -538,12 +680,25 @@ impl TcpSender {
         } else {
             !advanced && h.payload_len == 0 && !window_changed && self.snd_nxt > self.snd_una
         };
-        let newly_lost = if self.sack_recovery() {
+        self.rack.reord_seen |= reordered;
+        let newly_lost = if self.rack_on() {
+            self.rack_detect_loss(now, false)
+        } else if self.sack_recovery() {
             self.sb.mark_lost_by_sack(DUP_THRESH, self.mss())
         } else {
             0
         };
-        self.update_loss_state(now, is_dupack, advanced, h.ack - prior_una, io);
+        let flags = AckFlags {
+            advanced,
+            acked_bytes: h.ack - prior_una,
+            is_dupack,
+            sacked: newly_sacked > 0,
+            orig_acked,
+            ts_ecr: h.ts_ecr,
+        };
+        self.update_loss_state(now, &flags, io);
+        let pure_dupack = !advanced && !window_changed && h.payload_len == 0 && newly_sacked == 0;
+        self.process_tlp_ack(now, h.ack, pure_dupack, dsack);
         let delivered = newly_acked + newly_sacked;
         if self.ca == CaState::Recovery && self.prr_active() && delivered > 0 {
             self.prr_reduce(delivered, advanced && newly_lost == 0);
@@ -574,29 +729,158 @@ impl TcpSender {
             } else {
                 Some(now.saturating_add(self.rtt.rto()))
             };
+            self.schedule_loss_probe(now, true); // Linux tcp_set_xmit_timer
+        }
+        if self.ca != CaState::Open {
+            self.tlp_at = None;
         }
         self.try_send(now, io);
     }
 
-    /// Linux `tcp_fastretrans_alert` restated per RFC (see module docs).
-    fn update_loss_state(
+    /// RACK loss detection (see [`super::rack`]); arms the reordering
+    /// timer for segments not yet overdue. Returns the bytes newly lost.
+    fn rack_detect_loss(&mut self, now: Instant, force: bool) -> u64 {
+        let Some((xmit, end, rtt)) = self.rack.take_advanced(force) else {
+            return 0;
+        };
+        let in_recovery = matches!(self.ca, CaState::Recovery | CaState::Loss);
+        let dupthresh = self.sb.sacked_bytes() >= DUP_THRESH as u64 * self.mss() as u64;
+        let reo_wnd =
+            self.rack
+                .reo_wnd(in_recovery, dupthresh, self.rtt.min_rtt(), self.rtt.srtt());
+        let (lost, wait) = self.sb.rack_detect(xmit, end, rtt + reo_wnd, now);
+        if let Some(w) = wait {
+            self.reo_at = Some(now.saturating_add(w + TIMEOUT_MIN));
+        }
+        lost
+    }
+
+    /// Linux `tcp_rack_reo_timeout`: the reordering window has passed.
+    fn on_reo_timeout(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        self.reo_at = None;
+        if self.rack_detect_loss(now, true) == 0 {
+            return;
+        }
+        if matches!(self.ca, CaState::Open | CaState::Disorder) {
+            self.enter_recovery(now, io);
+            if self.prr_active() {
+                self.prr_reduce(self.mss() as u64, false); // tcp_cwnd_reduction(sk, 1, 0)
+            }
+        }
+    }
+
+    /// RFC 8985 §7.2 / Linux `tcp_schedule_loss_probe`: in the Open state
+    /// with data outstanding, PTO = 2·SRTT, plus `min_rto` (Linux
+    /// `tcp_rto_min`, RFC 8985's WCDelAckT) when one segment is
+    /// outstanding, else plus 2 ms; `initial_rto` without an RTT sample;
+    /// never later than the RTO would fire (`advancing_rto`: the RTO was
+    /// just restarted).
+    fn schedule_loss_probe(&mut self, now: Instant, advancing_rto: bool) {
+        self.tlp_at = None;
+        if !(self.cfg.tlp && self.cfg.sack) || self.sb.is_empty() || self.ca != CaState::Open {
+            return;
+        }
+        let mut pto = match self.rtt.srtt() {
+            Some(srtt) => {
+                let extra = if self.sb.len() == 1 {
+                    self.cfg.min_rto
+                } else {
+                    TIMEOUT_MIN
+                };
+                srtt + srtt + extra
+            }
+            None => self.cfg.initial_rto,
+        };
+        let rto_left = if advancing_rto {
+            Some(self.rtt.rto())
+        } else {
+            self.rto_at.map(|t| t.saturating_since(now))
+        };
+        if let Some(left) = rto_left.filter(|d| d.as_ns() > 0) {
+            pto = pto.min(left);
+        }
+        self.tlp_at = Some(now.saturating_add(pto));
+    }
+
+    /// RFC 8985 §7.3 / Linux `tcp_send_loss_probe`: send one new segment
+    /// if the application and the peer's window allow (cwnd is ignored),
+    /// else retransmit the last segment; at most one probe outstanding.
+    fn send_loss_probe(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        self.tlp_at = None;
+        if self.tlp_high_seq.is_some() {
+            return;
+        }
+        let len = (self.mss() as u64).min(self.app_remaining());
+        let sent = if len > 0 && self.snd_nxt + len <= self.snd_una + self.snd_wnd {
+            self.send_new(now, len as u32, io);
+            self.tlp_retrans = false;
+            true
+        } else if let Some(idx) = self
+            .sb
+            .last_index()
+            .filter(|&i| self.sb.get(i).is_some_and(|s| !s.sacked))
+        {
+            self.retransmit(now, idx, io, false);
+            self.tlp_retrans = true;
+            true
+        } else {
+            false
+        };
+        if sent {
+            self.tlp_high_seq = Some(self.snd_nxt);
+            self.stats.loss_probes += 1;
+            self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+        }
+    }
+
+    /// RFC 8985 §7.4 / Linux `tcp_process_tlp_ack`: an ACK beyond the
+    /// probe means the probe repaired a loss: reduce the window once
+    /// (Linux enters and at once ends CWR: ssthresh from the algorithm,
+    /// cwnd = ssthresh). A D-SACK of the probe, or a pure duplicate ACK
+    /// at its end, means nothing was lost.
+    fn process_tlp_ack(
         &mut self,
         now: Instant,
-        is_dupack: bool,
-        advanced: bool,
-        acked_bytes: u64,
-        io: &mut dyn TcpIo,
+        ack: u64,
+        pure_dupack: bool,
+        dsack: Option<(u64, u64)>,
     ) {
+        let Some(end) = self.tlp_high_seq else {
+            return;
+        };
+        if ack < end {
+            return;
+        }
+        if !self.tlp_retrans || dsack.is_some_and(|(_, e)| e == end) {
+            self.tlp_high_seq = None;
+        } else if ack > end {
+            self.tlp_high_seq = None;
+            self.stats.loss_probe_recoveries += 1;
+            let flight = self.flight_size_bytes();
+            let ssthresh = self.cc.ssthresh(&self.state, flight, now);
+            self.state.ssthresh_bytes = ssthresh;
+            if !self.cc.owns_cwnd() {
+                self.state.cwnd_bytes = ssthresh.max(self.mss() as u64);
+            }
+        } else if pure_dupack {
+            self.tlp_high_seq = None;
+        }
+    }
+
+    /// Linux `tcp_fastretrans_alert` restated per RFC (see module docs).
+    fn update_loss_state(&mut self, now: Instant, a: &AckFlags, io: &mut dyn TcpIo) {
         let sack = self.sack_recovery();
         let mss = self.mss() as u64;
         let owns = self.cc.owns_cwnd();
-        match self.ca {
-            CaState::Loss => {
-                if self.snd_una >= self.high_seq {
-                    self.ca = CaState::Open;
-                    self.dupacks = 0;
-                }
+        let (is_dupack, advanced, acked_bytes) = (a.is_dupack, a.advanced, a.acked_bytes);
+        if self.ca == CaState::Loss {
+            self.process_loss(now, a);
+            if self.ca == CaState::Loss {
+                return;
             }
+        }
+        match self.ca {
+            CaState::Loss => {}
             CaState::Recovery => {
                 if sack {
                     if self.snd_una >= self.high_seq {
@@ -643,15 +927,102 @@ impl TcpSender {
                     self.dupacks += 1;
                 }
                 let lost = sack && self.sb.lost_bytes() > 0;
-                if self.dupacks >= DUP_THRESH || lost {
+                // With RACK the DupThresh rule is RACK's zero reo_wnd.
+                let dupthresh = self.dupacks >= DUP_THRESH && !self.rack_on();
+                if dupthresh || lost {
                     self.enter_recovery(now, io);
                 } else if self.dupacks > 0 || self.sb.sacked_bytes() > 0 {
                     self.ca = CaState::Disorder;
                 } else {
                     self.ca = CaState::Open;
+                    if self.sb.retrans_bytes() == 0 {
+                        self.retrans_stamp = None; // Linux tcp_try_to_open
+                    }
                 }
             }
         }
+    }
+
+    /// Linux `tcp_process_loss`: the Loss state after an RTO, with the
+    /// Eifel check (RFC 3522 via timestamps, Linux `tcp_try_undo_loss` →
+    /// `tcp_packet_delayed`) and F-RTO, RFC 5682 §3.1 (SACK-enhanced):
+    /// - step 2: the first ACK that advances SND.UNA without
+    ///   acknowledging the whole window moves the recovery point to
+    ///   SND.NXT and lets new data out instead of retransmissions (if
+    ///   there is new data and the peer's window allows it; otherwise
+    ///   F-RTO ends and recovery is conventional);
+    /// - step 3a: a later duplicate ACK or SACK means the loss was real:
+    ///   conventional recovery (go-back-N of the segments marked lost);
+    /// - step 3b: an ACK or SACK of data never retransmitted and sent
+    ///   before the timeout (checked on every ACK, as Linux does) means
+    ///   the timeout was spurious: the reduction is undone.
+    fn process_loss(&mut self, now: Instant, a: &AckFlags) {
+        let recovered = self.snd_una >= self.high_seq;
+        if a.advanced && self.packet_delayed(a.ts_ecr) {
+            self.undo_loss(now, false);
+            return;
+        }
+        if self.frto {
+            if a.orig_acked {
+                self.undo_loss(now, true); // step 3b
+                return;
+            }
+            if self.snd_nxt > self.high_seq {
+                if a.sacked || a.is_dupack {
+                    self.frto = false; // step 3a
+                }
+            } else if a.advanced && !recovered {
+                self.high_seq = self.snd_nxt; // step 2b
+                let right = self.snd_una + self.snd_wnd;
+                if self.app_remaining() > 0 && right > self.snd_nxt {
+                    self.frto_new_only = true;
+                    return;
+                }
+                self.frto = false;
+            }
+        }
+        if recovered {
+            self.ca = CaState::Open;
+            self.dupacks = 0;
+            self.frto = false;
+        }
+    }
+
+    /// Linux `tcp_packet_delayed`: the ACK echoes a timestamp older than
+    /// the first retransmission, so an original transmission arrived.
+    fn packet_delayed(&self, ts_ecr: u64) -> bool {
+        self.timestamps
+            && ts_ecr != 0
+            && self.undo_prior.is_some()
+            && self.retrans_stamp.is_some_and(|t| ts_ecr < t.as_ns())
+    }
+
+    /// Linux `tcp_try_undo_loss`: undo the reduction and the loss marks.
+    fn undo_loss(&mut self, now: Instant, frto: bool) {
+        self.sb.unmark_lost();
+        if let Some((cwnd, ssthresh)) = self.undo_prior.take() {
+            self.cc.undo(&mut self.state, cwnd, ssthresh, now);
+        }
+        self.stats.spurious_rtos += 1;
+        self.rto_streak = 0;
+        self.frto = false;
+        self.frto_new_only = false;
+        if frto || self.cfg.sack {
+            self.ca = CaState::Open;
+            self.dupacks = 0;
+        }
+    }
+
+    /// Linux `tcp_init_undo` + `prior_ssthresh = tcp_current_ssthresh`.
+    fn save_undo(&mut self) {
+        let cwnd = self.state.cwnd_bytes;
+        let ssthresh = self.state.ssthresh_bytes;
+        let prior_ssthresh = if self.ca == CaState::Recovery {
+            ssthresh
+        } else {
+            ssthresh.max(cwnd / 2 + cwnd / 4)
+        };
+        self.undo_prior = Some((cwnd, prior_ssthresh));
     }
 
     fn enter_recovery(&mut self, now: Instant, io: &mut dyn TcpIo) {
@@ -659,6 +1030,9 @@ impl TcpSender {
         self.ca = CaState::Recovery;
         self.high_seq = self.snd_nxt;
         let flight = self.flight_size_bytes();
+        self.save_undo();
+        self.tlp_high_seq = None; // tcp_init_cwnd_reduction
+        self.tlp_at = None;
         let ssthresh = self.cc.ssthresh(&self.state, flight, now);
         self.state.ssthresh_bytes = ssthresh;
         self.prr_delivered = 0;
@@ -672,7 +1046,9 @@ impl TcpSender {
                 ssthresh + 3 * mss // RFC 5681 §3.2 step 4
             };
         }
-        self.sb.mark_head_lost();
+        if !self.rack_on() {
+            self.sb.mark_head_lost();
+        }
         // RFC 5681 §3.2 step 3 / RFC 6675 §5 (4.3): retransmit now.
         if let Some(idx) = self.sb.first_lost_unsent() {
             self.retransmit(now, idx, io, false);
@@ -745,11 +1121,11 @@ impl TcpSender {
         }
     }
 
-    fn next_segment(&mut self) -> Next {
+    fn next_segment(&mut self, new_only: bool) -> Next {
         let fr_rfc5681 = self.ca == CaState::Recovery && !self.sack_recovery();
         let cwnd = self.state.cwnd_bytes;
         let pipe = self.sb.pipe();
-        if !fr_rfc5681 {
+        if !fr_rfc5681 && !new_only {
             if let Some(idx) = self.sb.first_lost_unsent() {
                 let len = self.sb.get(idx).map_or(0, |s| s.len) as u64;
                 return if pipe + len <= cwnd {
@@ -802,9 +1178,35 @@ impl TcpSender {
         if self.phase != Phase::Established {
             return;
         }
+        let new_only = std::mem::take(&mut self.frto_new_only);
+        let nxt_before = self.snd_nxt;
+        let mut why = self.send_loop(now, io, new_only);
+        if new_only && self.snd_nxt <= self.high_seq && !self.pacing_wait {
+            // F-RTO step 2b could send nothing new: conventional recovery
+            // (Linux tcp_xmit_recovery).
+            self.frto = false;
+            why = self.send_loop(now, io, false);
+        }
+        if self.snd_nxt > nxt_before {
+            self.schedule_loss_probe(now, false); // tcp_write_xmit
+        }
+        self.validate_cwnd(why == Blocked::Cwnd && !self.pacing_wait);
+        // tcp_rate_check_app_limited.
+        if why == Blocked::App
+            && !self.pacing_wait
+            && self.sb.pipe() < self.state.cwnd_bytes
+            && self.sb.lost_bytes() <= self.sb.retrans_bytes()
+        {
+            self.rate.mark_app_limited(self.sb.pipe());
+        }
+    }
+
+    /// Send while the window, the pacer and the application allow; with
+    /// `new_only`, no retransmissions. Returns what stopped it.
+    fn send_loop(&mut self, now: Instant, io: &mut dyn TcpIo, new_only: bool) -> Blocked {
         let mut why = Blocked::App;
         loop {
-            let next = self.next_segment();
+            let next = self.next_segment(new_only);
             if let Next::Stop(b) = next {
                 why = b;
                 break;
@@ -820,15 +1222,7 @@ impl TcpSender {
                 Next::New(len) => self.send_new(now, len, io),
             }
         }
-        self.validate_cwnd(why == Blocked::Cwnd && !self.pacing_wait);
-        // tcp_rate_check_app_limited.
-        if why == Blocked::App
-            && !self.pacing_wait
-            && self.sb.pipe() < self.state.cwnd_bytes
-            && self.sb.lost_bytes() <= self.sb.retrans_bytes()
-        {
-            self.rate.mark_app_limited(self.sb.pipe());
-        }
+        why
     }
 
     /// Linux `tcp_cwnd_validate`: latch cwnd-limitedness per window.
@@ -896,6 +1290,13 @@ impl TcpSender {
         let tx = self.rate.on_send(now, false);
         self.sb.mark_retransmitted(idx, now, tx);
         self.stats.retransmits += 1;
+        self.retrans_stamp.get_or_insert(now);
+        if idx == 0 {
+            // Linux tcp_xmit_retransmit_queue: retransmitting the head
+            // restarts the retransmission timer (replacing a probe timer).
+            self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+            self.tlp_at = None;
+        }
         io.transmit(self.data_header(now, seg.seq, seg.len, true));
         self.after_send(now, seg.len, paced);
     }
@@ -1043,15 +1444,21 @@ mod tests {
         assert_eq!(h.receiver.delivered_bytes(), 200_000);
     }
 
+    /// Start `h`, run it to completion (30 s at most) and check that all
+    /// `bytes` arrived.
+    fn completed(mut h: Harness, bytes: u64) -> Harness {
+        h.start();
+        h.run_to_done(at_ms(30_000));
+        assert!(h.sender.is_done());
+        assert_eq!(h.receiver.delivered_bytes(), bytes);
+        h
+    }
+
     fn multi_loss(kind: RecoveryKind) -> Harness {
         let c = cfg(kind);
         let mut h = harness(&c, AppLimit::Bytes(300_000), Some(8_000_000));
         h.drops = vec![(seg(60), 1), (seg(63), 1), (seg(66), 1)];
-        h.start();
-        h.run_to_done(at_ms(30_000));
-        assert!(h.sender.is_done());
-        assert_eq!(h.receiver.delivered_bytes(), 300_000);
-        h
+        completed(h, 300_000)
     }
 
     #[test]
@@ -1121,7 +1528,8 @@ mod tests {
 
     #[test]
     fn tail_loss_needs_rto_with_doubling_backoff() {
-        let c = cfg(RecoveryKind::Sack);
+        let mut c = cfg(RecoveryKind::Sack);
+        c.tlp = false;
         let mut h = harness(&c, AppLimit::Bytes(20_000), None);
         h.drops = vec![(seg(19), 2)];
         h.start();
@@ -1344,5 +1752,214 @@ mod tests {
         h.run_to_done(at_ms(5_000));
         assert!(h.sender.is_done());
         assert_eq!(h.receiver.delivered_bytes(), sent_end - 1);
+    }
+
+    /// The cc helper's case (10 Mbit/s, 40 ms RTT, unbounded queue, one
+    /// drop): slow start builds ~480 ms of queue before the drop is
+    /// detected, so the fast retransmission waits behind it; RFC 6298's
+    /// RTO (SRTT + 4·RTTVAR, SRTT trailing the growing queue) expires
+    /// first. A genuine spurious timeout, *during fast recovery*: RFC 5682
+    /// §3.1 step 1 (and Linux `tcp_enter_loss`) do not run F-RTO then, and
+    /// ssthresh stays at the recovery's value (no second reduction in the
+    /// same window).
+    #[test]
+    fn rto_during_recovery_behind_a_deep_queue_is_genuine() {
+        let deep_queue = |rack: bool| {
+            let mut c = TcpConfig::profile("linux").unwrap();
+            c.cc = crate::config::CcKind::Reno;
+            c.rack = rack;
+            let s = TcpSender::new(&c, Box::new(Reno::new()), AppLimit::Unlimited);
+            let mut h = Harness::new(s, TcpReceiver::new(&c), ms(20));
+            h.header_bytes = c.header_bytes;
+            h.bottleneck = Some(Rate::from_bps(10_000_000));
+            h.drops = vec![(HOLE, 1)];
+            h.start();
+            h.run_until(at_ms(3_000));
+            h
+        };
+        const HOLE: u64 = 1 + 400 * 1448;
+        // Without RACK the timeout marks the whole window lost: go-back-N
+        // resends ~300 segments that were only queued (the cc helper's
+        // "248 retransmissions").
+        let st = deep_queue(false).sender.stats();
+        assert_eq!((st.fast_recoveries, st.timeouts), (1, 1));
+        assert!(st.retransmits > 200, "{}", st.retransmits);
+        // RACK (RFC 8985 §6.3, Linux tcp_timeout_mark_lost) marks only
+        // segments sent more than RACK.rtt ago, and the timestamp echo
+        // keeps the late ACK of the fast retransmission from being taken
+        // for the RTO's: one spurious retransmission, no go-back-N.
+        let h = deep_queue(true);
+        let st = h.sender.stats();
+        assert_eq!(
+            (
+                st.fast_recoveries,
+                st.timeouts,
+                st.spurious_rtos,
+                st.retransmits
+            ),
+            (1, 1, 0, 2)
+        );
+        let fr = h.trace.iter().find(|t| t.ca == 2).copied().unwrap();
+        let rto = h.trace.iter().find(|t| t.ca == 3).copied().unwrap();
+        assert_eq!(rto.ssthresh, fr.ssthresh, "no second reduction");
+        // The fast retransmission was still queued when the RTO fired: its
+        // ACK arrives later.
+        let acks = h.acks();
+        let hole_acked = acks.iter().find(|(_, a)| a.ack > HOLE).unwrap().0 + ms(20);
+        assert!(hole_acked > rto.at, "{hole_acked} vs RTO at {}", rto.at);
+        let fast_rtx = h.data_sent().into_iter().find(|d| d.2).unwrap().0;
+        assert!(hole_acked - fast_rtx > ms(400), "queued ≥ 400 ms");
+        assert!(rto.at - fast_rtx < ms(300), "RTO ≈ SRTT + 4·RTTVAR");
+    }
+
+    /// Bulk sender whose ACKs stall from 300 ms to 800 ms (nothing lost):
+    /// the RTO (≈ 200 ms) fires during the stall.
+    fn ack_stall(c: &TcpConfig) -> Harness {
+        let mut h = harness(c, AppLimit::Bytes(2_000_000), Some(8_000_000));
+        h.stall = Some((at_ms(300), at_ms(800)));
+        completed(h, 2_000_000)
+    }
+
+    #[test]
+    fn frto_undoes_a_spurious_rto_sack_and_not() {
+        for kind in [RecoveryKind::Sack, RecoveryKind::NewReno] {
+            let mut c = cfg(kind);
+            c.tlp = false;
+            let h = ack_stall(&c);
+            let st = h.sender.stats();
+            assert_eq!((st.timeouts, st.spurious_rtos), (1, 1), "{kind:?}");
+            assert_eq!(st.retransmits, 1, "{kind:?}: only the RTO's one");
+            // Undone: the window after the undo is the one before the RTO.
+            let rto = h.trace.iter().position(|t| t.ca == 3).unwrap();
+            let before = h.trace[rto - 1];
+            let after = h.trace[rto..].iter().find(|t| t.ca == 0).unwrap();
+            assert!(
+                after.cwnd >= before.cwnd,
+                "{kind:?}: {after:?} vs {before:?}"
+            );
+            assert_eq!(after.ssthresh, before.ssthresh, "{kind:?}");
+            // Without F-RTO (and without timestamps): go-back-N.
+            c.frto = false;
+            let st = ack_stall(&c).sender.stats();
+            assert_eq!((st.timeouts, st.spurious_rtos), (1, 0), "{kind:?}");
+            assert!(st.retransmits > 20, "{kind:?}: {}", st.retransmits);
+        }
+    }
+
+    /// RFC 5682 step 2b then 3a: the whole initial window is lost; the
+    /// ACK of the RTO's retransmission lets two new segments out, their
+    /// SACKs prove the loss real and the rest is retransmitted.
+    #[test]
+    fn frto_real_loss_sends_new_data_then_goes_back() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.tlp = false;
+        let mut h = harness(&c, AppLimit::Bytes(100_000), None);
+        h.drops = (0..10).map(|k| (seg(k), 1)).collect();
+        h.start();
+        h.run_to_done(at_ms(10_000));
+        assert!(h.sender.is_done());
+        let st = h.sender.stats();
+        assert_eq!((st.timeouts, st.spurious_rtos, st.retransmits), (1, 0, 10));
+        let after_rto: Vec<(u64, bool)> = h
+            .data_sent()
+            .into_iter()
+            .filter(|d| d.0 > at_ms(20) && !d.3)
+            .map(|d| (d.1, d.2))
+            .take(4)
+            .collect();
+        assert_eq!(
+            after_rto,
+            vec![
+                (seg(0), true),
+                (seg(10), false),
+                (seg(11), false),
+                (seg(1), true)
+            ]
+        );
+        assert_eq!(h.receiver.delivered_bytes(), 100_000);
+    }
+
+    /// Eifel (RFC 3522) with timestamps: even without F-RTO, the ACK that
+    /// echoes a TSval older than the retransmission undoes the timeout.
+    #[test]
+    fn eifel_undoes_a_spurious_rto_with_timestamps() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.tlp = false;
+        c.frto = false;
+        c.header_bytes = 52;
+        let h = ack_stall(&c);
+        let st = h.sender.stats();
+        assert_eq!((st.timeouts, st.spurious_rtos), (1, 1));
+        assert!(st.retransmits <= 2, "{}", st.retransmits);
+    }
+
+    /// A 20-segment transfer losing its last `n` segments once.
+    fn tail_drop(n: u64, tlp: bool) -> Harness {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.tlp = tlp;
+        let mut h = harness(&c, AppLimit::Bytes(20_000), None);
+        h.drops = (20 - n..20).map(|k| (seg(k), 1)).collect();
+        completed(h, 20_000)
+    }
+
+    /// RFC 8985 §7: the probe (the last segment again) repairs a tail
+    /// loss of one segment without a timeout; of three, its SACK lets RACK
+    /// mark the other two and fast recovery repairs them.
+    #[test]
+    fn tlp_turns_tail_losses_into_fast_recovery() {
+        let s = tail_drop(1, true).sender.stats();
+        assert_eq!((s.timeouts, s.loss_probes, s.retransmits), (0, 1, 1));
+        let h = tail_drop(3, true);
+        let s = h.sender.stats();
+        assert_eq!((s.timeouts, s.loss_probes, s.fast_recoveries), (0, 1, 1));
+        assert_eq!(s.retransmits, 3);
+        // The probe left one PTO after the last ACK: 2·SRTT (20 ms) + 2 ms
+        // with several segments out (segments 10..19 were sent at 40 ms
+        // and the last ACK, of 16, came back at 60 ms).
+        let probe = h.data_sent().into_iter().find(|d| d.2).unwrap();
+        assert_eq!((probe.0, probe.1), (at_ms(60) + ms(42), seg(19)));
+        // Without TLP: an RTO.
+        let s = tail_drop(3, false).sender.stats();
+        assert_eq!((s.timeouts, s.loss_probes), (1, 0));
+    }
+
+    /// RACK repairs a lost retransmission: later segments delivered
+    /// after it was resent prove it lost (RFC 8985 §2.2). RFC 6675 alone
+    /// waits for the RTO.
+    #[test]
+    fn rack_detects_a_lost_retransmission() {
+        let run = |rack: bool| {
+            let mut c = cfg(RecoveryKind::Sack);
+            c.rack = rack;
+            let mut h = harness(&c, AppLimit::Bytes(300_000), Some(8_000_000));
+            h.drops = vec![(seg(60), 2)];
+            completed(h, 300_000).sender.stats()
+        };
+        let s = run(true);
+        assert_eq!((s.timeouts, s.retransmits, s.fast_recoveries), (0, 2, 1));
+        assert_eq!(run(false).timeouts, 1);
+    }
+
+    /// Two SACKed segments are not DupThresh, but RACK's reordering
+    /// window (min_rtt/4 = 5 ms, + 2 ms timer slack) runs out and the
+    /// reordering timer starts the recovery.
+    #[test]
+    fn rack_reordering_timer_recovers_with_two_sacks() {
+        let run = |rack: bool| {
+            let mut c = cfg(RecoveryKind::Sack);
+            c.tlp = false;
+            c.rack = rack;
+            let mut h = harness(&c, AppLimit::Bytes(20_000), None);
+            h.drops = vec![(seg(17), 1)];
+            completed(h, 20_000)
+        };
+        let h = run(true);
+        let s = h.sender.stats();
+        assert_eq!((s.timeouts, s.fast_recoveries, s.retransmits), (0, 1, 1));
+        // 18's SACK arrives at 60 ms; 17 was sent at 40 ms: RACK.rtt 20 ms
+        // + 5 ms after 40 = 65 ms, + 2 ms slack.
+        let rtx = h.data_sent().into_iter().find(|d| d.2).unwrap();
+        assert_eq!(rtx.0, at_ms(67));
+        assert_eq!(run(false).sender.stats().timeouts, 1);
     }
 }

@@ -1,0 +1,295 @@
+"""``qoslab compare``: run several scenarios, or one scenario with a parameter
+varied, and show them side by side — one table, overlaid plots, one report.
+
+The canonical use is the same traffic through a policer and a shaper::
+
+    qoslab compare scenarios/isr4000-police.toml scenarios/isr4000-shape.toml
+    qoslab compare scenarios/isr4000-shape.toml \\
+        --vary policy.bottleneck.egress.shape.queue_limit=83,200
+
+``--vary KEY=V1,V2,...`` sets the dotted TOML key (tables by name, arrays of
+tables by index: ``traffic.0.flows``) to each value in turn; several
+``--vary`` options give every combination. A value is read as TOML when it
+is a number or a boolean (``200``, ``0.5``, ``true``), otherwise it is a
+string (``20mbit``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from qoslab import plots
+from qoslab.report import Report
+from qoslab.results import SimulationResult
+from qoslab.run import simulate
+from qoslab.scenario import ScenarioError, load_scenario
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = ["add_compare_parser", "compare", "comparison_table", "main", "vary"]
+
+
+def _value(text: str) -> Any:
+    """A ``--vary`` value: a TOML number or boolean, else the string itself."""
+    t = text.strip()
+    try:
+        v = tomllib.loads(f"v = {t}")["v"]
+    except tomllib.TOMLDecodeError:
+        return t
+    return v if isinstance(v, (bool, int, float)) else t
+
+
+def _set(doc: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node: Any = doc
+    for i, part in enumerate(parts[:-1]):
+        where = ".".join(parts[: i + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ValueError(f"--vary {key}: '{where}' needs an index below {len(node)}")
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            node = node.setdefault(part, {})
+        else:
+            raise ValueError(f"--vary {key}: '{'.'.join(parts[:i])}' is a value, not a table")
+        if not isinstance(node, (dict, list)):
+            raise ValueError(f"--vary {key}: '{where}' is a value, not a table")
+    if isinstance(node, list):
+        raise ValueError(f"--vary {key}: the last part must name a key, not an index")
+    node[parts[-1]] = value
+
+
+def parse_vary(spec: str) -> tuple[str, list[Any]]:
+    """``KEY=V1,V2`` → ``(KEY, [v1, v2])``."""
+    key, eq, values = spec.partition("=")
+    key = key.strip()
+    vals = [v for v in values.split(",") if v.strip()]
+    if not eq or not key or not vals:
+        raise ValueError(f"--vary expects KEY=V1,V2,..., got '{spec}'")
+    if any(not p for p in key.split(".")):
+        raise ValueError(f"--vary {key}: empty part in the key")
+    return key, [_value(v) for v in vals]
+
+
+def vary(text: str, varies: Sequence[tuple[str, Sequence[Any]]]) -> dict[str, dict[str, Any]]:
+    """One scenario document per combination of values, labelled
+    ``"key=value key2=value2"`` (the last part of each key)."""
+    base = tomllib.loads(text)
+    out: dict[str, dict[str, Any]] = {}
+    for combo in itertools.product(*(vals for _, vals in varies)):
+        doc = tomllib.loads(text) if out else base
+        labels = []
+        for (key, _), v in zip(varies, combo, strict=True):
+            _set(doc, key, v)
+            labels.append(f"{key.split('.')[-1]}={v}")
+        out[" ".join(labels)] = doc
+    return out
+
+
+def _toml_text(doc: Mapping[str, Any]) -> str:
+    import tomli_w
+
+    return tomli_w.dumps(dict(doc))
+
+
+def compare(
+    scenarios: Mapping[str, Any], seed: int | None = None
+) -> tuple[dict[str, SimulationResult], dict[str, str]]:
+    """Runs each scenario (``label -> path, TOML text or dict``); returns the
+    results and the scenario texts as run, both by label."""
+    results: dict[str, SimulationResult] = {}
+    texts: dict[str, str] = {}
+    for label, spec in scenarios.items():
+        text = _toml_text(spec) if isinstance(spec, Mapping) else load_scenario(spec)[0]
+        results[label] = simulate(spec, seed=seed)
+        texts[label] = text
+    return results, texts
+
+
+def _weighted_rtt(flows: Sequence[Mapping[str, Any]]) -> float | None:
+    n = sum(f["rtt_ms"]["samples"] for f in flows)
+    if not n:
+        return None
+    return round(sum(f["rtt_ms"]["mean"] * f["rtt_ms"]["samples"] for f in flows) / n, 3)
+
+
+def comparison_table(results: Mapping[str, SimulationResult]) -> tuple[list[str], list[list[Any]]]:
+    """Metrics down, runs across: ``(columns, rows)``."""
+    summaries = {k: r.summary for k, r in results.items()}
+    cols = ["metric", *summaries]
+    data = {k: [f for f in s["flows"] if f["protocol"] != "ping"] for k, s in summaries.items()}
+    pings = {k: [f for f in s["flows"] if f["protocol"] == "ping"] for k, s in summaries.items()}
+
+    def row(name: str, fn: Any) -> list[Any]:
+        return [name, *(fn(k, s) for k, s in summaries.items())]
+
+    rows = [row("sum goodput Mbit/s", lambda k, s: round(s["sum_goodput_bps"] / 1e6, 3))]
+    for i in range(max((len(v) for v in data.values()), default=0)):
+        rows.append(
+            row(
+                f"flow {i} goodput Mbit/s",
+                lambda k, s, i=i: (
+                    round(data[k][i]["goodput_bps"] / 1e6, 3) if i < len(data[k]) else None
+                ),
+            )
+        )
+    rows += [
+        row("Jain's fairness index", lambda k, s: round(s["jain_fairness"], 4)),
+        row("retransmits", lambda k, s: sum(f["retransmits"] for f in data[k])),
+        row(
+            "retransmitted %",
+            lambda k, s: round(
+                100
+                * sum(f["retransmits"] for f in data[k])
+                / max(1, sum(f["packets_sent"] for f in data[k])),
+                2,
+            ),
+        ),
+        row("RTO timeouts", lambda k, s: sum(f["timeouts"] for f in data[k])),
+        row("RTT mean ms", lambda k, s: _weighted_rtt(data[k])),
+        row(
+            "RTT max ms",
+            lambda k, s: max(
+                (f["rtt_ms"]["max"] for f in data[k] if f["rtt_ms"]["samples"]), default=None
+            ),
+        ),
+        row("ping RTT mean ms", lambda k, s: _weighted_rtt(pings[k])),
+        row(
+            "policy drops (packets)", lambda k, s: sum(p["drops"]["packets"] for p in s["policies"])
+        ),
+        row(
+            "max queue (packets)",
+            lambda k, s: max((p["max_queue_packets"] for p in s["policies"]), default=None),
+        ),
+    ]
+    return cols, rows
+
+
+def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain-text table, first column left-aligned."""
+    cells = [[str(c) for c in columns]] + [
+        ["-" if v is None else (f"{v:g}" if isinstance(v, float) else str(v)) for v in r]
+        for r in rows
+    ]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    lines = []
+    for n, r in enumerate(cells):
+        lines.append(
+            "  ".join(
+                v.ljust(w) if i == 0 else v.rjust(w)
+                for i, (v, w) in enumerate(zip(r, widths, strict=True))
+            ).rstrip()
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def compare_report(
+    results: Mapping[str, SimulationResult], texts: Mapping[str, str], title: str
+) -> Report:
+    rep = Report(title)
+    cols, rows = comparison_table(results)
+    rep.heading("Side by side")
+    rep.table(cols, rows)
+    rep.heading("Figures (overlaid)")
+    rep.figures(results)
+    rep.heading("Scenarios as run")
+    for label, text in texts.items():
+        rep.pre(text, label)
+    return rep
+
+
+# --- the `qoslab compare` command --------------------------------------------
+
+COMPARE_EPILOG = """\
+examples:
+  qoslab compare scenarios/isr4000-police.toml scenarios/isr4000-shape.toml
+  qoslab compare scenarios/isr4000-shape.toml \\
+      --vary policy.bottleneck.egress.shape.queue_limit=83,200 --report /tmp/ql.html
+  qoslab compare A.toml B.toml --json --figures /tmp/figs
+"""
+
+
+def add_compare_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="run scenarios side by side (one table, overlaid plots, one report)",
+        description="Run several scenarios, or one with --vary, and compare them.",
+        epilog=COMPARE_EPILOG,
+        formatter_class=fmt,
+        allow_abbrev=False,
+    )
+    p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario TOML files")
+    p.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="vary a dotted key of one scenario (repeatable: every combination)",
+    )
+    p.add_argument(
+        "--report",
+        metavar="PATH",
+        default="compare-report.html",
+        help="where to write the HTML report (default: compare-report.html)",
+    )
+    p.add_argument("--figures", metavar="DIR", help="also write each figure as PNG and SVG here")
+    p.add_argument("--seed", metavar="N", type=int, help="override every scenario's seed")
+    p.add_argument("--json", action="store_true", help="print the table and summaries as JSON")
+
+
+def _labels(paths: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for path in paths:
+        text, _ = load_scenario(path)
+        try:
+            name = tomllib.loads(text).get("scenario", {}).get("name") or Path(path).stem
+        except tomllib.TOMLDecodeError:
+            name = Path(path).stem  # the Rust parser reports the error when it runs
+        label = name if name not in out else f"{name} ({path})"
+        out[label] = path
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    """``qoslab compare``: returns the exit status; errors propagate."""
+    if args.vary:
+        if len(args.scenarios) != 1:
+            raise ValueError("--vary works on exactly one scenario")
+        text, filename = load_scenario(args.scenarios[0])
+        try:
+            specs: dict[str, Any] = vary(text, [parse_vary(v) for v in args.vary])
+        except tomllib.TOMLDecodeError as e:
+            raise ScenarioError(f"{filename}: {e}") from None
+    else:
+        if len(args.scenarios) < 2:
+            raise ValueError("compare needs two scenarios or more, or one with --vary")
+        specs = dict(_labels(args.scenarios))
+    results, texts = compare(specs, seed=args.seed)
+    cols, rows = comparison_table(results)
+    title = "qoslab compare: " + " vs ".join(results)
+    compare_report(results, texts, title).write(args.report)
+    if args.figures:
+        for name, fig in plots.figures(results).items():
+            plots.save(fig, Path(args.figures) / name)
+    if args.json:
+        doc = {
+            "runs": [{"label": k, "summary": r.summary} for k, r in results.items()],
+            "table": {"columns": cols, "rows": rows},
+            "report": str(args.report),
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        print(render_table(cols, rows))
+        print(f"wrote {args.report}")
+    return 0

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from qoslab import plots
+from qoslab.cli import main
+from qoslab.report import Report, run_report
+from vizdata import POLICE, ROOT, police, scenario
+
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def _report(tmp_path: Path) -> Path:
+    text = scenario(POLICE) + "# <tag> & 'quotes'\n"
+    return run_report(police(), text).write(tmp_path / "report.html")
+
+
+def test_report_is_self_contained_with_every_figure(tmp_path):
+    html = _report(tmp_path).read_text(encoding="utf-8")
+    names = re.findall(r'data-figure="([^"]+)"', html)
+    assert names == list(plots.figures(police()))
+    # nothing is fetched: every src/href is a data: URI or a fragment
+    for attr in re.findall(r'(?:src|href)="([^"]*)"', html):
+        assert attr.startswith("data:"), attr
+    assert "<script" not in html and "@import" not in html and "url(" not in html
+    assert "# &lt;tag&gt; &amp; &#x27;quotes&#x27;" in html  # the scenario, escaped
+    assert "Jain 0." in html and "r1-&gt;r2 egress" in html
+    assert "matplotlib" in html and "qoslab" in html  # versions
+
+
+def test_report_table_escapes_and_classes():
+    rep = Report("t <1>").table(["a", "b"], [["<x>", 1.5], ["y", None]], row_classes=["ok", ""])
+    html = rep.html()
+    assert "<title>t &lt;1&gt;</title>" in html
+    assert '<tr class="ok"><td class=l>&lt;x&gt;</td><td>1.5</td></tr>' in html
+    assert "<tr><td class=l>y</td><td></td></tr>" in html
+
+
+def test_large_svg_falls_back_to_png(monkeypatch):
+    import qoslab.report as rep
+
+    monkeypatch.setattr(rep, "SVG_MAX_BYTES", 10)
+    mime, uri = rep.figure_uri(plots.io_graph(police()))
+    assert mime == "image/png" and uri.startswith("data:image/png;base64,")
+
+
+def test_run_report_flag(tmp_path, capsys):
+    scen = tmp_path / "s.toml"
+    scen.write_text(scenario(POLICE, '["goodput", "rtt"]', "1s"))
+    out = tmp_path / "out"
+    assert main(["run", str(scen), "--out", str(out), "--report", "--quiet"]) == 0
+    html = (out / "report.html").read_text()
+    assert re.findall(r'data-figure="([^"]+)"', html) == [
+        "io_graph",
+        "rtt",
+        "rtt_cdf",
+        "goodput_cdf",
+    ]
+    assert (out / "results.json").exists()
+    explicit = tmp_path / "r.html"
+    assert main(["run", str(scen), "--report", str(explicit)]) == 0
+    assert explicit.exists() and f"wrote {explicit}" in capsys.readouterr().out
+
+
+def _browser():
+    """Selenium driving Debian's chromium; a missing browser fails the test
+    (CI must run it) unless QOSLAB_NO_BROWSER=1 says to skip."""
+    missing = [b for b in ("chromium", "chromedriver") if shutil.which(b) is None]
+    if missing:
+        msg = f"{' and '.join(missing)} not installed (apt-get install chromium chromium-driver)"
+        if os.environ.get("QOSLAB_NO_BROWSER") == "1":
+            pytest.skip(msg)
+        pytest.fail(msg + "; set QOSLAB_NO_BROWSER=1 to skip outside CI")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = shutil.which("chromium")
+    for a in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1200,900",
+    ):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+
+
+def test_report_renders_in_headless_chromium(tmp_path):
+    path = _report(tmp_path)
+    driver = _browser()
+    try:
+        driver.get(path.as_uri())
+        errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+        assert errors == []
+        figs = driver.execute_script(
+            "return Array.from(document.querySelectorAll('figure[data-figure]')).map("
+            "f => [f.dataset.figure, f.querySelector('img').complete,"
+            " f.querySelector('img').naturalWidth])"
+        )
+        assert [f[0] for f in figs] == list(plots.figures(police()))
+        for name, complete, width in figs:
+            assert complete and width > 100, name
+        entries = driver.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name)"
+        )
+        assert [e for e in entries if not e.startswith("data:")] == []
+        height = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(1200, min(int(height) + 100, 16000))
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = ARTIFACTS / "report.png"
+        assert driver.save_screenshot(str(shot))
+        assert shot.stat().st_size > 10_000
+    finally:
+        driver.quit()
