@@ -78,3 +78,63 @@ fn htb_leaf_gets_its_rate_never_its_ceil_and_the_leaf_queue_sets_the_ping() {
     let p = ping(&r);
     assert!(p.samples > 0 && p.max_ns < 150_000_000, "{p:?}");
 }
+
+fn tcp_goodputs(r: &SimResult) -> Vec<f64> {
+    r.flows
+        .iter()
+        .filter(|f| f.protocol == "tcp")
+        .map(|f| f.goodput_bps)
+        .collect()
+}
+
+#[test]
+fn shape_with_fair_queue_shares_evenly_among_four_tcp_flows() {
+    let (_, r) = load(
+        include_str!("../../../scenarios/trees/isr4000-shape-fair-queue.toml"),
+        "isr4000-shape-fair-queue.toml",
+        None,
+    );
+    let g = tcp_goodputs(&r);
+    eprintln!("fair-queue {g:?} jain {}", r.jain_fairness);
+    assert_eq!(g.len(), 4);
+    assert!(r.jain_fairness >= 0.99, "{g:?}");
+    // The shaper still holds the sum to 20 Mbit/s of wire bytes.
+    let root = class(&r, "root");
+    assert!(mbit(root.bytes_out, 20.0) <= 20.1, "{root:?}");
+}
+
+#[test]
+fn sfq_gives_the_lone_flow_the_same_share_as_each_of_many() {
+    let (_, r) = load(
+        include_str!("../../../scenarios/trees/sfq-1-vs-many.toml"),
+        "sfq-1-vs-many.toml",
+        None,
+    );
+    let g = tcp_goodputs(&r);
+    eprintln!("sfq {g:?} jain {}", r.jain_fairness);
+    assert!(r.jain_fairness >= 0.98, "{g:?}");
+    let sum: f64 = g.iter().sum();
+    assert!((g[0] / sum - 1.0 / 9.0).abs() < 0.02, "{g:?}");
+}
+
+#[test]
+fn rio_at_the_bottleneck_drops_red_before_yellow_before_green() {
+    let (_, r) = load(
+        include_str!("../../../scenarios/trees/rfc2963-rio.toml"),
+        "rfc2963-rio.toml",
+        Some(20),
+    );
+    let c = class(&r, "root");
+    let rate = |i: usize| c.color_packets_dropped[i] as f64 / c.color_packets_in[i].max(1) as f64;
+    let (g, y, red) = (rate(0), rate(1), rate(2));
+    eprintln!(
+        "rio {c:?} drop rates g {g} y {y} r {red}; jain {}",
+        r.jain_fairness
+    );
+    for f in &r.flows {
+        eprintln!("{} {}", f.label, f.goodput_bps);
+    }
+    assert!(c.color_packets_in.iter().all(|&n| n > 1000), "{c:?}");
+    assert!(red > y && y > g, "drop rates g {g} y {y} r {red}");
+    assert!(red > 0.01, "the bottleneck is congested: {red}");
+}

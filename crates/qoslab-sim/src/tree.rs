@@ -26,8 +26,10 @@
 //! **`fair-queue`** — Cisco's class-level flow-based fair queueing (MQC
 //! `fair-queue [dynamic-queues]` inside a class; IOS XE runs it as flow
 //! queues, IOS QoS command reference `fair-queue`). Modelled as DRR over
-//! `dynamic_queues` (default 16, IOS XE's flow queues [not verified on a
-//! router]) buckets of the Linux flow hash, each a tail-drop FIFO of
+//! `dynamic_queues` buckets of the Linux flow hash (default 256, the
+//! command reference's default above 512 kbit/s of interface bandwidth;
+//! IOS XE is said to use 16 flow queues per class — not verified, set
+//! `dynamic_queues = 16` to try it), each a tail-drop FIFO of
 //! `queue_limit` packets (default 64, the classic `congestive-discard-
 //! threshold`), quantum 1514 B. With equal weights DRR gives WFQ's long-run
 //! shares (Shreedhar & Varghese 1995, Theorem 1), not its per-packet
@@ -616,7 +618,7 @@ fn build_node(cx: &mut Cx, q: &QdiscSpec, path: &str, row: Option<u32>) -> Resul
 /// Cisco flow-based `fair-queue` (module doc): DRR over flow-hash buckets.
 fn fair_queue(params: &[(String, String)]) -> Result<Child, ConfigError> {
     let mut p = Params::new("fair-queue", params.iter().cloned());
-    let n = p.opt_u64("dynamic-queues")?.unwrap_or(16);
+    let n = p.opt_u64("dynamic-queues")?.unwrap_or(256);
     let limit = p.opt_packets("queue-limit")?.unwrap_or(64);
     let seed = p.opt_u64("seed")?.unwrap_or(0);
     p.finish()?;
