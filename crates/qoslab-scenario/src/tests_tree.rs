@@ -1,0 +1,80 @@
+//! Policy trees: the shipped tree scenarios parse and run, their results
+//! hold what the sources and the models promise, and tree mistakes are
+//! refused at their line.
+
+use super::*;
+use qoslab_sim::result::{ClassResult, SimResult};
+
+fn load(text: &str, file: &str, secs: Option<u64>) -> (Scenario, SimResult) {
+    let mut sc = parse(text, file).unwrap_or_else(|e| panic!("{e}"));
+    if let Some(s) = secs {
+        sc.config.duration = Duration::from_secs(s);
+    }
+    let r = qoslab_sim::run(&sc.config, &mut |_| true)
+        .unwrap_or_else(|e| panic!("{}", sc.locate(&e).unwrap()));
+    (sc, r)
+}
+
+fn class<'a>(r: &'a SimResult, name: &str) -> &'a ClassResult {
+    let p = r
+        .policies
+        .iter()
+        .find(|p| !p.classes.is_empty())
+        .expect("a tree");
+    p.classes
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no class {name}: {:?}", p.classes))
+}
+
+fn mbit(bytes: u64, secs: f64) -> f64 {
+    bytes as f64 * 8.0 / secs / 1e6
+}
+
+fn ping(r: &SimResult) -> &qoslab_sim::result::RttSummary {
+    &r.flows
+        .iter()
+        .find(|f| f.protocol == "ping")
+        .expect("ping")
+        .rtt
+}
+
+#[test]
+fn htb_leaf_gets_its_rate_never_its_ceil_and_the_leaf_queue_sets_the_ping() {
+    // rate = ceil = 2 Mbit/s, backlogged by UDP floods: the class sends
+    // 2 Mbit/s (± one burst) — at least rate, at most ceil.
+    let secs = 20;
+    let (_, r) = load(
+        include_str!("../../../scenarios/trees/linux-htb-pfifo.toml"),
+        "linux-htb-pfifo.toml",
+        Some(secs),
+    );
+    let c = class(&r, "20");
+    let rate = mbit(c.bytes_out, secs as f64);
+    assert!((1.95..=2.01).contains(&rate), "{rate} Mbit/s");
+    assert_eq!(c.max_queue_packets, 1000, "the default pfifo fills");
+    // Conservation: what came in left, was dropped, or is still queued.
+    let queued = c.packets_in - c.packets_out - c.packets_dropped;
+    assert!(queued <= 1000, "{c:?}");
+    // 1000 packets of ~1.5 kB at 2 Mbit/s: pings wait about 6 s (source).
+    let p = ping(&r);
+    assert!(
+        p.max_ns > 5_500_000_000 && p.max_ns < 6_500_000_000,
+        "{p:?}"
+    );
+    let root = class(&r, "root");
+    assert_eq!(root.bytes_out, c.bytes_out);
+
+    let (_, r) = load(
+        include_str!("../../../scenarios/trees/linux-htb-bfifo.toml"),
+        "linux-htb-bfifo.toml",
+        Some(secs),
+    );
+    let c = class(&r, "20");
+    let rate = mbit(c.bytes_out, secs as f64);
+    assert!((1.95..=2.01).contains(&rate), "{rate} Mbit/s");
+    // tc's 30kb is 30 KiB; at 2 Mbit/s that is 123 ms of queue.
+    assert!(c.max_queue_bytes <= 30_720, "{}", c.max_queue_bytes);
+    let p = ping(&r);
+    assert!(p.samples > 0 && p.max_ns < 150_000_000, "{p:?}");
+}
