@@ -380,6 +380,14 @@ impl Scoreboard {
         })
     }
 
+    /// Index of the highest segment neither SACKed nor being
+    /// retransmitted (RFC 6675 NextSeg rule 4).
+    pub fn last_unsacked_unsent(&self) -> Option<usize> {
+        self.segs
+            .iter()
+            .rposition(|s| !s.sacked && !s.retrans_in_flight)
+    }
+
     /// Record a retransmission of segment `idx` at `now`.
     pub fn mark_retransmitted(&mut self, idx: usize, now: Instant, tx: TxRateInfo) {
         let seg = self.segs[idx];

@@ -85,9 +85,8 @@
 //!     retransmitted at once (4.3), then NextSeg while cwnd − pipe ≥ 1
 //!     segment: rule 1 (lost, not yet retransmitted — like Linux, any such
 //!     segment, not only those above HighRxt), rule 2 (new data), rule 3
-//!     (un-SACKed segment below SACKed data); no rescue retransmission
-//!     (rule 4). The recovery ends when the cumulative ACK reaches the
-//!     RecoveryPoint.
+//!     (un-SACKed segment below SACKed data), rule 4 if configured. The
+//!     recovery ends when the cumulative ACK reaches the RecoveryPoint.
 //!
 //!   With `cc.owns_cwnd()` (BBR) the sender leaves cwnd to the algorithm.
 //! - Congestion-control calls: `on_ack` for every ACK that acknowledges
@@ -105,8 +104,14 @@
 //!   algorithm sets `pacing_rate`; retransmissions are paced too, except
 //!   the one forced by entering recovery or by the RTO.
 //!
-//! Left out (named): limited transmit for non-SACK connections (RFC 3042),
-//! RACK's DSACK-adapted reordering window, DSACK undo and undo of a fast recovery (Linux `tcp_try_undo_recovery`,
+//! - Limited transmit ([`TcpConfig::limited_transmit`], RFC 3042): before
+//!   recovery the window counts `pipe` (SACKed segments out, as Linux)
+//!   and, without SACK, two more segments for the first two duplicate
+//!   ACKs; switched off, FlightSize counts.
+//! - Rescue retransmission ([`TcpConfig::rescue_retransmit`], RFC 6675 §4
+//!   NextSeg rule 4, RescueRxt set by §5 step 4.3), off in every profile.
+//!
+//! Left out (named): RACK's DSACK-adapted reordering window, DSACK undo and undo of a fast recovery (Linux `tcp_try_undo_recovery`,
 //! `tcp_try_undo_partial`, `tcp_try_undo_dsack`), ECN (RFC 3168), FIN,
 //! SYN give-up after `tcp_syn_retries`, congestion-window validation
 //! after idle (RFC 7661), Nagle (a bulk sender always has full segments).
@@ -183,6 +188,8 @@ enum Blocked {
 
 enum Next {
     Retransmit(usize),
+    /// RFC 6675 NextSeg rule 4.
+    Rescue(usize),
     New(u32),
     Stop(Blocked),
 }
@@ -246,6 +253,8 @@ pub struct TcpSender {
     tlp_high_seq: Option<u64>,
     /// The outstanding probe was a retransmission (Linux `tlp_retrans`).
     tlp_retrans: bool,
+    /// RFC 6675 RescueRxt (`None` = undefined).
+    rescue_rxt: Option<u64>,
     stats: SenderStats,
 }
 
@@ -315,6 +324,7 @@ impl TcpSender {
             tlp_at: None,
             tlp_high_seq: None,
             tlp_retrans: false,
+            rescue_rxt: None,
             stats: SenderStats::default(),
         }
     }
@@ -1049,8 +1059,11 @@ impl TcpSender {
         if !self.rack_on() {
             self.sb.mark_head_lost();
         }
-        // RFC 5681 §3.2 step 3 / RFC 6675 §5 (4.3): retransmit now.
+        // RFC 5681 §3.2 step 3 / RFC 6675 §5 (4.3): retransmit now;
+        // (4.3) also sets RescueRxt to its end.
+        self.rescue_rxt = None;
         if let Some(idx) = self.sb.first_lost_unsent() {
+            self.rescue_rxt = self.sb.get(idx).map(|s| s.end());
             self.retransmit(now, idx, io, false);
         }
     }
@@ -1135,12 +1148,22 @@ impl TcpSender {
                 };
             }
         }
-        let flight = if fr_rfc5681 {
+        let mss = self.mss() as u64;
+        let before_recovery = matches!(self.ca, CaState::Open | CaState::Disorder);
+        // Before recovery, only limited transmit (RFC 3042) lets data out
+        // beyond cwnd: with SACK, as Linux, by counting SACKed segments out
+        // of `pipe`; without, up to two segments for two duplicate ACKs.
+        // Without it the window is FlightSize (RFC 5681).
+        let flight = if fr_rfc5681 || (before_recovery && !self.cfg.limited_transmit) {
             self.flight_size_bytes()
         } else {
             pipe
         };
-        let mss = self.mss() as u64;
+        let allowance = if before_recovery && self.cfg.limited_transmit && !self.cfg.sack {
+            self.dupacks.min(2) as u64 * mss
+        } else {
+            0
+        };
         let mut len = mss.min(self.app_remaining());
         if len == 0 {
             return self.rule3_or(Blocked::App, pipe, cwnd);
@@ -1153,21 +1176,36 @@ impl TcpSender {
                 return self.rule3_or(Blocked::Rwnd, pipe, cwnd);
             }
         }
-        if flight + len > cwnd {
+        if flight + len > cwnd + allowance {
             return Next::Stop(Blocked::Cwnd);
         }
         Next::New(len as u32)
     }
 
-    /// RFC 6675 NextSeg rule 3, in SACK recovery only.
+    /// RFC 6675 NextSeg rules 3 and 4, in SACK recovery only, when no
+    /// new data may be sent. Rule 4, the rescue retransmission (if
+    /// configured): once HighACK has passed RescueRxt, the highest
+    /// un-SACKed segment not already being retransmitted, once per
+    /// recovery (RescueRxt = RecoveryPoint afterwards).
     fn rule3_or(&self, why: Blocked, pipe: u64, cwnd: u64) -> Next {
-        if self.ca == CaState::Recovery && self.sack_recovery() {
-            if let Some(idx) = self.sb.first_unsacked_below_sack() {
-                let len = self.sb.get(idx).map_or(0, |s| s.len) as u64;
-                if pipe + len <= cwnd {
-                    return Next::Retransmit(idx);
-                }
-                return Next::Stop(Blocked::Cwnd);
+        if self.ca != CaState::Recovery || !self.sack_recovery() {
+            return Next::Stop(why);
+        }
+        let fits = |idx: usize| pipe + self.sb.get(idx).map_or(0, |s| s.len) as u64 <= cwnd;
+        if let Some(idx) = self.sb.first_unsacked_below_sack() {
+            return if fits(idx) {
+                Next::Retransmit(idx)
+            } else {
+                Next::Stop(Blocked::Cwnd)
+            };
+        }
+        if self.cfg.rescue_retransmit && self.rescue_rxt.is_none_or(|r| self.snd_una > r) {
+            if let Some(idx) = self.sb.last_unsacked_unsent() {
+                return if fits(idx) {
+                    Next::Rescue(idx)
+                } else {
+                    Next::Stop(Blocked::Cwnd)
+                };
             }
         }
         Next::Stop(why)
@@ -1219,6 +1257,10 @@ impl TcpSender {
             match next {
                 Next::Stop(_) => {}
                 Next::Retransmit(idx) => self.retransmit(now, idx, io, true),
+                Next::Rescue(idx) => {
+                    self.rescue_rxt = Some(self.high_seq);
+                    self.retransmit(now, idx, io, true);
+                }
                 Next::New(len) => self.send_new(now, len, io),
             }
         }
@@ -1961,5 +2003,63 @@ mod tests {
         let rtx = h.data_sent().into_iter().find(|d| d.2).unwrap();
         assert_eq!(rtx.0, at_ms(67));
         assert_eq!(run(false).sender.stats().timeouts, 1);
+    }
+
+    /// RFC 3042 without SACK: the first and second duplicate ACKs each let
+    /// one new segment out; without limited transmit they let nothing out.
+    #[test]
+    fn limited_transmit_sends_one_new_segment_per_early_dupack() {
+        let run = |lt: bool| {
+            let mut c = cfg(RecoveryKind::NewReno);
+            c.limited_transmit = lt;
+            let mut h = harness(&c, AppLimit::Bytes(200_000), Some(8_000_000));
+            h.drops = vec![(seg(60), 1)];
+            let h = completed(h, 200_000);
+            // Arrivals at the sender of the 1st and 2nd duplicate ACK.
+            let dups: Vec<Instant> = h
+                .acks()
+                .into_iter()
+                .filter(|(_, a)| a.ack == seg(60))
+                .skip(1)
+                .take(2)
+                .map(|(t, _)| t + ms(10))
+                .collect();
+            let new_at_dups = h
+                .data_sent()
+                .into_iter()
+                .filter(|d| !d.2 && dups.contains(&d.0))
+                .count();
+            (new_at_dups, h.sender.stats())
+        };
+        let (n, s) = run(true);
+        assert_eq!(n, 2);
+        assert_eq!((s.fast_recoveries, s.timeouts, s.retransmits), (1, 0, 1));
+        assert_eq!(run(false).0, 0);
+    }
+
+    /// RFC 6675 NextSeg rule 4: the last segment is lost along with an
+    /// earlier one and nothing new is left to send; once the partial ACK
+    /// passes RescueRxt, the rescue retransmission resends it instead of
+    /// waiting for the RTO. (RACK finds it too, one RTT after the first
+    /// retransmission, which was sent after it and delivered.)
+    #[test]
+    fn rescue_retransmission_repairs_the_last_segment() {
+        let run = |rescue: bool, rack: bool| {
+            let mut c = cfg(RecoveryKind::Sack);
+            c.tlp = false;
+            c.rack = rack;
+            c.rescue_retransmit = rescue;
+            let mut h = harness(&c, AppLimit::Bytes(20_000), None);
+            h.drops = vec![(seg(14), 1), (seg(19), 1)];
+            completed(h, 20_000)
+        };
+        let h = run(true, false);
+        let s = h.sender.stats();
+        assert_eq!((s.timeouts, s.fast_recoveries, s.retransmits), (0, 1, 2));
+        let rtx: Vec<u64> = h.data_sent().iter().filter(|d| d.2).map(|d| d.1).collect();
+        assert_eq!(rtx, vec![seg(14), seg(19)]);
+        assert_eq!(run(false, false).sender.stats().timeouts, 1);
+        let s = run(false, true).sender.stats();
+        assert_eq!((s.timeouts, s.retransmits), (0, 2));
     }
 }
