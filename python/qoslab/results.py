@@ -79,6 +79,7 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
             },
             "max_queue_packets": p["max_queue_packets"],
             "max_queue_bytes": p["max_queue_bytes"],
+            "classes": [_class_summary(c) for c in p.get("classes", [])],
         }
         for p in raw["policies"]
     ]
@@ -96,6 +97,30 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _class_summary(c: Mapping[str, Any]) -> dict[str, Any]:
+    """One class of a policy tree: counters, drops and colours by stage."""
+    return {
+        "name": c["name"],
+        "kind": c["kind"],
+        "parent": c["parent"],
+        "packets_in": c["packets_in"],
+        "bytes_in": c["bytes_in"],
+        "packets_out": c["packets_out"],
+        "bytes_out": c["bytes_out"],
+        "drops": {"packets": c["packets_dropped"], "bytes": c["bytes_dropped"]},
+        "colors": {
+            col: {
+                "in": c["color_packets_in"][i],
+                "out": c["color_packets_out"][i],
+                "dropped": c["color_packets_dropped"][i],
+            }
+            for i, col in enumerate(_COLORS)
+        },
+        "max_queue_packets": c["max_queue_packets"],
+        "max_queue_bytes": c["max_queue_bytes"],
+    }
+
+
 def _flows_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
     rows = []
     for f in raw["flows"]:
@@ -109,7 +134,8 @@ def _flows_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
 def _policies_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
     rows = []
     for p in raw["policies"]:
-        row = {k: v for k, v in p.items() if k not in ("color_packets", "color_bytes", "describe")}
+        skip = ("color_packets", "color_bytes", "describe", "classes")
+        row = {k: v for k, v in p.items() if k not in skip}
         for i, c in enumerate(_COLORS):
             row[f"{c}_packets"] = p["color_packets"][i]
             row[f"{c}_bytes"] = p["color_bytes"][i]

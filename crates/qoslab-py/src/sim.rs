@@ -181,6 +181,26 @@ fn policy_dict<'py>(py: Python<'py>, p: &PolicyResult) -> PyResult<Bound<'py, Py
     d.set_item("max_queue_packets", p.max_queue_packets)?;
     d.set_item("max_queue_bytes", p.max_queue_bytes)?;
     d.set_item("describe", p.describe.clone())?;
+    let classes = PyList::empty(py);
+    for c in &p.classes {
+        let x = PyDict::new(py);
+        x.set_item("name", &c.name)?;
+        x.set_item("kind", &c.kind)?;
+        x.set_item("parent", c.parent)?;
+        x.set_item("packets_in", c.packets_in)?;
+        x.set_item("bytes_in", c.bytes_in)?;
+        x.set_item("packets_out", c.packets_out)?;
+        x.set_item("bytes_out", c.bytes_out)?;
+        x.set_item("packets_dropped", c.packets_dropped)?;
+        x.set_item("bytes_dropped", c.bytes_dropped)?;
+        x.set_item("color_packets_in", c.color_packets_in.to_vec())?;
+        x.set_item("color_packets_out", c.color_packets_out.to_vec())?;
+        x.set_item("color_packets_dropped", c.color_packets_dropped.to_vec())?;
+        x.set_item("max_queue_packets", c.max_queue_packets)?;
+        x.set_item("max_queue_bytes", c.max_queue_bytes)?;
+        classes.append(x)?;
+    }
+    d.set_item("classes", classes)?;
     Ok(d)
 }
 

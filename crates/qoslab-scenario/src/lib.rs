@@ -64,6 +64,7 @@ pub mod error;
 mod reader;
 mod topology;
 mod traffic;
+mod tree;
 
 pub use error::ScenarioError;
 
@@ -376,3 +377,6 @@ fn record(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<RecordSpec> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tests_tree;

@@ -119,6 +119,7 @@ fn a_full_scenario_becomes_exactly_this_config() {
                 kind: s("srtcm"),
                 params: pairs(&[("cir", "1mbit"), ("cbs", "3000"), ("ebs", "6000B")]),
             }),
+            timer: TimerSpec::default(),
         }),
         traffic: vec![
             TrafficSpec::TcpBulk {
@@ -138,6 +139,7 @@ fn a_full_scenario_becomes_exactly_this_config() {
                 endpoints: Endpoints {
                     from: Some(s("s1")),
                     to: Some(s("d0")),
+                    dscp: 0,
                 },
                 schedule: Schedule {
                     start: Duration::from_secs(1),
@@ -425,10 +427,10 @@ fn a_policy_is_exactly_one_conditioner() {
         "\n[policy.bottleneck.egress]\nfifo = { limit = \"10p\" }\nshape = { cir = \"1mbit\" }\n",
     ));
     assert_eq!(p, "policy.bottleneck.egress.shape");
-    assert!(m.contains("not several"), "{m}");
+    assert!(m.contains("one root: shape and fifo"), "{m}");
     let (_, _, p, m) = err(&with("\n[policy.bottleneck.egress]\n"));
     assert_eq!(p, "policy.bottleneck.egress");
-    assert!(m.contains("needs one of"), "{m}");
+    assert!(m.contains("a policy needs police"), "{m}");
     let (_, _, p, m) = err(&with(
         "\n[policy.access.ingress]\nfifo = { limit = \"10p\" }\n",
     ));
@@ -466,9 +468,18 @@ fn topology_forms_do_not_mix_and_one_is_needed() {
     let (_, _, p, m) = err("[scenario]\nduration = \"1s\"\n[[traffic]]\nkind = \"ping\"\n");
     assert_eq!(p, "topology");
     assert!(m.contains("missing topology"), "{m}");
-    let (_, _, p, m) = err(&MINIMAL.replace("[topology]", "[topology]\ntimer = \"hz:250\""));
-    assert_eq!(p, "topology.timer");
-    assert!(m.contains("no timer setting"), "{m}");
+    let sc = parse(
+        &MINIMAL.replace("[topology]", "[topology]\ntimer = \"hz:250\""),
+        "t.toml",
+    )
+    .unwrap();
+    let Topology::Dumbbell(d) = &sc.config.topology else {
+        panic!("dumbbell")
+    };
+    assert_eq!(d.timer, TimerSpec::Hz(250));
+    let (_, _, p, m) = err(&MINIMAL.replace("[topology]", "[topology]\ntimer = { slack = 5 }"));
+    assert_eq!(p, "topology.timer.slack");
+    assert!(m.contains("a time with its unit"), "{m}");
     let (_, _, p, m) = err(&EXPLICIT.replace("\"hz:250\"", "\"hz:fast\""));
     assert_eq!(p, "node[1].timer");
     assert!(m.contains("hz:N"), "{m}");

@@ -14,7 +14,7 @@ use qoslab_core::shaper::AnyShaper;
 use qoslab_core::Duration;
 use qoslab_sim::config::{
     DumbbellSpec, ExplicitTopology, FifoLimit, FifoSpec, LinkParams, LinkSpec, MeterSpec, NodeSpec,
-    PolicySpec, ShaperSpec, TimerSpec, Topology,
+    PolicySpec, QdiscSpec, ShaperSpec, TimerSpec, Topology,
 };
 
 /// Linux's default device queue: `pfifo_fast` with txqueuelen 1000.
@@ -190,14 +190,10 @@ pub(crate) fn dumbbell(cx: &mut Cx<'_>, mut t: Section<'_>) -> Result<ParsedTopo
             sender_delays.push(item.time(cx)?);
         }
     }
-    if let Some(f) = t.get(cx, "timer") {
-        timer(cx, &f)?;
-        return Err(f.error(
-            cx,
-            "qoslab-sim's dumbbell has no timer setting yet (r1 uses high-resolution timers); \
-             use explicit [[node]] tables with a timer instead",
-        ));
-    }
+    let timer = match t.get(cx, "timer") {
+        Some(f) => timer(cx, &f)?,
+        None => TimerSpec::default(),
+    };
     t.finish(cx, "in [topology] (the dumbbell shorthand)")?;
     let mut node_names: Vec<String> = (0..senders).map(|i| format!("s{i}")).collect();
     node_names.extend(["r1".to_string(), "r2".to_string()]);
@@ -212,6 +208,7 @@ pub(crate) fn dumbbell(cx: &mut Cx<'_>, mut t: Section<'_>) -> Result<ParsedTopo
             bottleneck_egress: None,
             bottleneck_reverse_egress: None,
             ingress_police: None,
+            timer,
         }),
         node_names,
         links: Vec::new(),
@@ -439,33 +436,108 @@ fn ingress(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<MeterSpec> {
     meter(cx, &police)
 }
 
-/// A link direction's policy: exactly one of `police`, `shape`, `fifo`.
+/// A link direction's policy: the flat forms (`police`, `shape`, `fifo`
+/// alone) or a policy tree (a root qdisc, its `class`es, `filter`s and
+/// child `qdisc`, optionally behind `police`).
 fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
     let mut t = f.table(cx)?;
     let police = t.get(cx, "police");
     let shape = t.get(cx, "shape");
     let fifo = t.get(cx, "fifo");
-    t.finish(cx, "in a policy (give one of police, shape, fifo)")?;
-    match (police, shape, fifo) {
-        (Some(p), None, None) => Ok(PolicySpec::Police(meter(cx, &p)?)),
-        (None, Some(s), None) => Ok(PolicySpec::Shape(shaper(cx, &s)?)),
-        (None, None, Some(q)) => Ok(PolicySpec::Fifo(fifo_spec(cx, &q)?)),
-        (None, None, None) => Err(f.error(
+    let classes = t.get(cx, "class");
+    let filters = t.get(cx, "filter");
+    let child = t.get(cx, "qdisc");
+    // Every other key must name a root qdisc kind (htb = { … }).
+    let mut kinds: Vec<(String, Field<'_>)> = Vec::new();
+    let mut unknown = None;
+    for (key, v) in t.entries(cx) {
+        if ["police", "shape", "fifo", "class", "filter", "qdisc"].contains(&key.as_str()) {
+            continue;
+        }
+        if crate::tree::is_root_kind(&key) {
+            kinds.push((key, v));
+        } else if unknown.is_none() {
+            unknown = Some((key, v));
+        }
+    }
+    if let Some((key, v)) = unknown {
+        let mut known = vec!["police", "shape", "fifo", "class", "filter", "qdisc"];
+        known.extend(crate::tree::root_kinds());
+        let hint = nearest(&key.to_ascii_lowercase(), &known)
+            .map(|k| format!(" (did you mean '{k}'?)"))
+            .unwrap_or_default();
+        return Err(cx.err(
+            v.key_at,
+            &v.path,
+            format!(
+                "unknown key '{key}' in a policy{hint}; a policy is police, shape or fifo, \
+                 or a root qdisc ({}) with class, filter and qdisc tables",
+                known[6..].join(", ")
+            ),
+        ));
+    }
+    let mut roots: Vec<(String, &Field<'_>)> = Vec::new();
+    if let Some(s) = &shape {
+        roots.push(("shape".into(), s));
+    }
+    if let Some(q) = &fifo {
+        roots.push(("fifo".into(), q));
+    }
+    for (k, v) in &kinds {
+        roots.push((k.clone(), v));
+    }
+    if roots.len() > 1 {
+        let second = roots
+            .iter()
+            .map(|r| r.1)
+            .max_by_key(|f| f.key_at)
+            .expect("two");
+        return Err(cx.err(
+            second.key_at,
+            &second.path,
+            format!(
+                "a policy has one root: {} are given (nest the others as a class's or a \
+                 shaper's qdisc)",
+                roots
+                    .iter()
+                    .map(|r| r.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        ));
+    }
+    let flat = classes.is_none() && filters.is_none() && child.is_none();
+    let base = f.path.clone();
+    match (police, roots.pop()) {
+        (Some(p), None) if flat => Ok(PolicySpec::Police(meter(cx, &p)?)),
+        (None, Some((k, s))) if flat && k == "shape" => Ok(PolicySpec::Shape(shaper(cx, s)?)),
+        (None, Some((k, q))) if flat && k == "fifo" => Ok(PolicySpec::Fifo(fifo_spec(cx, q)?)),
+        (_, None) => Err(f.error(
             cx,
-            "a policy needs one of police = { ... }, shape = { ... } or fifo = { ... }",
+            "a policy needs police = { ... }, shape = { ... }, fifo = { ... } or a root qdisc \
+             such as htb = { default = \"20\" } (with [[...class]] tables)",
         )),
-        (p, s, q) => {
-            let second = [p, s, q]
-                .into_iter()
-                .flatten()
-                .max_by_key(|f| f.key_at)
-                .expect("two are given");
-            Err(cx.err(
-                second.key_at,
-                &second.path,
-                "a policy is one of police, shape or fifo, not several \
-                 (a policer in front of a shaper is not modelled yet)",
-            ))
+        (police, Some((k, q))) => {
+            let police = police.map(|p| meter(cx, &p)).transpose()?;
+            let root = if k == "fifo" {
+                let spec = fifo_spec(cx, q)?;
+                let (kind, limit) = match (spec.limit, spec.head_drop) {
+                    (FifoLimit::Packets(n), false) => ("pfifo", n.to_string()),
+                    (FifoLimit::Packets(n), true) => ("pfifo_head_drop", n.to_string()),
+                    (FifoLimit::Bytes(b), _) => ("bfifo", b.to_string()),
+                };
+                let mut r = QdiscSpec::leaf(kind, &[("limit", limit.as_str())]);
+                if classes.is_some() || filters.is_some() || child.is_some() {
+                    return Err(q.error(cx, "a fifo has no classes and no child qdisc"));
+                }
+                r.kind = kind.into();
+                r
+            } else {
+                crate::tree::root(cx, &k, q, &base, classes, filters, child)?
+            };
+            let spec = crate::tree::tree(police, root);
+            crate::tree::check(cx, &spec, &base, f.at)?;
+            Ok(PolicySpec::Tree(spec))
         }
     }
 }
@@ -531,7 +603,7 @@ fn conditioner(
     Ok((kind, params.into_iter().map(|(k, v, ..)| (k, v)).collect()))
 }
 
-fn meter(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<MeterSpec> {
+pub(crate) fn meter(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<MeterSpec> {
     let (kind, params) = conditioner(cx, f, "police", |k, p| Policer::from_params(k, p).map(drop))?;
     Ok(MeterSpec { kind, params })
 }

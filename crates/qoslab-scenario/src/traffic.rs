@@ -196,7 +196,24 @@ fn endpoints(cx: &mut Cx<'_>, t: &mut Section<'_>, nodes: &Nodes<'_>) -> Result<
     };
     let from = node("from", cx)?;
     let to = node("to", cx)?;
-    Ok(Endpoints { from, to })
+    let dscp = match t.get(cx, "dscp") {
+        Some(f) => dscp(cx, &f)?,
+        None => 0,
+    };
+    Ok(Endpoints { from, to, dscp })
+}
+
+/// One DSCP: 0..=63 or a name (`ef`, `af11`, `cs1`, `default`).
+fn dscp(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<u8> {
+    let s = f.scalar_string(cx)?;
+    let set = qoslab_core::classify::DscpSet::parse(&s).map_err(|e| f.error(cx, e.message))?;
+    if set.0.count_ones() != 1 {
+        return Err(f.error(
+            cx,
+            format!("a source sends one DSCP: 0..63, ef, afXY or csN, got '{s}'"),
+        ));
+    }
+    Ok(set.0.trailing_zeros() as u8)
 }
 
 fn schedule(cx: &mut Cx<'_>, t: &mut Section<'_>, nodes: &Nodes<'_>) -> Result<Schedule> {

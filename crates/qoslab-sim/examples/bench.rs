@@ -37,6 +37,7 @@ fn dumbbell(n: u32, bottleneck: LinkParams, egress: Option<PolicySpec>) -> Dumbb
         bottleneck_egress: egress,
         bottleneck_reverse_egress: None,
         ingress_police: None,
+        timer: TimerSpec::default(),
     }
 }
 

@@ -23,6 +23,8 @@ pub struct SimConfig {
 /// Nodes and links. Routing is static: shortest path in hops, ties broken
 /// by link order (deterministic), unless a node lists explicit routes.
 #[derive(Clone, Debug, PartialEq)]
+// Built once per run and read at set-up only: boxing buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Topology {
     Dumbbell(DumbbellSpec),
     Explicit(ExplicitTopology),
@@ -49,6 +51,9 @@ pub struct DumbbellSpec {
     /// A policer on r1's ingress from the senders' side (applied to
     /// packets arriving at r1 from any access link).
     pub ingress_police: Option<MeterSpec>,
+    /// When r1's and r2's timers (shaper wake-ups) fire; hosts keep the
+    /// default high-resolution timer. Default: high-res, zero slack.
+    pub timer: TimerSpec,
 }
 
 /// Rate, delay, loss and the default device queue of one link direction.
@@ -126,6 +131,82 @@ pub enum PolicySpec {
     Shape(ShaperSpec),
     /// A plain FIFO with this limit instead of the default device queue.
     Fifo(FifoSpec),
+    /// A policy tree (a tc qdisc hierarchy, a Cisco MQC policy-map)
+    /// replacing the device FIFO: one `qoslab_core::Shaper` built by
+    /// [`crate::tree`].
+    Tree(Box<TreeSpec>),
+}
+
+/// A policy tree: the root qdisc, optionally behind a policer (Cisco
+/// `police` in `class-default` of the parent policy, tc `action police` on
+/// a match-all filter).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TreeSpec {
+    pub police: Option<MeterSpec>,
+    pub root: QdiscSpec,
+}
+
+/// One node of a policy tree: a tc qdisc / an MQC policy-map.
+///
+/// `kind` is a queue (`pfifo`, `bfifo`, `pfifo_head_drop`), an AQM (`red`,
+/// `rio`, `wred`, `codel`, `pie`), a classless scheduler (`sfq`,
+/// `fq_codel`, `fair-queue`), a classful scheduler (`htb`, `prio`, `drr`)
+/// or a shaper (`tbf`, `shape`, `srras`, `trras`, `g-srras`, `g-trras`).
+/// `params` are the kind's own keys as strings, as for the other specs;
+/// classful kinds also read `default` (the default class id).
+#[derive(Clone, Debug, PartialEq)]
+pub struct QdiscSpec {
+    pub kind: String,
+    pub params: Vec<(String, String)>,
+    /// Classful kinds: the classes, parents listed before children.
+    pub classes: Vec<ClassSpec>,
+    /// Classful kinds: first match wins, then `default`.
+    pub filters: Vec<FilterSpec>,
+    /// Shapers: the queue the shaper drains instead of its own FIFO (MQC
+    /// `shape average` + `fair-queue`, tc `tbf` with a child qdisc).
+    pub child: Option<Box<QdiscSpec>>,
+}
+
+impl QdiscSpec {
+    /// A classless node of `kind` with `params`.
+    pub fn leaf(kind: &str, params: &[(&str, &str)]) -> QdiscSpec {
+        QdiscSpec {
+            kind: kind.to_string(),
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            classes: Vec::new(),
+            filters: Vec::new(),
+            child: None,
+        }
+    }
+}
+
+/// A class of a classful qdisc (tc `class add … classid`, MQC `class`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassSpec {
+    /// The class's name, unique within its qdisc (tc minor such as "10",
+    /// or "1:10"; an MQC class-map name).
+    pub id: String,
+    /// HTB: the parent class's id; `None` for a root class.
+    pub parent: Option<String>,
+    /// The kind's class keys (HTB rate, ceil, burst, cburst, prio,
+    /// quantum, mtu, mpu; DRR quantum; PRIO none).
+    pub params: Vec<(String, String)>,
+    /// A meter in front of the class (MQC child `police`).
+    pub police: Option<MeterSpec>,
+    /// The class's queue (default `pfifo` limit 1000, as Linux).
+    pub qdisc: Option<QdiscSpec>,
+}
+
+/// A filter: a `qoslab_core::classify::Classifier` in its text form
+/// (`dport 5001 proto udp`, `dscp ef`, `color red`, `hash 16`, `any`) and
+/// the class it sends matching packets to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FilterSpec {
+    pub classifier: String,
+    pub class: String,
 }
 
 /// A meter kind (`police`, `linux-police`, `srtcm`, `trtcm`, `tswtcm`,
@@ -158,13 +239,17 @@ pub enum FifoLimit {
     Bytes(u64),
 }
 
-/// Which host a traffic source runs on and where it sends. `None` means
-/// "spread over the dumbbell": flow *k* of a spec goes from sender
+/// Which host a traffic source runs on, where it sends, and the DSCP its
+/// packets leave with (the IP header fields a source chooses). `None`
+/// means "spread over the dumbbell": flow *k* of a spec goes from sender
 /// `k mod senders` to receiver `k mod receivers`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Endpoints {
     pub from: Option<String>,
     pub to: Option<String>,
+    /// DiffServ code point (0..=63) of every packet of the source, both
+    /// directions (TCP ACKs and ping replies carry it too). Default 0.
+    pub dscp: u8,
 }
 
 /// When a source runs. Flow *k* of a multi-flow spec starts at

@@ -29,6 +29,7 @@ pub mod tcp;
 mod testutil;
 mod timer;
 mod traffic;
+pub mod tree;
 
 pub use config::SimConfig;
 pub use result::SimResult;

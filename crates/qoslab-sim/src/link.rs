@@ -23,7 +23,7 @@ use qoslab_core::{Bytes, Rate};
 pub const NEVER_NS: u64 = u64::MAX;
 
 /// Runtime state of one link direction.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Link {
     pub to: u32,
     pub rate: Rate,

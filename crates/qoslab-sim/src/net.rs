@@ -177,8 +177,15 @@ fn dumbbell(d: &DumbbellSpec) -> Result<Net, SimError> {
     }
     let r1 = s;
     let r2 = s + 1;
-    net.nodes.push(node("r1".into()));
-    net.nodes.push(node("r2".into()));
+    if let TimerSpec::Hz(0) = d.timer {
+        return Err(cfg_err("topology.timer", "hz must be > 0"));
+    }
+    for name in ["r1", "r2"] {
+        net.nodes.push(NodeDef {
+            timer: d.timer,
+            ..node(name.into())
+        });
+    }
     for j in 0..d.receivers {
         net.nodes.push(node(format!("d{j}")));
     }
@@ -534,6 +541,7 @@ mod tests {
             bottleneck_egress: None,
             bottleneck_reverse_egress: None,
             ingress_police: None,
+            timer: TimerSpec::default(),
         };
         let net = Net::build(&Topology::Dumbbell(d)).unwrap();
         let names: Vec<&str> = net.nodes.iter().map(|n| n.name.as_str()).collect();

@@ -11,6 +11,7 @@
 use crate::config::{FifoLimit as CfgFifoLimit, FifoSpec, MeterSpec, ShaperSpec};
 use crate::net::cfg_err;
 use crate::result::PolicyResult;
+use crate::tree::PolicyTree;
 use crate::SimError;
 use qoslab_core::meter::AnyMeter;
 use qoslab_core::queue::{Fifo, FifoLimit};
@@ -50,11 +51,20 @@ pub fn build_fifo(spec: &FifoSpec, path: &str) -> Result<Fifo, SimError> {
 }
 
 /// What a link direction's transmitter pulls from.
-#[derive(Clone, Debug)]
 #[allow(clippy::large_enum_variant)]
 pub enum EgressQueue {
     Fifo(Fifo),
     Shaper(AnyShaper),
+    /// A policy tree ([`crate::tree`]): one `Box<dyn Shaper>` inside.
+    Tree(PolicyTree),
+}
+
+impl core::fmt::Debug for EgressQueue {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("EgressQueue")
+            .field(&self.describe())
+            .finish()
+    }
 }
 
 impl EgressQueue {
@@ -63,6 +73,7 @@ impl EgressQueue {
         match self {
             EgressQueue::Fifo(q) => q.enqueue(now, p),
             EgressQueue::Shaper(q) => q.enqueue(now, p),
+            EgressQueue::Tree(q) => q.enqueue(now, p),
         }
     }
     #[inline]
@@ -70,6 +81,7 @@ impl EgressQueue {
         match self {
             EgressQueue::Fifo(q) => q.dequeue(now),
             EgressQueue::Shaper(q) => q.dequeue(now),
+            EgressQueue::Tree(q) => q.dequeue(now),
         }
     }
     #[inline]
@@ -77,6 +89,7 @@ impl EgressQueue {
         match self {
             EgressQueue::Fifo(q) => q.next_ready(now),
             EgressQueue::Shaper(q) => q.next_ready(now),
+            EgressQueue::Tree(q) => q.next_ready(now),
         }
     }
     #[inline]
@@ -84,6 +97,7 @@ impl EgressQueue {
         match self {
             EgressQueue::Fifo(q) => q.backlog_packets(),
             EgressQueue::Shaper(q) => q.backlog_packets(),
+            EgressQueue::Tree(q) => q.backlog_packets(),
         }
     }
     #[inline]
@@ -91,14 +105,25 @@ impl EgressQueue {
         match self {
             EgressQueue::Fifo(q) => q.backlog_bytes(),
             EgressQueue::Shaper(q) => q.backlog_bytes(),
+            EgressQueue::Tree(q) => q.backlog_bytes(),
         }
     }
     pub fn describe(&self) -> Vec<(&'static str, String)> {
         match self {
             EgressQueue::Fifo(q) => q.describe(),
             EgressQueue::Shaper(q) => q.describe(),
+            EgressQueue::Tree(q) => q.describe(),
         }
     }
+    /// Packets the queue dropped outside `enqueue`'s return value (AQM
+    /// drops at dequeue inside a tree), appended to `out`.
+    #[inline]
+    pub fn take_dropped(&mut self, out: &mut Vec<Dropped>) {
+        if let EgressQueue::Tree(t) = self {
+            t.take_dropped(out);
+        }
+    }
+
     /// Bucket tokens in bytes at `now`, where the shaper has a bucket.
     pub fn tokens_bytes(&self, now: Instant) -> Option<i64> {
         match self {
@@ -133,6 +158,9 @@ pub struct Policy {
     /// Snapshot at the last series sample (for per-interval colours).
     pub last_color_bytes: [u64; 3],
     pub last_bytes_dropped: u64,
+    /// The queue is a policy tree (per-class rows, colours counted as
+    /// carried).
+    pub tree: bool,
 }
 
 impl Policy {
@@ -152,9 +180,11 @@ impl Policy {
                 max_queue_packets: 0,
                 max_queue_bytes: 0,
                 describe: Vec::new(),
+                classes: Vec::new(),
             },
             last_color_bytes: [0; 3],
             last_bytes_dropped: 0,
+            tree: false,
         }
     }
 
@@ -174,6 +204,12 @@ impl Policy {
     #[inline]
     pub fn count_in_green(&mut self, size_bytes: u32) {
         self.count_in(0, size_bytes);
+    }
+
+    /// A packet offered to a policy tree, in the colour it carries.
+    #[inline]
+    pub fn count_in_queue(&mut self, p: &Packet) {
+        self.count_in(p.color.index(), p.size_bytes);
     }
 
     #[inline]

@@ -35,6 +35,7 @@ const MAX_HOPS: u8 = 64;
 const STREAM_LINK: u64 = 0x1_0000;
 const STREAM_SOURCE: u64 = 0x2_0000_0000;
 const STREAM_CC: u64 = 0x3_0000_0000;
+const STREAM_TREE: u64 = 0x4_0000_0000;
 
 /// What a packet is, for the endpoint that receives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +151,10 @@ pub struct Sim {
     conns: Vec<TcpConn>,
     io: IoBuf,
     series: Series,
+    /// Scratch: packets a queue dropped, waiting to be freed.
+    dropped: Vec<qoslab_core::Dropped>,
+    /// Per flow: the DSCP its packets leave with (`Endpoints::dscp`).
+    flow_dscp: Vec<u8>,
     pub counters: NetCounters,
     events: u64,
     /// Every delivery (time, flow, wire bytes), for the tests' window checks.
@@ -225,6 +230,19 @@ impl Sim {
                             p.res.describe = policy::owned(q.describe());
                             (q, p)
                         }
+                        PolicySpec::Tree(t) => {
+                            let seed = Rng::new(cfg.seed, STREAM_TREE + i as u64).next_u64();
+                            let tree = crate::tree::build(t, &plan.path, seed)?;
+                            let warnings = tree.warnings().to_vec();
+                            let q = EgressQueue::Tree(tree);
+                            let mut p = Policy::new(name, t.root.kind.to_ascii_lowercase());
+                            p.res.describe = policy::owned(q.describe());
+                            p.res
+                                .describe
+                                .extend(warnings.into_iter().map(|w| ("warning".into(), w)));
+                            p.tree = true;
+                            (q, p)
+                        }
                     };
                     p.queue_dir = Some(i as u32);
                     let police = p.policer.is_some();
@@ -269,6 +287,8 @@ impl Sim {
             conns: Vec::new(),
             io: IoBuf::default(),
             series: Series::default(),
+            dropped: Vec::new(),
+            flow_dscp: Vec::new(),
             counters: NetCounters::default(),
             events: 0,
             #[cfg(test)]
@@ -356,7 +376,14 @@ impl Sim {
                 crate::config::Topology::Dumbbell(d) => (d.senders.max(1), d.receivers.max(1)),
                 crate::config::Topology::Explicit(_) => (1, 1),
             };
+            if endpoints.dscp > 63 {
+                return Err(cfg_err(
+                    path("dscp"),
+                    format!("{} is above 63 (6 bits)", endpoints.dscp),
+                ));
+            }
             for k in 0..flows {
+                self.flow_dscp.push(endpoints.dscp);
                 let from = resolve(&endpoints.from, "from", k, "s", ns_)?;
                 let to = resolve(&endpoints.to, "to", k, "d", nr)?;
                 if from == to {
@@ -648,20 +675,41 @@ impl Sim {
             p.color = v.color;
             data.color = v.color;
         } else if let Some(qp) = l.queue_policy {
-            self.policies[qp as usize].count_in_green(p.size_bytes);
+            let pol = &mut self.policies[qp as usize];
+            if pol.tree {
+                pol.count_in_queue(&p);
+            } else {
+                pol.count_in_green(p.size_bytes);
+            }
         }
         if let Err(dr) = l.queue.enqueue(now, p) {
-            if let Some(qp) = l.queue_policy {
-                self.policies[qp as usize].count_drop(dr.packet.size_bytes);
-            }
-            self.counters.dropped_policy += 1;
-            drop_from_flow(&mut self.flows, &mut self.pkts, dr.packet.id as u32);
+            self.dropped.push(dr);
         }
+        l.queue.take_dropped(&mut self.dropped);
+        self.free_dropped(d);
+        let l = &mut self.links[d as usize];
         if let Some(qp) = l.queue_policy {
             let (qp_n, qb) = (l.queue.backlog_packets(), l.queue.backlog_bytes());
             self.policies[qp as usize].observe_queue(qp_n, qb);
         }
         self.kick(d);
+    }
+
+    /// Frees the packets the queue of `d` dropped (in `self.dropped`) and
+    /// charges them to the queue's policy and their flows.
+    #[inline]
+    fn free_dropped(&mut self, d: u32) {
+        if self.dropped.is_empty() {
+            return;
+        }
+        let qp = self.links[d as usize].queue_policy;
+        for dr in self.dropped.drain(..) {
+            if let Some(qp) = qp {
+                self.policies[qp as usize].count_drop(dr.packet.size_bytes);
+            }
+            self.counters.dropped_policy += 1;
+            drop_from_flow(&mut self.flows, &mut self.pkts, dr.packet.id as u32);
+        }
     }
 
     /// Starts the next transmission on `d` if the transmitter is idle, or
@@ -683,8 +731,14 @@ impl Sim {
         let head = if throttled {
             None
         } else {
-            l.queue.dequeue(Instant::from_ns(now))
+            let h = l.queue.dequeue(Instant::from_ns(now));
+            l.queue.take_dropped(&mut self.dropped);
+            h
         };
+        if !self.dropped.is_empty() {
+            self.free_dropped(d);
+        }
+        let l = &mut self.links[d as usize];
         match head {
             Some(p) => {
                 let tx = l.tx_time_ns(p.size_bytes);
@@ -873,7 +927,7 @@ impl Sim {
                 flow,
                 kind,
                 hops: 0,
-                dscp: 0,
+                dscp: self.flow_dscp[flow as usize],
                 color: Color::Green,
                 size_bytes: h.payload_len + hdr,
                 payload_bytes: h.payload_len,
@@ -920,7 +974,7 @@ impl Sim {
             flow: s.flow,
             kind: s.kind,
             hops: 0,
-            dscp: 0,
+            dscp: self.flow_dscp[s.flow as usize],
             color: Color::Green,
             size_bytes: s.size_bytes,
             payload_bytes: s.payload_bytes,
@@ -1050,12 +1104,22 @@ impl Sim {
             .filter(|f| f.protocol == "tcp")
             .map(|f| f.goodput_bps)
             .collect();
+        let mut policies: Vec<_> = Vec::with_capacity(self.policies.len());
+        for p in self.policies {
+            let mut res = p.res;
+            if let Some(d) = p.queue_dir.filter(|_| p.tree) {
+                if let EgressQueue::Tree(t) = &self.links[d as usize].queue {
+                    res.classes = t.class_results();
+                }
+            }
+            policies.push(res);
+        }
         SimResult {
             name: self.name,
             seed: self.seed,
             duration_ns: end,
             flows,
-            policies: self.policies.into_iter().map(|p| p.res).collect(),
+            policies,
             series: self.series,
             sum_goodput_bps,
             jain_fairness: crate::result::jain_fairness(&tcp),

@@ -35,6 +35,7 @@ fn dumbbell(senders: u32, access: LinkParams, bottleneck: LinkParams) -> Dumbbel
         bottleneck_egress: None,
         bottleneck_reverse_egress: None,
         ingress_police: None,
+        timer: TimerSpec::default(),
     }
 }
 

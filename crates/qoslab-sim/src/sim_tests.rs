@@ -249,6 +249,7 @@ fn busy_dumbbell() -> SimConfig {
             kind: "srtcm".into(),
             params: kv(&[("cir", "8mbit"), ("cbs", "10000"), ("ebs", "10000")]),
         }),
+        timer: TimerSpec::default(),
     };
     let mut c = cfg(
         Topology::Dumbbell(d),

@@ -39,6 +39,7 @@ pub fn ends(from: &str, to: &str) -> Endpoints {
     Endpoints {
         from: Some(from.into()),
         to: Some(to.into()),
+        dscp: 0,
     }
 }
 
