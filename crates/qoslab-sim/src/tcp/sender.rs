@@ -115,10 +115,37 @@
 //! - Rescue retransmission ([`TcpConfig::rescue_retransmit`], RFC 6675 §4
 //!   NextSeg rule 4, RescueRxt set by §5 step 4.3), off in every profile.
 //!
-//! Left out (named): RACK's DSACK-adapted reordering window, DSACK undo and undo of a fast recovery (Linux `tcp_try_undo_recovery`,
-//! `tcp_try_undo_partial`, `tcp_try_undo_dsack`), ECN (RFC 3168), FIN,
-//! SYN give-up after `tcp_syn_retries`, congestion-window validation
-//! after idle (RFC 7661), Nagle (a bulk sender always has full segments).
+//! Left out (named): DSACK undo and undo of a fast recovery (Linux
+//! `tcp_try_undo_recovery`, `tcp_try_undo_partial`, `tcp_try_undo_dsack`),
+//! ECN (RFC 3168) and the CWR state, FIN, SYN give-up after
+//! `tcp_syn_retries`, Nagle (a bulk sender always has full segments).
+//!
+//! # Where this differs from Linux (net/ipv4/tcp_input.c, tcp_output.c,
+//! tcp_timer.c, tcp_recovery.c), as reviewed
+//! - `Reno`/`NewReno` recovery follow RFC 5681/6582 (cwnd inflation by
+//!   duplicate ACKs); Linux runs PRR for non-SACK connections too, with
+//!   duplicate ACKs counted as SACKed segments (`tcp_add_reno_sack`). The
+//!   `linux` profile uses `Sack`, where we follow Linux.
+//! - No undo of a fast recovery (Linux undoes with timestamps or DSACKs
+//!   when it proves spurious, e.g. under reordering) — only the RTO undo
+//!   (F-RTO, Eifel) is modelled. The DupThresh is fixed at 3 (Linux raises
+//!   `tp->reordering` when it sees reordering) and RACK's reo_wnd does not
+//!   grow with DSACKs (`tcp_rack_update_reo_wnd`).
+//! - Congestion-window validation is only Linux's `tcp_is_cwnd_limited`
+//!   gate on growth: `tcp_cwnd_application_limited` (RFC 7661-like decay
+//!   of an unused window every RTO) and `tcp_cwnd_restart` (slow-start
+//!   restart after an idle RTO, `tcp_slow_start_after_idle`) are not
+//!   modelled — a bulk sender neither idles nor leaves its window unused
+//!   except at the end of a `-n` transfer.
+//! - One timer per purpose (RTO, RACK reordering, probe, pacing) where
+//!   Linux multiplexes one `icsk` timer; the order Linux would observe is
+//!   kept (a due probe goes before the RTO it replaced, the head
+//!   retransmission re-arms the RTO and cancels the probe).
+//! - `min_rtt` is the lifetime minimum (Linux: a 300 s window,
+//!   `tcp_min_rtt_wlen`). No TSO/GSO: one segment per "skb", so
+//!   `tcp_tso_should_defer` and packet-count rounding do not apply.
+//! - The RTO is RFC 6298 unless [`TcpConfig::linux_rto`] (on in the
+//!   `linux` profile) selects Linux's estimator.
 
 use super::pacing::{default_pacing_rate, Pacer};
 use super::rack::{Rack, TIMEOUT_MIN};
@@ -1051,6 +1078,10 @@ impl TcpSender {
         self.ca = CaState::Recovery;
         self.high_seq = self.snd_nxt;
         let flight = self.flight_size_bytes();
+        // Linux tcp_init_cwnd_reduction: PRR's divisor is prior_cwnd, the
+        // window when recovery began (RFC 6937's RecoverFS is FlightSize;
+        // the two differ only when the window was not filled).
+        self.recover_fs = self.state.cwnd_bytes.max(1);
         self.save_undo();
         self.tlp_high_seq = None; // tcp_init_cwnd_reduction
         self.tlp_at = None;
@@ -1058,7 +1089,6 @@ impl TcpSender {
         self.state.ssthresh_bytes = ssthresh;
         self.prr_delivered = 0;
         self.prr_out = 0;
-        self.recover_fs = flight.max(1);
         if !self.cc.owns_cwnd() {
             let mss = self.mss() as u64;
             self.state.cwnd_bytes = if self.sack_recovery() {
@@ -1094,7 +1124,8 @@ impl TcpSender {
         let mss = self.mss() as i128;
         let (dlv, out) = (self.prr_delivered as i128, self.prr_out as i128);
         let mut sndcnt = if pipe > ssthresh {
-            // Proportional part: ceil(prr_delivered · ssthresh / RecoverFS).
+            // Proportional part: ceil(prr_delivered · ssthresh / RecoverFS),
+            // RecoverFS = prior_cwnd as in Linux.
             let fs = self.recover_fs as i128;
             (dlv * ssthresh + fs - 1) / fs - out
         } else {
@@ -2112,5 +2143,29 @@ mod tests {
         let h = completed(h, 20_000);
         let rtx = h.data_sent().into_iter().find(|d| d.2).unwrap();
         assert_eq!((rtx.0, rtx.1), (at_ms(60) + ms(220), seg(19)));
+    }
+
+    struct NoIo;
+    impl TcpIo for NoIo {
+        fn transmit(&mut self, _h: TcpHeader) {}
+    }
+
+    /// PRR's proportional part divides by the window when recovery began
+    /// (Linux `prior_cwnd`), not by FlightSize: with 10 segments in
+    /// flight under a 20-segment window, ssthresh 5000 B, 4000 B delivered
+    /// allow ceil(4000·5000/20000) = 1000 B (FlightSize would give 2000).
+    #[test]
+    fn prr_divides_by_the_window_at_recovery_start() {
+        let c = cfg(RecoveryKind::Sack);
+        let mut h = harness(&c, AppLimit::Bytes(10_000), None);
+        h.start();
+        h.run_until(at_ms(20));
+        let s = &mut h.sender;
+        assert_eq!(s.flight_size_bytes(), 10_000);
+        s.state.cwnd_bytes = 20_000;
+        s.enter_recovery(at_ms(21), &mut NoIo);
+        assert_eq!((s.recover_fs, s.ssthresh_bytes()), (20_000, 5_000));
+        s.prr_reduce(4_000, false);
+        assert_eq!(s.cwnd_bytes(), s.bytes_in_flight() + 1_000);
     }
 }
