@@ -355,6 +355,10 @@ pub struct TcpConfig {
     pub window_scaling: bool,
     /// RFC 6298 bounds and initial value.
     pub min_rto: Duration,
+    /// Compute the RTO as Linux does (`tcp_rtt_estimator`/`tcp_set_rto`:
+    /// SRTT + a deviation term never below `min_rto`, so RTO ≥ SRTT +
+    /// `min_rto`) instead of RFC 6298 (max(SRTT + 4·RTTVAR, `min_rto`)).
+    pub linux_rto: bool,
     pub max_rto: Duration,
     pub initial_rto: Duration,
     /// Delayed-ACK timeout; `None` disables delayed ACKs.
@@ -411,6 +415,10 @@ impl TcpConfig {
     ///   (RFC 2581-era), 64 KB window without scaling, MinRto 300 ms,
     ///   InitialRto 3 s, delayed ACK 200 ms.
     ///
+    /// `linux_rto`: true for `linux` (net/ipv4/tcp_input.c), false for the
+    /// Windows profiles (RFC 6298 with MinRto 300 ms; Windows' estimator is
+    /// not published).
+    ///
     /// Loss-recovery extensions (`frto`, `rack`, `tlp`,
     /// `limited_transmit`, `rescue_retransmit`):
     /// - `linux`: F-RTO on (`tcp_frto` default 2, net/ipv4/tcp_ipv4.c),
@@ -441,6 +449,7 @@ impl TcpConfig {
             receive_window_bytes: 6 * 1024 * 1024,
             window_scaling: true,
             min_rto: Duration::from_ms(200),
+            linux_rto: true,
             max_rto: Duration::from_secs(120),
             initial_rto: Duration::from_secs(1),
             delayed_ack: Some(Duration::from_ms(40)),
@@ -464,6 +473,7 @@ impl TcpConfig {
                 receive_window_bytes: 64512,
                 window_scaling: false,
                 min_rto: Duration::from_ms(300),
+                linux_rto: false,
                 initial_rto: Duration::from_secs(3),
                 max_rto: Duration::from_secs(60),
                 delayed_ack: Some(Duration::from_ms(200)),
@@ -480,6 +490,7 @@ impl TcpConfig {
                 receive_window_bytes: 65535,
                 window_scaling: false,
                 min_rto: Duration::from_ms(300),
+                linux_rto: false,
                 initial_rto: Duration::from_secs(3),
                 max_rto: Duration::from_secs(60),
                 delayed_ack: Some(Duration::from_ms(200)),

@@ -55,8 +55,9 @@
 //! Left out: Linux's once-per-jiffy throttle of the `cnt` computation (we
 //! recompute on every ACK), the epoch shift after an idle period
 //! (`CA_EVENT_TX_START`, which the contract has no event for), HyStart's
-//! TSO/GRO cushion `hystart_ack_delay` (no TSO in the simulator), undo of
-//! spurious reductions, and ECN.
+//! TSO/GRO cushion `hystart_ack_delay` (no TSO in the simulator), and
+//! ECN. Undo of a spurious reduction (F-RTO, Eifel) is the trait's
+//! default, which is what Linux CUBIC uses (`tcp_reno_undo_cwnd`).
 
 use super::{AckRounds, AckSample, CcState, CongestionControl};
 use qoslab_core::{Duration, Instant};

@@ -9,6 +9,10 @@
 //!   counting, RFC 5681 §3.1 "alternatively ... RFC 3465"; Linux
 //!   `tcp_cong_avoid_ai`).
 //! - Loss: ssthresh = max(FlightSize / 2, 2·SMSS) (RFC 5681 eq. 4).
+//!   Linux `tcp_reno_ssthresh` halves cwnd instead; the two agree while
+//!   the window is what limits the flow (cwnd grows only then).
+//! - Undo of a spurious reduction: the trait's default, which is Linux
+//!   `tcp_reno_undo_cwnd`.
 
 use super::{AckSample, CcState, CongestionControl};
 use qoslab_core::Instant;

@@ -11,10 +11,17 @@
 //!   (Karn's algorithm: the caller never feeds samples from retransmitted
 //!   segments unless timestamps disambiguate them, RFC 7323 §4).
 //!
-//! Left out: Linux computes its RTO differently (`tcp_rtt_estimator` /
-//! `tcp_set_rto` in net/ipv4/tcp_input.c: RTO ≈ SRTT + max(4·mdev,
-//! rto_min), with a per-window mdev_max), which gives a larger RTO at RTTs
-//! near `min_rto`. We follow the RFC.
+//! Linux computes its RTO differently, and [`RttEstimator::linux`] does
+//! it that way (`tcp_rtt_estimator`, `tcp_set_rto`, `tcp_bound_rto` in
+//! net/ipv4/tcp_input.c): SRTT as above (kept ×8), a mean deviation
+//! `mdev` (kept ×4, so it adds directly) whose gain is cut to 1/32 while
+//! RTT samples fall (Linux's Eifel-like rule), `rttvar` = the largest
+//! `mdev` of the current window but never below `min_rto` at a window's
+//! start (`mdev_max` restarts at `tcp_rto_min` once per window of data,
+//! `rttvar` decays a quarter of the way toward it), and RTO = SRTT +
+//! rttvar, capped at `max_rto` only. The first sample gives RTO = RTT +
+//! max(2·RTT, min_rto). So a Linux RTO is SRTT + ≥ `min_rto` (220 ms at
+//! a 20 ms RTT), where RFC 6298 gives max(SRTT + 4·RTTVAR, `min_rto`).
 //!
 //! Arithmetic is integer nanoseconds (the divisions by 8 and 4 round down
 //! by under 1 ns).
@@ -42,6 +49,21 @@ pub struct RttEstimator {
     min_rto_ns: u64,
     max_rto_ns: u64,
     min_rtt: Option<Duration>,
+    /// Linux estimator state, when this is a Linux estimator.
+    lx: Option<LinuxRtt>,
+}
+
+/// `tcp_sock` fields of the Linux estimator, in ns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct LinuxRtt {
+    /// SRTT × 8 (`srtt_us`).
+    srtt8: u64,
+    /// `mdev_us` (≈ 4 × mean deviation).
+    mdev: u64,
+    mdev_max: u64,
+    rttvar: u64,
+    /// `rtt_seq`: the window ends when SND.UNA passes it.
+    rtt_seq: u64,
 }
 
 impl RttEstimator {
@@ -57,7 +79,66 @@ impl RttEstimator {
             min_rto_ns: min_rto.as_ns().min(max_rto_ns),
             max_rto_ns,
             min_rtt: None,
+            lx: None,
         }
+    }
+
+    /// The Linux estimator (see the module docs); `initial_rto`, the
+    /// backoff and the clamps as for [`RttEstimator::new`].
+    pub fn linux(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
+        RttEstimator {
+            lx: Some(LinuxRtt::default()),
+            ..RttEstimator::new(initial_rto, min_rto, max_rto)
+        }
+    }
+
+    /// Feed one valid measurement taken when SND.UNA / SND.NXT were
+    /// `snd_una` / `snd_nxt` (the Linux estimator's once-per-window
+    /// step needs them; RFC 6298 ignores them).
+    pub fn sample_at(&mut self, rtt: Duration, snd_una: u64, snd_nxt: u64) {
+        let Some(mut lx) = self.lx.take() else {
+            self.sample(rtt);
+            return;
+        };
+        let r = rtt.as_ns();
+        let min_rto = self.min_rto_ns;
+        if lx.srtt8 == 0 {
+            lx.srtt8 = r << 3;
+            lx.mdev = r << 1;
+            lx.rttvar = lx.mdev.max(min_rto);
+            lx.mdev_max = lx.rttvar;
+            lx.rtt_seq = snd_nxt;
+        } else {
+            let mut m = r as i128 - (lx.srtt8 >> 3) as i128;
+            lx.srtt8 = (lx.srtt8 as i128 + m).max(1) as u64;
+            let quarter = (lx.mdev >> 2) as i128;
+            if m < 0 {
+                m = -m - quarter;
+                if m > 0 {
+                    m >>= 3;
+                }
+            } else {
+                m -= quarter;
+            }
+            lx.mdev = (lx.mdev as i128 + m).max(0) as u64;
+            if lx.mdev > lx.mdev_max {
+                lx.mdev_max = lx.mdev;
+                lx.rttvar = lx.rttvar.max(lx.mdev_max);
+            }
+            if snd_una > lx.rtt_seq {
+                if lx.mdev_max < lx.rttvar {
+                    lx.rttvar -= (lx.rttvar - lx.mdev_max) >> 2;
+                }
+                lx.rtt_seq = snd_nxt;
+                lx.mdev_max = min_rto;
+            }
+        }
+        self.srtt_ns = Some(lx.srtt8 >> 3);
+        self.rttvar_ns = lx.rttvar;
+        self.base_rto_ns = ((lx.srtt8 >> 3) + lx.rttvar).min(self.max_rto_ns);
+        self.backoff = 0;
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        self.lx = Some(lx);
     }
 
     /// Feed one valid RTT measurement (§2.2 / §2.3) and clear the backoff.
@@ -119,6 +200,7 @@ impl RttEstimator {
         self.srtt_ns.map(Duration::from_ns)
     }
 
+    /// RTTVAR (RFC 6298), or Linux's `rttvar_us` (what is added to SRTT).
     pub fn rttvar(&self) -> Duration {
         Duration::from_ns(self.rttvar_ns)
     }
@@ -193,6 +275,37 @@ mod tests {
         // A new sample clears it.
         e.sample(ms(10));
         assert_eq!(e.rto(), ms(200));
+    }
+
+    /// Linux: RTO = SRTT + rttvar with rttvar ≥ min_rto, hand-computed.
+    #[test]
+    fn linux_rto_adds_min_rto_to_srtt() {
+        let mut e = RttEstimator::linux(ms(1000), ms(200), ms(120_000));
+        // First 20 ms sample: mdev = 40, rttvar = max(40, 200): RTO 220.
+        e.sample_at(ms(20), 1, 11);
+        assert_eq!((e.srtt(), e.rto()), (Some(ms(20)), ms(220)));
+        // Steady 20 ms over many windows: mdev decays, rttvar stays at
+        // min_rto (RFC 6298 would give 200 ms).
+        for k in 0..100 {
+            e.sample_at(ms(20), 11 + k * 10, 21 + k * 10);
+        }
+        assert_eq!(e.rto(), ms(220));
+        // A 300 ms sample: m = 280, srtt += 35 → 55 ms; mdev = 4·... grows
+        // past min_rto: rttvar = mdev.
+        e.sample_at(ms(300), 2000, 2010);
+        assert_eq!(e.srtt(), Some(ms(55)));
+        assert!(e.rttvar() > ms(200));
+        assert_eq!(e.rto(), ms(55) + e.rttvar());
+        // Falling samples move mdev with gain 1/32 only.
+        let before = e.rttvar();
+        e.sample_at(ms(20), 2000, 2010);
+        assert!(e.rttvar() >= before, "no fast RTO decrease within a window");
+        // The RFC estimator for comparison: 20 ms steady → min_rto.
+        let mut r = RttEstimator::new(ms(1000), ms(200), ms(120_000));
+        for _ in 0..100 {
+            r.sample_at(ms(20), 0, 0);
+        }
+        assert_eq!(r.rto(), ms(200));
     }
 
     #[test]
