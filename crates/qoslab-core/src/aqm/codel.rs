@@ -464,7 +464,7 @@ impl CodelQueue for Fifo<'_> {
     fn codel_drop(&mut self, pkt: Packet) {
         self.dropped.push(Dropped {
             packet: pkt,
-            reason: DropReason::QueueFull,
+            reason: DropReason::Early,
         });
     }
 }

@@ -92,7 +92,7 @@ impl CodelQueue for FlowView<'_> {
     fn codel_drop(&mut self, pkt: Packet) {
         self.dropped.push(Dropped {
             packet: pkt,
-            reason: DropReason::QueueFull,
+            reason: DropReason::Early,
         });
     }
 }

@@ -38,6 +38,12 @@ pub enum DropReason {
     /// No filter matched and the scheduler has no default class (Linux
     /// DRR drops such packets; HTB sends them to its direct queue).
     Unclassified,
+    /// An active queue management decision before the queue was full:
+    /// RED/RIO/WRED probabilistic and forced (average above `max`) drops
+    /// (tc `early`/`forced_drop`), PIE's random drops, CoDel's control-law
+    /// drops at dequeue (Linux counts those as `drop_count`, not
+    /// `drop_overlimit`). Limit drops of the same AQMs stay [`Self::QueueFull`].
+    Early,
 }
 
 impl DropReason {
@@ -47,6 +53,7 @@ impl DropReason {
             DropReason::TooBig => "too-big",
             DropReason::Policed => "policed",
             DropReason::Unclassified => "unclassified",
+            DropReason::Early => "early",
         }
     }
 }
