@@ -29,6 +29,7 @@
 //! police = { cir = "20mbit", bc = "625000B" }   # kind defaults to "police"
 //! # or shape = { kind = "tbf", rate = "20mbit", burst = "32kb", limit = "64kb" }
 //! # or fifo  = { limit = "200p", head_drop = false }
+//! # or a policy tree (below)
 //! # [policy.access.ingress] police = { ... }: policer where hosts enter r1
 //!
 //! [[traffic]]
@@ -43,6 +44,69 @@
 //! interval = "100ms"
 //! series = ["goodput", "rtt", "cwnd", "queue", "tokens", "colors", "ping", "segments"]
 //! ```
+//!
+//! `[topology]` also takes `timer = "highres" | "highres:50us" | "hz:250" |
+//! { slack = "50us" } | { hz = 250 }` for r1 and r2 (default high-res,
+//! zero slack), and a traffic table `dscp = 46 | "ef" | "af11"`.
+//!
+//! ## Policy trees (tc hierarchies, MQC policy-maps)
+//!
+//! A policy table may instead hold a **root qdisc** named by its kind —
+//! `htb`, `prio`, `drr` (classful), `sfq`, `fq_codel`, `fair_queue`,
+//! `pfifo`, `bfifo`, `pfifo_head_drop`, `red`, `rio`, `wred`, `codel`,
+//! `pie` — or `shape = { kind = ... }`, with `[[…class]]` and
+//! `[[…filter]]` tables, an optional `qdisc` (the queue a shaper drains)
+//! and an optional `police` in front of everything. Line by line it is
+//! `tc qdisc add`, `tc class add`, `tc filter add`:
+//!
+//! ```toml
+//! [policy.bottleneck.egress]
+//! htb = { default = "20", r2q = 10 }   # tc qdisc add … root handle 1: htb default 20
+//!
+//! [[policy.bottleneck.egress.class]]   # tc class add … parent 1: classid 1:1 htb …
+//! id = "1"
+//! rate = "10mbit"
+//! ceil = "10mbit"
+//!
+//! [[policy.bottleneck.egress.class]]   # … parent 1:1 classid 1:10 …
+//! id = "10"
+//! parent = "1"
+//! rate = "3mbit"
+//! ceil = "10mbit"
+//! prio = 0
+//! qdisc = { kind = "sfq", perturb = "10s" }   # tc qdisc add … parent 1:10 sfq perturb 10
+//! police = { cir = "2mbit", exceed = "drop" } # MQC child police in front of the class
+//!
+//! [[policy.bottleneck.egress.class]]
+//! id = "20"
+//! parent = "1"
+//! rate = "7mbit"
+//! ceil = "10mbit"
+//! # no qdisc: pfifo limit 1000, as Linux
+//!
+//! [[policy.bottleneck.egress.filter]]  # tc filter add … u32 match … flowid 1:10
+//! match = { dst_port = 5001, protocol = "udp" }   # or match = "dport 5001 proto udp"
+//! class = "10"                         # also: { dscp = "ef" }, { color = "red" }, { any = true }
+//!
+//! # Cisco: shape average 20000000 + fair-queue
+//! # [policy.bottleneck.egress]
+//! # shape = { kind = "shape", cir = "20mbit", profile = "ios-xe" }
+//! # qdisc = { kind = "fair-queue", queue_limit = 200 }
+//! ```
+//!
+//! Class keys: `id` (required), `parent` (HTB), `qdisc` (`"sfq"` or a
+//! table with `kind`, its keys and its own `class`/`filter`/`qdisc`),
+//! `police`, and the kind's class keys (HTB `rate`, `ceil`, `burst`,
+//! `cburst`, `prio`, `quantum`, `mtu`; DRR `quantum`; PRIO classes are
+//! bands `"1"`..`"bands"`). Refused with the line of the culprit: cycles
+//! in `parent`, duplicate ids, filters or `default` naming no class or an
+//! inner class, `htb`/`drr` without `default` (write `default = "direct"`
+//! / `"drop"` for Linux's behaviour), `ceil` < `rate`, a child's `burst` or
+//! `cburst` above its parent's, classes or filters on a classless qdisc,
+//! a filter mixing 5-tuple, DSCP and colour, and every parameter
+//! `qoslab-core` refuses. See `qoslab_sim::tree` for the model of each
+//! kind (fair-queue, shaper + child). Results get one row per class
+//! (`PolicyResult::classes`).
 //!
 //! Explicit topologies use `[[node]]` (`name`, `timer`, `routes`) and
 //! `[[link]]` (`a`, `b`, `name`, `rate`, `delay`, `loss`, `queue_limit`)

@@ -3,6 +3,7 @@
 //! refused at their line.
 
 use super::*;
+use qoslab_sim::config::Topology;
 use qoslab_sim::result::{ClassResult, SimResult};
 
 fn load(text: &str, file: &str, secs: Option<u64>) -> (Scenario, SimResult) {
@@ -137,4 +138,129 @@ fn rio_at_the_bottleneck_drops_red_before_yellow_before_green() {
     assert!(c.color_packets_in.iter().all(|&n| n > 1000), "{c:?}");
     assert!(red > y && y > g, "drop rates g {g} y {y} r {red}");
     assert!(red > 0.01, "the bottleneck is congested: {red}");
+}
+
+const HTB: &str = r#"[scenario]
+duration = "1s"
+[topology]
+access = { rate = "1gbit" }
+bottleneck = { rate = "1gbit" }
+[policy.bottleneck.egress]
+htb = { default = "20" }
+[[policy.bottleneck.egress.class]]
+id = "1"
+rate = "10mbit"
+ceil = "10mbit"
+[[policy.bottleneck.egress.class]]
+id = "20"
+parent = "1"
+rate = "4mbit"
+ceil = "10mbit"
+[[policy.bottleneck.egress.class]]
+id = "30"
+parent = "1"
+rate = "6mbit"
+ceil = "10mbit"
+qdisc = { kind = "sfq", perturb = "10s" }
+[[policy.bottleneck.egress.filter]]
+match = { dst_port = 5201, protocol = "udp" }
+class = "30"
+[[traffic]]
+kind = "ping"
+"#;
+
+/// (line, path, message) of the error `HTB` with `from` replaced by `to` gives.
+fn tree_err(from: &str, to: &str) -> (usize, String, String) {
+    assert!(HTB.contains(from), "{from}");
+    let e = parse(&HTB.replacen(from, to, 1), "t.toml").expect_err("should fail");
+    (e.line, e.path, e.message)
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text[..text.find(needle).expect("needle")]
+        .matches('\n')
+        .count()
+        + 1
+}
+
+#[test]
+fn a_valid_tree_parses_to_its_spec() {
+    let sc = parse(HTB, "t.toml").unwrap();
+    let Topology::Dumbbell(d) = &sc.config.topology else {
+        panic!()
+    };
+    let Some(qoslab_sim::config::PolicySpec::Tree(t)) = &d.bottleneck_egress else {
+        panic!("{:?}", d.bottleneck_egress)
+    };
+    assert_eq!(t.root.kind, "htb");
+    assert_eq!(t.root.classes.len(), 3);
+    assert_eq!(t.root.classes[1].parent.as_deref(), Some("1"));
+    assert_eq!(t.root.filters[0].classifier, "dport 5201 proto udp");
+    assert_eq!(t.root.classes[2].qdisc.as_ref().unwrap().kind, "sfq");
+}
+
+#[test]
+fn tree_mistakes_point_at_their_line() {
+    // A cycle in the parents.
+    let text = HTB.replacen("id = \"1\"\n", "id = \"1\"\nparent = \"30\"\n", 1);
+    let e = parse(&text, "t.toml").unwrap_err();
+    assert!(e.message.contains("form a cycle"), "{e}");
+    assert!(e.path.ends_with(".parent"), "{e}");
+    // No default class.
+    let (l, p, m) = tree_err("htb = { default = \"20\" }", "htb = { r2q = 10 }");
+    assert_eq!((l, p.as_str()), (7, "policy.bottleneck.egress.default"));
+    assert!(
+        m.contains("needs default") && m.contains("direct queue"),
+        "{m}"
+    );
+    // A default or filter naming no class, or an inner class.
+    let (l, _, m) = tree_err("default = \"20\"", "default = \"21\"");
+    assert_eq!(l, 7);
+    assert!(m.contains("no class '21' (did you mean"), "{m}");
+    let (l, p, m) = tree_err("class = \"30\"", "class = \"3\"");
+    assert_eq!(l, line_of(HTB, "class = \"30\""));
+    assert_eq!(p, "policy.bottleneck.egress.filter[0].class");
+    assert!(m.contains("no class '3'"), "{m}");
+    let (_, _, m) = tree_err("class = \"30\"", "class = \"1\"");
+    assert!(m.contains("has child classes"), "{m}");
+    // ceil below rate, child burst above the parent's.
+    let (l, p, m) = tree_err(
+        "rate = \"4mbit\"\nceil = \"10mbit\"",
+        "rate = \"4mbit\"\nceil = \"3mbit\"",
+    );
+    assert_eq!(
+        l,
+        line_of(
+            HTB,
+            "ceil = \"10mbit\"\n[[policy.bottleneck.egress.class]]\nid = \"30\""
+        )
+    );
+    assert_eq!(p, "policy.bottleneck.egress.class[1].ceil");
+    assert!(m.contains("below rate"), "{m}");
+    let (_, p, m) = tree_err("rate = \"6mbit\"", "rate = \"6mbit\"\nburst = \"20kb\"");
+    assert_eq!(p, "policy.bottleneck.egress.class[2].burst");
+    assert!(m.contains("above parent '1'"), "{m}");
+    // Core parameter errors inside a class and its qdisc.
+    let (l, p, m) = tree_err("rate = \"6mbit\"", "rate = \"6mbitt\"");
+    assert_eq!(l, line_of(HTB, "rate = \"6mbit\""));
+    assert_eq!(p, "policy.bottleneck.egress.class[2].rate");
+    assert!(!m.is_empty());
+    let (l, p, m) = tree_err("perturb = \"10s\"", "pertrub = \"10s\"");
+    assert_eq!(l, line_of(HTB, "perturb"));
+    assert!(p.ends_with("qdisc.pertrub"), "{p}");
+    assert!(m.contains("did you mean 'perturb'"), "{m}");
+    let (_, p, m) = tree_err("kind = \"sfq\"", "kind = \"sqf\"");
+    assert!(p.ends_with("qdisc.kind"), "{p}");
+    assert!(m.contains("did you mean 'sfq'"), "{m}");
+    // Duplicate ids, unknown root kinds, mixed matches.
+    let (_, p, m) = tree_err("id = \"30\"", "id = \"20\"");
+    assert!(
+        p.ends_with("class[2].id") && m.contains("used twice"),
+        "{p}: {m}"
+    );
+    let (l, _, m) = tree_err("htb = {", "hbt = {");
+    assert_eq!(l, 7);
+    assert!(m.contains("did you mean 'htb'"), "{m}");
+    let (_, _, m) = tree_err("protocol = \"udp\"", "dscp = \"ef\"");
+    assert!(m.contains("either 5-tuple fields, or dscp"), "{m}");
 }

@@ -287,14 +287,25 @@ pub(crate) fn check(cx: &Cx<'_>, spec: &TreeSpec, base: &str, at: usize) -> Resu
     }
 }
 
-/// The offset of `path`, or of its nearest enclosing key that was read.
+/// The offset of `path`; for a key that is not in the file (a missing
+/// `default`), its qdisc's kind; else the nearest enclosing key read.
 pub(crate) fn locate(cx: &Cx<'_>, path: &str) -> Option<usize> {
+    let find = |p: &str| {
+        cx.located
+            .iter()
+            .rev()
+            .find(|(x, _)| x == p)
+            .map(|(_, at)| *at)
+    };
     let mut probe = path;
     loop {
-        if let Some((_, at)) = cx.located.iter().rev().find(|(p, _)| p == probe) {
-            return Some(*at);
+        if let Some(at) = find(probe) {
+            return Some(at);
         }
         probe = &probe[..probe.rfind(['.', '['])?];
+        if let Some(at) = find(&format!("{probe}.kind")) {
+            return Some(at);
+        }
     }
 }
 
