@@ -85,7 +85,8 @@ pub fn canonical_kind(kind: &str) -> Option<&'static str> {
     match k.as_str() {
         "fq-codel" => return Some("fq_codel"),
         "pfifo-head-drop" => return Some("pfifo_head_drop"),
-        "fair-queue" | "wfq" | "fq" => return Some("fair-queue"),
+        // Not `fq`: in tc that is sch_fq (per-flow pacing), another qdisc.
+        "fair-queue" | "wfq" => return Some("fair-queue"),
         _ => {}
     }
     all_kinds().into_iter().find(|c| *c == k)
@@ -1047,6 +1048,7 @@ mod tests {
                 "{d:?}"
             );
         }
+        assert_eq!(canonical_kind("fq"), None, "tc's fq is sch_fq, not WFQ");
         let q = QdiscSpec::leaf("fair-queue", &[("dynamic-queues", "100")]);
         let e = build(&tree(q), "p", 1).err().unwrap();
         assert!(e.to_string().contains("p.dynamic-queues"), "{e}");
