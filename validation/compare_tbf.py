@@ -450,47 +450,41 @@ def render(real: dict[str, Any], sim: dict[str, Any] | None, sim_note: str) -> s
 
 
 FINDINGS = (
-    "**CUBIC, and a single Reno flow, agree.** In the five CUBIC cases and the one-flow "
-    "Reno case the simulated goodput, retransmissions, recovery episodes, tbf drops and "
-    "ping RTT under load are within about 15 % of the real means (mostly within 5 %), "
-    "often inside the real run-to-run range; neither side has an RTO; both hold the tbf "
-    "at its frame-size ceiling and keep its queue 75-95 % full.",
-    "**The simulator is fairer than Linux.** With four CUBIC flows the simulated "
-    "min/max flow ratio and Jain index are higher than the real ones. The simulation "
-    "has no jitter at all (no CPU scheduling, no softirq batching, ACKs of different "
-    "flows never bunch up), so losses spread evenly; the real runs also differ among "
-    "themselves more than in any other metric.",
+    "**Goodput, drops, RTOs and queueing delay agree in every case.** In all seven "
+    "cases the simulated sum goodput is within 0.2 % of the real mean, neither side has "
+    "an RTO, retransmissions and tbf drops are within about 10 % (the 4-CUBIC case: "
+    "+26 %, 43 against 34), and ping RTT under load within 5 %: both hold the tbf at "
+    "its frame-size ceiling and keep its queue 75-95 % full.",
+    "**Reno now agrees too.** Four Reno flows with SACK recovery: 243 simulated "
+    "retransmissions against 244 real, no RTO on either side. Before the TCP model "
+    "gained RACK-TLP (RFC 8985), PRR's `prior_cwnd` (RFC 6937) and Linux's no-double-"
+    "reduction rule, the simulator took 5226 retransmissions and 61 RTOs here: lost "
+    "retransmissions could only be found by an RTO, which then resent the whole "
+    "window. Reno's slow-start overshoot (no HyStart) drops hundreds of segments per "
+    "flow at once, which is why this case, and not CUBIC's, exposed it. The "
+    '`recovery = "newreno"` variant (no SACK) repairs one hole per RTT and still has '
+    "segments missing at the end of the run; it is shown for contrast only.",
+    "**Fairness is where the models differ most.** Per-flow shares depend on which "
+    "flow's packets meet a full queue, i.e. on sub-millisecond phase; the simulation "
+    "has no jitter (no CPU scheduling, no softirq batching), so a phase, once set, "
+    "persists: with four CUBIC flows one simulated flow gets half of another's share "
+    "(Jain 0.94 against 0.98 real), with four Reno flows the simulation is fairer than "
+    "Linux (0.99 against 0.98). The real runs also differ among themselves more in "
+    "this metric than in any other.",
     "**The hrtimer costs little.** With a two-frame burst at 20 Mbit/s the real tbf "
     "loses nothing measurable; at 100 Mbit/s (121 us per frame) it reaches 99.6-99.9 % "
     "of the ceiling against the simulator's 99.99 %: the watchdog's lateness on this "
     "shared 2-vCPU VM costs a few tenths of a per cent of the rate, well below what the "
     "burst would suggest, because tokens accrue from `t_c` while the timer is late.",
-    "**Reno does not agree: a simulator gap.** Four simulated Reno flows with SACK "
-    "recovery take an order of magnitude more drops and retransmissions than Linux, with "
-    "RTOs, and retransmit more segments than the tbf dropped (spurious retransmissions "
-    "after the RTOs). One Reno flow alone agrees with Linux (see `tbf20-b20k-1reno`). CUBIC, "
-    "with the same SACK recovery, is fine because HyStart ends slow start before the "
-    "queue overflows (the real MIB counts a HyStart exit in every CUBIC run, none "
-    "with Reno); Reno's slow-start overshoot drops hundreds of segments per flow "
-    "at once. Our reading: with other flows keeping the queue full, the simulated "
-    "RFC 6675 recovery loses retransmissions again and only an RTO can find that, "
-    "whereas Linux detects lost retransmissions by time (RACK-TLP, RFC 8985) and paces "
-    "recovery with PRR (RFC 6937): the real client's MIB shows no RTO, a few "
-    "`TCPLostRetransmit` and tail-loss probes (`client_tcp_counters` in the raw JSON). "
-    'The `recovery = "newreno"` variant is no fix, '
-    "although its counts look closer: without SACK it repairs one hole per RTT, and one "
-    "of its flows spends the whole run in recovery with about a thousand segments still "
-    "missing at the end (its retransmissions stay far below the drops). Reported for "
-    "the TCP model.",
     "**RTT definitions.** Ping RTT, measured the same way on both sides, agrees within "
     "a few per cent. 'TCP srtt' does not mean the same thing: the real value is the "
     "kernel's smoothed RTT averaged over iperf3's per-second snapshots, the simulated "
     "one the mean of every ack_rtt sample, slow start included (hence a few per cent "
     "lower in the one-flow cases).",
-    "**Ping loss** in the short-queue 10 Mbit/s case is higher in the simulator "
-    "(14 of 150 probes) than in either real run (6 and 10 of 145): with a byte-limited "
-    "queue a 98-byte probe is dropped only when the queue is within 98 bytes of full, so the count "
-    "depends on the exact arrival phase of probes against ACK-clocked bursts, which the "
+    "**Ping loss** in the short-queue 10 Mbit/s case (and at 100 Mbit/s) is higher in "
+    "the simulator than in the real runs: with a byte-limited queue a 98-byte probe is "
+    "dropped only when the queue is within 98 bytes of full, so the count depends on "
+    "the exact arrival phase of probes against ACK-clocked bursts, which the "
     "jitter-free simulation keeps constant. Small numbers; not investigated further.",
 )
 

@@ -38,7 +38,8 @@
 //! profile = "windows10"            # linux (default) | windows10 | windows-xp
 //! # any TcpConfig override: cc, recovery, sack, mss, header_bytes,
 //! # initial_window, initial_ssthresh, window (awnd), window_scaling,
-//! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing
+//! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing,
+//! # frto, rack, tlp, limited_transmit, rescue_retransmit, linux_rto (booleans)
 //!
 //! [record]
 //! interval = "100ms"

@@ -342,8 +342,18 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
     if let Some(f) = t.get(cx, "quickack") {
         c.quickack_segments = f.u32(cx)?;
     }
-    if let Some(f) = t.get(cx, "pacing") {
-        c.pacing = f.bool(cx)?;
+    for (key, slot) in [
+        ("pacing", &mut c.pacing),
+        ("frto", &mut c.frto),
+        ("rack", &mut c.rack),
+        ("tlp", &mut c.tlp),
+        ("limited_transmit", &mut c.limited_transmit),
+        ("rescue_retransmit", &mut c.rescue_retransmit),
+        ("linux_rto", &mut c.linux_rto),
+    ] {
+        if let Some(f) = t.get(cx, key) {
+            *slot = f.bool(cx)?;
+        }
     }
     if c.min_rto > c.max_rto {
         let at = t.at;

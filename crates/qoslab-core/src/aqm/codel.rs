@@ -464,7 +464,7 @@ impl CodelQueue for Fifo<'_> {
     fn codel_drop(&mut self, pkt: Packet) {
         self.dropped.push(Dropped {
             packet: pkt,
-            reason: DropReason::QueueFull,
+            reason: DropReason::Early,
         });
     }
 }
@@ -569,6 +569,9 @@ impl Shaper for Codel {
 
     super::fifo_accessors!();
 
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        out.append(&mut self.dropped);
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         let p = &self.params;
         vec![

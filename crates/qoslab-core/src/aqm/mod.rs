@@ -18,13 +18,15 @@
 //! - [`pie`] — PIE, RFC 8033 + Linux `sch_pie.c` (kind `pie`), timestamp-based
 //!   queue delay.
 //!
-//! Drops at enqueue come back as [`Dropped`] from `enqueue`; the forced
-//! (tail) and early (probabilistic) kinds are told apart by each AQM's
-//! [`AqmCounters`]. AQMs that drop at dequeue (CoDel) return `None` from
-//! `dequeue` when every waiting packet was dropped, and hand the dropped
-//! packets out through `take_dropped`, which the caller must drain.
-//! Until [`crate::shaper::DropReason`] grows an AQM variant, every AQM drop
-//! is reported as `DropReason::QueueFull`.
+//! Drops at enqueue come back as [`Dropped`] from `enqueue`. AQMs that
+//! drop at dequeue (CoDel) return `None` from `dequeue` when every waiting
+//! packet was dropped, and hand the dropped packets out through
+//! `take_dropped`, which the caller must drain. The reason tells the two
+//! families apart: a drop at the hard limit is
+//! [`DropReason::QueueFull`](crate::shaper::DropReason::QueueFull), a drop
+//! the algorithm chose (RED/RIO/WRED probabilistic or forced, PIE, CoDel's
+//! control law) is [`DropReason::Early`](crate::shaper::DropReason::Early);
+//! each AQM's [`AqmCounters`] splits them further.
 //!
 //! Marks: packets carry no ECN field yet, so an AQM configured for ECN
 //! treats every packet as ECN-capable — it counts a mark and transmits.
@@ -211,6 +213,9 @@ impl Shaper for AnyAqm {
     fn backlog_bytes(&self) -> u64 {
         each_aqm!(self, a => a.backlog_bytes())
     }
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        out.extend(self.take_dropped());
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         each_aqm!(self, a => a.describe())
     }
@@ -220,6 +225,7 @@ impl Shaper for AnyAqm {
 mod tests {
     use super::*;
     use crate::packet::Color;
+    use crate::shaper::DropReason;
     use proptest::prelude::*;
 
     /// Every kind, configured small so limits and early drops both bite:
@@ -301,7 +307,11 @@ mod tests {
             ops in proptest::collection::vec((0u64..2_000_000, 40u32..1500, 0u8..3, any::<bool>()), 1..500),
         ) {
             let (mut a, limit_p, limit_b) = small(kind);
-            let (mut t, mut inn, mut out, mut dropped) = (0u64, 0u64, 0u64, 0u64);
+            let (mut t, mut inn, mut out, mut dropped, mut early) = (0u64, 0u64, 0u64, 0u64, 0u64);
+            let reason = |d: &Dropped| -> Result<u64, TestCaseError> {
+                prop_assert!(matches!(d.reason, DropReason::Early | DropReason::QueueFull), "{:?}", d.reason);
+                Ok((d.reason == DropReason::Early) as u64)
+            };
             for (i, (dt, size, color, deq)) in ops.into_iter().enumerate() {
                 t += dt;
                 let now = Instant::from_ns(t);
@@ -310,9 +320,15 @@ mod tests {
                 } else {
                     inn += 1;
                     let pkt = Packet { color: Color::from_u8(color).unwrap(), ..Packet::new(i as u64, size) };
-                    dropped += a.enqueue(now, pkt).is_err() as u64;
+                    if let Err(d) = a.enqueue(now, pkt) {
+                        dropped += 1;
+                        early += reason(&d)?;
+                    }
                 }
-                dropped += a.take_dropped().count() as u64;
+                for d in a.take_dropped() {
+                    dropped += 1;
+                    early += reason(&d)?;
+                }
                 if let Some(l) = limit_p {
                     prop_assert!(a.backlog_packets() <= l);
                 }
@@ -322,6 +338,8 @@ mod tests {
                 prop_assert_eq!(inn, out + dropped + a.backlog_packets() as u64);
                 let c = a.counters();
                 prop_assert_eq!(dropped, c.tail_drops + c.early_drops + c.forced_drops);
+                // Limit drops are QueueFull, the algorithm's own are Early.
+                prop_assert_eq!(early, c.early_drops + c.forced_drops);
                 prop_assert_eq!(a.next_ready(now).is_some(), a.backlog_packets() > 0);
             }
         }

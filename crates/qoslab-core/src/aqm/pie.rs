@@ -341,17 +341,17 @@ impl Shaper for Pie {
     fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
         self.update(now);
         let len = pkt.size_bytes;
-        let refuse = |s: &mut Self, pkt| {
+        let refuse = |s: &mut Self, pkt, reason| {
             s.vars.accu_prob = 0;
             Err(Dropped {
                 packet: pkt,
-                reason: DropReason::QueueFull,
+                reason,
             })
         };
         if self.queue.len() >= self.params.limit as usize {
             self.stats.overlimit += 1;
             self.stats.overlimit_bytes += len as u64;
-            return refuse(self, pkt);
+            return refuse(self, pkt, DropReason::QueueFull);
         }
         if self
             .params
@@ -362,7 +362,7 @@ impl Shaper for Pie {
             } else {
                 self.stats.dropped += 1;
                 self.stats.dropped_bytes += len as u64;
-                return refuse(self, pkt);
+                return refuse(self, pkt, DropReason::Early);
             }
         }
         self.stats.packets_in += 1;

@@ -669,19 +669,19 @@ impl Shaper for Red {
             .stats
             .apply(action, self.flags.ecn, self.flags.harddrop, len)
         {
-            true
+            Some(DropReason::Early)
         } else if self.backlog_bytes + len as u64 > self.limit_bytes {
             // Passed RED (or was marked) but the bfifo is full.
             self.stats.pdrop += 1;
             self.stats.pdrop_bytes += len as u64;
-            true
+            Some(DropReason::QueueFull)
         } else {
-            false
+            None
         };
-        if refused {
+        if let Some(reason) = refused {
             return Err(Dropped {
                 packet: pkt,
-                reason: DropReason::QueueFull,
+                reason,
             });
         }
         self.backlog_bytes += len as u64;

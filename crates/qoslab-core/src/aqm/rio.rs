@@ -417,18 +417,18 @@ impl Shaper for Rio {
         let action = self.parms[c].action(&mut self.vars[c], avg, &mut self.rng);
         let len = pkt.size_bytes;
         let refused = if self.stats[c].apply(action, self.cfg.ecn, false, len) {
-            true
+            Some(DropReason::Early)
         } else if !self.fits(&pkt) {
             self.stats[c].pdrop += 1;
             self.stats[c].pdrop_bytes += len as u64;
-            true
+            Some(DropReason::QueueFull)
         } else {
-            false
+            None
         };
-        if refused {
+        if let Some(reason) = refused {
             return Err(Dropped {
                 packet: pkt,
-                reason: DropReason::QueueFull,
+                reason,
             });
         }
         debug_assert!(action != RedAction::HardMark || self.cfg.ecn);

@@ -101,13 +101,15 @@ impl Shaper for Drr {
             });
         };
         let cl = &mut self.classes[c];
-        cl.slot.enqueue(now, pkt)?;
-        if !cl.active {
+        // A head-drop child may take the packet and hand back an older
+        // one: the class is active whenever its child holds something.
+        let r = cl.slot.enqueue(now, pkt);
+        if !cl.active && cl.slot.backlog_packets() > 0 {
             cl.active = true;
             cl.deficit = cl.quantum;
             self.active.push_back(c);
         }
-        Ok(())
+        r
     }
 
     #[inline]
@@ -154,6 +156,11 @@ impl Shaper for Drr {
         self.classes.iter().map(|c| c.slot.backlog_bytes()).sum()
     }
 
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        for c in &mut self.classes {
+            c.slot.child.drain_dropped(out);
+        }
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         let mut d = vec![
             ("kind", "drr".to_string()),
@@ -225,6 +232,16 @@ mod tests {
         assert_eq!(q.describe()[3], ("default", "1".to_string()));
         assert!(Drr::new(vec![(pfifo(10), Some(0))], Filters::new()).is_err());
         assert!(Drr::new(vec![(pfifo(10), None)], Filters::new().with_default(1)).is_err());
+    }
+
+    #[test]
+    fn a_child_that_displaces_an_older_packet_still_activates_its_class() {
+        use crate::sched::testutil::{check_displacing_child_activates, Displacing};
+        let classes = (0..2)
+            .map(|_| (Box::new(Displacing::default()) as Child, None))
+            .collect();
+        let mut q = Drr::new(classes, flow_filters(2)).unwrap();
+        check_displacing_child_activates(&mut q);
     }
 
     proptest! {

@@ -570,12 +570,14 @@ impl Shaper for Htb {
             return Ok(());
         };
         let l = self.classes[c].leaf.as_mut().expect("filtered to leaves");
-        l.child.enqueue(now, pkt)?;
-        if !l.active {
+        // A head-drop child may take the packet and hand back an older
+        // one: the leaf is active whenever its child holds something.
+        let r = l.child.enqueue(now, pkt);
+        if !l.active && l.child.backlog_packets() > 0 {
             l.active = true;
             self.active.push(c);
         }
-        Ok(())
+        r
     }
 
     fn dequeue(&mut self, now: Instant) -> Option<Packet> {
@@ -664,6 +666,11 @@ impl Shaper for Htb {
                 .sum::<u64>()
     }
 
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        for l in self.classes.iter_mut().filter_map(|c| c.leaf.as_mut()) {
+            l.child.drain_dropped(out);
+        }
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         let mut d = vec![
             ("kind", "htb".to_string()),
@@ -719,6 +726,19 @@ mod tests {
     fn rates(q: &mut Htb, sizes: &[u32], n_out: usize) -> Vec<f64> {
         let (bytes, ns) = backlogged_bytes(q, sizes, n_out);
         bytes.iter().map(|&b| b as f64 * 8e3 / ns as f64).collect()
+    }
+
+    #[test]
+    fn a_child_that_displaces_an_older_packet_still_activates_its_leaf() {
+        use crate::sched::testutil::{check_displacing_child_activates, Displacing};
+        let c = HtbClassConfig::new(None, mbit(10)).child(Box::new(Displacing::default()));
+        let mut q = Htb::new(
+            HtbConfig::default(),
+            vec![c],
+            Filters::new().with_default(0),
+        )
+        .unwrap();
+        check_displacing_child_activates(&mut q);
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //! `Shaper` to the link that drives it.
 //!
 //! Members, one file each, each citing its source:
-//! - [`tree`] — composition: children, the default `pfifo` leaf, and
-//!   [`Metered`] (a policer in front of a class, MQC child `police`).
+//! - [`tree`] — composition: children, the default `pfifo` leaf,
+//!   [`Metered`] (a policer in front of a class, MQC child `police`) and
+//!   [`Gate`] (a shaper whose queue is a child: tbf with a child qdisc,
+//!   `shape average` + `fair-queue`).
 //! - [`prio`] — strict priority bands with a priomap, Linux `sch_prio.c`.
 //! - [`drr`] — Deficit Round Robin, Linux `sch_drr.c` (Shreedhar & Varghese).
 //! - [`htb`] — Hierarchical Token Bucket, Linux `sch_htb.c` + tc `q_htb.c`.
@@ -51,7 +53,7 @@ pub use fq_codel::FqCodel;
 pub use htb::{Htb, HtbClassConfig, HtbConfig};
 pub use prio::Prio;
 pub use sfq::Sfq;
-pub use tree::{pfifo, Child, Metered};
+pub use tree::{pfifo, Child, Gate, Metered};
 pub use wfq::Wfq;
 
 #[cfg(test)]
@@ -59,7 +61,7 @@ pub(crate) mod testutil {
     //! Shared harness for the fairness tests.
     use crate::classify::{Classifier, Filters, TupleMatch};
     use crate::packet::Packet;
-    use crate::shaper::Shaper;
+    use crate::shaper::{DropReason, Dropped, Shaper};
     use crate::time::Instant;
 
     /// Flow `i`'s packet: `flow = i`, source port `i`, TCP.
@@ -113,6 +115,51 @@ pub(crate) mod testutil {
             id += 1;
         }
         (bytes, now.as_ns())
+    }
+
+    /// A child that queues every packet it is offered and still reports a
+    /// drop — of another packet (id `u64::MAX`), as a head-drop queue
+    /// does when it displaces its head — so a parent must not read `Err`
+    /// as "nothing was queued".
+    #[derive(Default)]
+    pub struct Displacing(std::collections::VecDeque<Packet>);
+
+    impl Shaper for Displacing {
+        fn enqueue(&mut self, _now: Instant, pkt: Packet) -> Result<(), Dropped> {
+            self.0.push_back(pkt);
+            Err(Dropped {
+                packet: Packet::new(u64::MAX, 1),
+                reason: DropReason::QueueFull,
+            })
+        }
+        fn dequeue(&mut self, _now: Instant) -> Option<Packet> {
+            self.0.pop_front()
+        }
+        fn next_ready(&self, now: Instant) -> Option<Instant> {
+            (!self.0.is_empty()).then_some(now)
+        }
+        fn backlog_packets(&self) -> usize {
+            self.0.len()
+        }
+        fn backlog_bytes(&self) -> u64 {
+            self.0.iter().map(|p| p.size_bytes as u64).sum()
+        }
+        fn describe(&self) -> Vec<(&'static str, String)> {
+            vec![("kind", "displacing".into())]
+        }
+    }
+
+    /// Offers one packet to `q` (whose children are all [`Displacing`]):
+    /// the drop reported is the displaced one, and the packet offered
+    /// must come out — the parent activated its class.
+    pub fn check_displacing_child_activates(q: &mut dyn Shaper) {
+        let t = Instant::ZERO;
+        let e = q.enqueue(t, flow_packet(7, 0, 100)).unwrap_err();
+        assert_eq!(e.packet.id, u64::MAX);
+        assert_eq!(q.backlog_packets(), 1);
+        assert_eq!(q.next_ready(t), Some(t));
+        assert_eq!(q.dequeue(t).map(|p| p.id), Some(7));
+        assert_eq!(q.backlog_packets(), 0);
     }
 
     /// Each flow's share of the bytes of [`backlogged_bytes`].

@@ -150,9 +150,13 @@ impl Shaper for Prio {
     #[inline]
     fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
         let b = self.band_of(&pkt);
-        self.bands[b].enqueue(now, pkt)?;
-        self.active |= 1 << b;
-        Ok(())
+        // A head-drop child may take the packet and hand back an older
+        // one: the band is active whenever its child holds something.
+        let r = self.bands[b].enqueue(now, pkt);
+        if self.bands[b].backlog_packets() > 0 {
+            self.active |= 1 << b;
+        }
+        r
     }
 
     #[inline]
@@ -194,6 +198,11 @@ impl Shaper for Prio {
         self.bands.iter().map(|c| c.backlog_bytes()).sum()
     }
 
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        for b in &mut self.bands {
+            b.drain_dropped(out);
+        }
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         let pm: Vec<String> = self.priomap.iter().map(|b| b.to_string()).collect();
         let mut d = vec![
@@ -218,6 +227,16 @@ mod tests {
 
     fn prio3() -> Prio {
         Prio::from_params(&mut Params::new("prio", [("limit", "100")]), Filters::new()).unwrap()
+    }
+
+    #[test]
+    fn a_child_that_displaces_an_older_packet_still_activates_its_band() {
+        use crate::sched::testutil::{check_displacing_child_activates, Displacing};
+        let bands = (0..3)
+            .map(|_| Box::new(Displacing::default()) as Child)
+            .collect();
+        let mut q = Prio::new(bands, DEFAULT_PRIOMAP, Filters::new()).unwrap();
+        check_displacing_child_activates(&mut q);
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub struct Harness {
     pub drops: Vec<(u64, u32)>,
     /// Drop this many of the sender's SYNs.
     pub drop_syns: u32,
+    /// (seq, extra): the first transmission of the data segment starting
+    /// at seq arrives `extra` later (reordering).
+    pub reorder: Vec<(u64, Duration)>,
     /// [from, to): the receiver's segments sent in this interval are held
     /// and delivered, in order, at `to + delay` (an ACK-path stall).
     pub stall: Option<(Instant, Instant)>,
@@ -88,6 +91,7 @@ impl Harness {
             drops: Vec::new(),
             drop_syns: 0,
             stall: None,
+            reorder: Vec::new(),
             log: Vec::new(),
             rtts: Vec::new(),
             trace: Vec::new(),
@@ -131,6 +135,10 @@ impl Harness {
                         let wire = Bytes::new((h.payload_len + self.header_bytes) as u64);
                         at = self.busy_until.max(self.now) + rate.tx_time(wire);
                         self.busy_until = at;
+                    }
+                    let reordered = self.reorder.iter().position(|r| r.0 == h.seq);
+                    if let Some(i) = reordered.filter(|_| h.payload_len > 0) {
+                        at += self.reorder.remove(i).1;
                     }
                     self.push(at + self.delay, Ev::ToReceiver(h));
                 }

@@ -20,10 +20,16 @@
 //!   below the highest SACKed sequence (Linux
 //!   `tcp_check_sack_reordering`).
 //!
-//! Left out: the DSACK-driven growth of reo_wnd (`reo_wnd_steps`, §6.2
-//! step 4's multiplier stays 1) and its 16-recovery persistence.
+//! - reo_wnd grows with D-SACKs (§6.2 step 4, Linux
+//!   `tcp_rack_update_reo_wnd`): a D-SACK (at most one per round trip)
+//!   adds one min_rtt/4 step (up to 255) and keeps the steps for 16
+//!   recoveries that end without undo; then back to one step.
 
 use qoslab_core::{Duration, Instant};
+
+/// Recoveries a grown reo_wnd persists for (Linux
+/// `TCP_RACK_RECOVERY_THRESH`).
+pub const RECOVERY_THRESH: u32 = 16;
 
 /// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000): added to the
 /// reordering timer and to the probe timeout.
@@ -40,6 +46,16 @@ pub struct Rack {
     /// Reordering observed on this connection (RFC 8985
     /// RACK.reordering_seen, Linux `reord_seen`).
     pub reord_seen: bool,
+    /// reo_wnd multiplier (RACK.reo_wnd_mult, Linux `reo_wnd_steps`; 0
+    /// is read as 1).
+    steps: u32,
+    /// Recoveries left before the steps reset (Linux `reo_wnd_persist`).
+    pub persist: u32,
+    /// A D-SACK arrived and is not yet accounted (Linux `dsack_seen`).
+    pub dsack_seen: bool,
+    /// Delivered bytes when the steps last grew (Linux
+    /// `rack.last_delivered`).
+    last_delivered: u64,
 }
 
 impl Rack {
@@ -78,9 +94,30 @@ impl Rack {
         if !self.reord_seen && (in_recovery || dupthresh_sacked) {
             return Duration::ZERO;
         }
+        let steps = self.steps.max(1) as u64;
         match (min_rtt, srtt) {
-            (Some(m), Some(s)) => Duration::from_ns(m.as_ns() / 4).min(s),
+            (Some(m), Some(s)) => Duration::from_ns(m.as_ns() / 4 * steps).min(s),
             _ => Duration::ZERO,
+        }
+    }
+
+    /// Linux `tcp_rack_update_reo_wnd`, once per ACK with a rate sample:
+    /// `prior_delivered` is the delivered count when the sampled segment
+    /// was sent, `delivered` the count now.
+    pub fn update_reo_wnd(&mut self, prior_delivered: u64, delivered: u64) {
+        if prior_delivered == 0 {
+            return;
+        }
+        if prior_delivered < self.last_delivered {
+            self.dsack_seen = false; // less than a round trip since the last step
+        }
+        if self.dsack_seen {
+            self.steps = (self.steps.max(1) + 1).min(255);
+            self.dsack_seen = false;
+            self.last_delivered = delivered;
+            self.persist = RECOVERY_THRESH;
+        } else if self.persist == 0 {
+            self.steps = 1;
         }
     }
 
@@ -119,6 +156,30 @@ mod tests {
         r.reord_seen = true;
         assert_eq!(r.reo_wnd(true, true, m, s), ms(10));
         assert_eq!(r.reo_wnd(true, true, m, Some(ms(5))), ms(5), "≤ SRTT");
+    }
+
+    #[test]
+    fn dsacks_widen_reo_wnd_once_per_round_trip() {
+        let mut r = Rack {
+            reord_seen: true,
+            ..Rack::default()
+        };
+        let (m, s) = (Some(ms(40)), Some(ms(100)));
+        r.dsack_seen = true;
+        r.update_reo_wnd(1_000, 50_000);
+        assert_eq!(r.reo_wnd(true, true, m, s), ms(20), "two steps");
+        // A D-SACK for data sent before that step: ignored.
+        r.dsack_seen = true;
+        r.update_reo_wnd(40_000, 60_000);
+        assert_eq!(r.reo_wnd(true, true, m, s), ms(20));
+        r.dsack_seen = true;
+        r.update_reo_wnd(55_000, 90_000);
+        assert_eq!(r.reo_wnd(true, true, m, s), ms(30));
+        // Capped by SRTT; back to one step once persistence runs out.
+        assert_eq!(r.reo_wnd(true, true, m, Some(ms(25))), ms(25));
+        r.persist = 0;
+        r.update_reo_wnd(95_000, 99_000);
+        assert_eq!(r.reo_wnd(true, true, m, s), ms(10));
     }
 
     #[test]

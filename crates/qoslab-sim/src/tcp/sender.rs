@@ -115,9 +115,13 @@
 //! - Rescue retransmission ([`TcpConfig::rescue_retransmit`], RFC 6675 §4
 //!   NextSeg rule 4, RescueRxt set by §5 step 4.3), off in every profile.
 //!
-//! Left out (named): DSACK undo and undo of a fast recovery (Linux
-//! `tcp_try_undo_recovery`, `tcp_try_undo_partial`, `tcp_try_undo_dsack`),
-//! ECN (RFC 3168) and the CWR state, FIN, SYN give-up after
+//! - Undo of a spurious fast recovery (SACK recovery; Linux
+//!   `tcp_try_undo_recovery`, `tcp_try_undo_partial`,
+//!   `tcp_try_undo_dsack`): by timestamps (an original transmission
+//!   filled the hole) or when D-SACKs (RFC 2883, RFC 3708) have reported
+//!   every retransmission of the episode, also after the recovery ended.
+//!
+//! Left out (named): ECN (RFC 3168) and the CWR state, FIN, SYN give-up after
 //! `tcp_syn_retries`, Nagle (a bulk sender always has full segments).
 //!
 //! # Where this differs from Linux (net/ipv4/tcp_input.c, tcp_output.c,
@@ -126,11 +130,14 @@
 //!   duplicate ACKs); Linux runs PRR for non-SACK connections too, with
 //!   duplicate ACKs counted as SACKed segments (`tcp_add_reno_sack`). The
 //!   `linux` profile uses `Sack`, where we follow Linux.
-//! - No undo of a fast recovery (Linux undoes with timestamps or DSACKs
-//!   when it proves spurious, e.g. under reordering) — only the RTO undo
-//!   (F-RTO, Eifel) is modelled. The DupThresh is fixed at 3 (Linux raises
-//!   `tp->reordering` when it sees reordering) and RACK's reo_wnd does not
-//!   grow with DSACKs (`tcp_rack_update_reo_wnd`).
+//! - Undo: Linux's "hold retransmissions" after a partial undo that still
+//!   has retransmissions in flight is not modelled (we simply wait for the
+//!   D-SACK or the full ACK), nor the undo of a non-SACK (`Reno`/`NewReno`)
+//!   recovery. D-SACKs are counted against the episode whatever segments
+//!   they cover (Linux checks that a covered segment was retransmitted).
+//!   The DupThresh is fixed at 3 (Linux raises `tp->reordering` when it
+//!   sees reordering; with RACK on this only matters for the reo_wnd = 0
+//!   rule).
 //! - Congestion-window validation is only Linux's `tcp_is_cwnd_limited`
 //!   gate on growth: `tcp_cwnd_application_limited` (RFC 7661-like decay
 //!   of an unused window every RTO) and `tcp_cwnd_restart` (slow-start
@@ -183,6 +190,9 @@ pub struct SenderStats {
     /// Retransmission timeouts found spurious and undone (F-RTO or Eifel;
     /// Linux `TCPSpuriousRTOs` + `TCPLossUndo`).
     pub spurious_rtos: u64,
+    /// Fast recoveries found spurious and undone (timestamps or D-SACKs;
+    /// Linux `TCPFullUndo` + `TCPPartialUndo` + `TCPDSACKUndo`).
+    pub recovery_undos: u64,
     /// Tail loss probes sent (Linux `TCPLossProbes`).
     pub loss_probes: u64,
     /// Probes that repaired a loss and cost a window reduction (Linux
@@ -272,6 +282,13 @@ pub struct TcpSender {
     /// cwnd and ssthresh before the current reduction (Linux `prior_cwnd`,
     /// `prior_ssthresh`; `Some` = Linux `undo_marker` set).
     undo_prior: Option<(u64, u64)>,
+    /// SND.UNA when the reduction began (Linux `undo_marker`).
+    undo_marker: u64,
+    /// Retransmissions of this episode not yet proven spurious by a
+    /// D-SACK; −1 = none yet (Linux `undo_retrans`).
+    undo_retrans: i64,
+    /// Segments reported duplicate by D-SACKs (Linux `dsack_dups`).
+    dsack_dups: u64,
     /// First retransmission of the current episode (Linux `retrans_stamp`).
     retrans_stamp: Option<Instant>,
     rack: Rack,
@@ -353,6 +370,9 @@ impl TcpSender {
             frto: false,
             frto_new_only: false,
             undo_prior: None,
+            undo_marker: 0,
+            undo_retrans: -1,
+            dsack_dups: 0,
             retrans_stamp: None,
             rack: Rack::default(),
             reo_at: None,
@@ -666,6 +686,9 @@ impl TcpSender {
                     });
             }
         }
+        if let Some((start, end)) = dsack.filter(|_| self.cfg.sack) {
+            self.on_dsack(start, end);
+        }
         let prior_una = self.snd_una;
         let advanced = h.ack > self.snd_una;
         let high_seq = self.high_seq;
@@ -753,6 +776,10 @@ impl TcpSender {
             let rs = self
                 .rate
                 .finish(&acc, now, self.rtt.min_rtt(), newly_lost, prior_in_flight);
+            if let Some(r) = rs {
+                self.rack
+                    .update_reo_wnd(r.prior_delivered_bytes, r.delivered_total_bytes);
+            }
             let sample = AckSample {
                 now,
                 acked_bytes: delivered,
@@ -931,9 +958,7 @@ impl TcpSender {
             CaState::Loss => {}
             CaState::Recovery => {
                 if sack {
-                    if self.snd_una >= self.high_seq {
-                        self.exit_recovery(now);
-                    }
+                    self.sack_recovery_step(now, a, io);
                     return;
                 }
                 match self.cfg.recovery {
@@ -968,6 +993,11 @@ impl TcpSender {
                 }
             }
             CaState::Open | CaState::Disorder => {
+                // tcp_try_undo_dsack: a recovery that ended before its
+                // retransmissions were all D-SACKed is undone afterwards.
+                if sack && self.undo_prior.is_some() && self.undo_retrans == 0 {
+                    self.undo_recovery(now, false);
+                }
                 if advanced {
                     self.dupacks = 0;
                 }
@@ -991,6 +1021,38 @@ impl TcpSender {
         }
     }
 
+    /// One ACK in SACK recovery (Linux `tcp_fastretrans_alert`, Recovery):
+    /// the recovery ends at the recovery point, undone if it proved
+    /// spurious (`tcp_try_undo_recovery`); a partial ACK that shows an
+    /// original transmission filled the hole is reordering
+    /// (`tcp_try_undo_partial`: undo once no retransmission is in
+    /// flight); D-SACKs for every retransmission undo it mid-way
+    /// (`tcp_try_undo_dsack`) — and a loss still evident starts a new one.
+    fn sack_recovery_step(&mut self, now: Instant, a: &AckFlags, io: &mut dyn TcpIo) {
+        if self.snd_una >= self.high_seq {
+            if self.may_undo(a.ts_ecr) {
+                self.undo_recovery(now, false);
+            } else {
+                self.rack.persist = self.rack.persist.saturating_sub(1);
+                self.exit_recovery(now);
+            }
+            return;
+        }
+        if a.advanced && self.undo_prior.is_some() && self.packet_delayed(a.ts_ecr) {
+            self.rack.reord_seen = true;
+            if self.sb.retrans_bytes() == 0 {
+                self.undo_recovery(now, true);
+            }
+        }
+        if self.ca == CaState::Recovery && self.undo_prior.is_some() && self.undo_retrans == 0 {
+            self.rack.persist = (self.rack.persist + 1).min(super::rack::RECOVERY_THRESH);
+            self.undo_recovery(now, false);
+        }
+        if self.ca != CaState::Recovery && self.sb.lost_bytes() > 0 {
+            self.enter_recovery(now, io);
+        }
+    }
+
     /// Linux `tcp_process_loss`: the Loss state after an RTO, with the
     /// Eifel check (RFC 3522 via timestamps, Linux `tcp_try_undo_loss` →
     /// `tcp_packet_delayed`) and F-RTO, RFC 5682 §3.1 (SACK-enhanced):
@@ -1006,7 +1068,7 @@ impl TcpSender {
     ///   the timeout was spurious: the reduction is undone.
     fn process_loss(&mut self, now: Instant, a: &AckFlags) {
         let recovered = self.snd_una >= self.high_seq;
-        if a.advanced && self.packet_delayed(a.ts_ecr) {
+        if a.advanced && self.may_undo(a.ts_ecr) {
             self.undo_loss(now, false);
             return;
         }
@@ -1071,6 +1133,53 @@ impl TcpSender {
             ssthresh.max(cwnd / 2 + cwnd / 4)
         };
         self.undo_prior = Some((cwnd, prior_ssthresh));
+        self.undo_marker = self.snd_una;
+        self.undo_retrans = if self.sb.retrans_bytes() > 0 {
+            self.sb.retrans_bytes().div_ceil(self.mss() as u64) as i64
+        } else {
+            -1
+        };
+    }
+
+    /// Linux `tcp_may_undo`: a reduction is on record and either every
+    /// retransmission of it was D-SACKed or the ACK shows an original
+    /// transmission arrived.
+    fn may_undo(&self, ts_ecr: u64) -> bool {
+        self.undo_prior.is_some() && (self.undo_retrans == 0 || self.packet_delayed(ts_ecr))
+    }
+
+    /// Linux `tcp_check_dsack` / `tcp_dsack_seen`: count a D-SACK of
+    /// [start, end) against the episode's retransmissions.
+    fn on_dsack(&mut self, start: u64, end: u64) {
+        let dup_segs = (end.saturating_sub(start)).div_ceil(self.mss() as u64);
+        self.dsack_dups += dup_segs;
+        if dup_segs == 0 || self.dsack_dups > self.stats.retransmits {
+            return; // dubious
+        }
+        self.rack.dsack_seen = true;
+        if self.undo_prior.is_some() && self.undo_retrans > 0 && end > self.undo_marker {
+            self.undo_retrans = (self.undo_retrans - dup_segs as i64).max(0);
+        }
+    }
+
+    /// Undo a spurious fast recovery (Linux `tcp_try_undo_recovery`,
+    /// `tcp_try_undo_dsack`, `tcp_try_undo_partial`): the window before
+    /// it comes back and the state opens; `unmark` also clears the loss
+    /// marks (the partial-ACK case).
+    fn undo_recovery(&mut self, now: Instant, unmark: bool) {
+        if unmark {
+            self.sb.unmark_lost();
+        }
+        if let Some((cwnd, ssthresh)) = self.undo_prior.take() {
+            self.cc.undo(&mut self.state, cwnd, ssthresh, now);
+        }
+        self.stats.recovery_undos += 1;
+        self.dupacks = 0;
+        self.ca = if self.sb.sacked_bytes() > 0 {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        };
     }
 
     fn enter_recovery(&mut self, now: Instant, io: &mut dyn TcpIo) {
@@ -1375,6 +1484,7 @@ impl TcpSender {
         self.sb.mark_retransmitted(idx, now, tx);
         self.stats.retransmits += 1;
         self.retrans_stamp.get_or_insert(now);
+        self.undo_retrans = self.undo_retrans.max(0) + 1; // tcp_retransmit_skb
         if idx == 0 {
             // Linux tcp_xmit_retransmit_queue: retransmitting the head
             // restarts the retransmission timer (replacing a probe timer).
@@ -2167,5 +2277,63 @@ mod tests {
         assert_eq!((s.recover_fs, s.ssthresh_bytes()), (20_000, 5_000));
         s.prr_reduce(4_000, false);
         assert_eq!(s.cwnd_bytes(), s.bytes_in_flight() + 1_000);
+    }
+
+    /// A 300 kB transfer (timestamps on, as Linux) whose segments `segs`
+    /// arrive `extra` late, nothing lost.
+    fn reordered(segs: &[u64], extra: Duration, timestamps: bool) -> Harness {
+        let mut c = cfg(RecoveryKind::Sack);
+        if timestamps {
+            c.header_bytes = 52;
+        }
+        let mut h = harness(&c, AppLimit::Bytes(300_000), Some(8_000_000));
+        h.reorder = segs.iter().map(|&k| (seg(k), extra)).collect();
+        completed(h, 300_000)
+    }
+
+    /// A segment 15 ms late (RTT 20 ms) looks lost to RACK (three SACKs,
+    /// no reordering seen yet: reo_wnd 0) and is retransmitted; the
+    /// original's timestamp echo and the D-SACK of the copy prove it
+    /// spurious and the recovery is undone: the window is the one before.
+    #[test]
+    fn spurious_fast_recovery_is_undone() {
+        for ts in [true, false] {
+            let h = reordered(&[60], ms(15), ts);
+            let s = h.sender.stats();
+            assert_eq!(
+                (
+                    s.fast_recoveries,
+                    s.recovery_undos,
+                    s.retransmits,
+                    s.timeouts
+                ),
+                (1, 1, 1, 0),
+                "timestamps {ts}"
+            );
+            let entry = h.trace.iter().position(|t| t.ca == 2).unwrap();
+            let before = h.trace[entry - 1];
+            // Undone (without timestamps by the late D-SACK, after the
+            // recovery ended): ssthresh back, cwnd at least the old one.
+            let undone = h.trace[entry..]
+                .iter()
+                .find(|t| t.ca != 2 && t.ssthresh == before.ssthresh)
+                .unwrap();
+            assert!(undone.cwnd >= before.cwnd, "{ts}: {undone:?} vs {before:?}");
+            assert_eq!(h.sender.ssthresh_bytes(), before.ssthresh, "{ts}");
+        }
+    }
+
+    /// Once reordering was seen, RACK waits min_rtt/4 per step, and the
+    /// D-SACK of the first spurious retransmission added a step (10 ms):
+    /// a second segment 8 ms late no longer starts a recovery.
+    #[test]
+    fn seen_reordering_widens_the_rack_window() {
+        let h = reordered(&[60, 200], ms(8), true);
+        let s = h.sender.stats();
+        assert_eq!(
+            (s.fast_recoveries, s.recovery_undos, s.retransmits),
+            (1, 1, 1)
+        );
+        assert!(h.sender.rack.reord_seen);
     }
 }
