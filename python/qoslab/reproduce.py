@@ -296,7 +296,14 @@ def _check_isr(c: Ctx) -> None:
         r = c.results["police"]
         pub = ref["police"]["per_flow_mbps"]
         ours = goodputs(r, m)
-        c.number("police", "sum Mbit/s", ref["police"]["sum_mbps"], sum(ours))
+        c.number(
+            "police",
+            "sum Mbit/s",
+            ref["police"]["sum_mbps"],
+            sum(ours),
+            note="open: the simulated Windows 10 TCP recovers more from the policer's drops "
+            "than the real one (see retransmitted %; TCP fidelity, not a scenario choice)",
+        )
         note = "which flow a policer hits is chance; only the spread is comparable"
         c.number("police", "lowest flow Mbit/s", min(pub), min(ours), exact=False, note=note)
         c.number("police", "highest flow Mbit/s", max(pub), max(ours), exact=False, note=note)
