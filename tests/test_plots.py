@@ -61,3 +61,14 @@ def test_save_writes_png_and_svg(tmp_path):
     assert [p.name for p in paths] == ["io.png", "io.svg"]
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"<svg" in paths[1].read_bytes()[:2000]
+
+
+def test_ping_axis_turns_logarithmic_only_when_runs_differ_by_orders_of_magnitude():
+    import copy
+
+    r = police()
+    assert r.ping is not None and len(r.ping)
+    assert plots.ping(r).axes[0].get_yscale() == "linear"
+    slow = copy.copy(r)
+    slow.ping = r.ping.assign(rtt_ms=r.ping["rtt_ms"] * 1000.0)
+    assert plots.ping({"fast": r, "slow": slow}).axes[0].get_yscale() == "log"

@@ -9,7 +9,6 @@ from qoslab.cli import main
 
 # Claims the simulator does not meet yet, with the reason (docs/reproductions.md).
 KNOWN_GAPS = {
-    ("packetlife", "Jain's index >= 0.99 under shaping"): "FIFO instead of the 3725's WFQ",
     (
         "packetlife",
         "Jain's index clearly lower under policing (<= shaping - 0.03)",
@@ -39,19 +38,53 @@ def test_every_experiment_and_case_is_covered():
     names = {x.experiment.name: x for x in quick()}
     assert set(names) == {"packetlife", "isr4000", "rfc2963", "linux"}
     for x in quick():
-        runnable = [c.name for c in x.experiment.cases if not c.blocked]
-        assert sorted(x.results) == sorted(runnable)
+        assert sorted(x.results) == sorted(c.name for c in x.experiment.cases)
+        assert not [c for c in x.experiment.cases if c.blocked]
         for r in x.rows:
             assert r.experiment == x.experiment.name
-            if r.holds is None:
-                assert r.kind == "blocked" and r.note.startswith("needs ")
+            assert r.holds is not None and r.kind in ("number", "claim")
             if r.kind == "number":
                 assert not r.required  # --quick: numbers are shown, not required
                 assert r.rel_diff == pytest.approx((r.ours - r.published) / r.published, abs=1e-3)
-    blocked = {c.name for c in names["rfc2963"].experiment.cases if c.blocked}
-    assert blocked == {"unshaped", "trras", "g_trras"}
-    assert "needs RIO in the sim" in names["rfc2963"].rows[0].note
-    assert any("needs policy trees" in r.note for r in names["isr4000"].rows)
+    cases = {r.case for r in names["rfc2963"].rows}
+    assert {"unshaped", "trras", "g_trras"} <= cases
+    linux = {r.case for r in names["linux"].rows}
+    assert {"htb-pfifo-0.18", "htb-pfifo-2", "htb-pfifo-128", "htb-bfifo", "sfq"} <= linux
+    assert "shape-fair-queue" in {r.case for r in names["isr4000"].rows}
+
+
+def test_cases_use_existing_files_and_keys():
+    for exp in rp.EXPERIMENTS.values():
+        for case in exp.cases:
+            assert case.scenario and case.quick_s > 0
+            text = rp.scenario_text(case, quick=False)  # a wrong Case.set key raises
+            for key, value in case.set:
+                assert f"{key} = {value!r}" in text
+            for series in case.series:
+                assert f'"{series}"' in text
+
+
+def test_a_sweep_case_changes_only_its_keys():
+    case = next(c for c in rp.EXPERIMENTS["linux"].cases if c.name == "htb-pfifo-128")
+    text = rp.scenario_text(case, quick=True)
+    doc = rp.tomllib.loads(text)
+    cls = doc["policy"]["bottleneck"]["egress"]["class"][0]
+    assert (cls["rate"], cls["ceil"]) == ("128mbit", "128mbit")
+    assert doc["traffic"][1]["rate"] == "12800kbit"
+    assert doc["scenario"]["duration"] == "5s"
+    assert "scenarios/reproduce/linux-htb-pfifo.toml as run" in text.splitlines()[0]
+
+
+def test_rfc2963_scenarios_are_what_the_generator_writes():
+    import importlib.util
+
+    root = rp.repo_root()
+    spec = importlib.util.spec_from_file_location("gen", root / "scripts" / "gen_rfc2963.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for name, shaper in gen.FILES.items():
+        path = root / "scenarios" / "reproduce" / name
+        assert path.read_text() == gen.render(shaper), f"run python scripts/gen_rfc2963.py ({name})"
 
 
 def test_quick_shortens_the_scenario():
@@ -68,7 +101,9 @@ def test_json_rows_and_exit_status(tmp_path, capsys):
         assert {"experiment", "case", "metric", "published", "ours", "rel_diff", "holds"} <= set(r)
     ping = next(r for r in rows if r["metric"] == "ping under load ms")
     assert ping["published"] == 84.0 and ping["ours"] > 20
-    assert any(r["holds"] is None for r in rows)
+    assert all(r["holds"] is not None for r in rows)
+    claim = next(r for r in rows if r["metric"] == "ping under HTB+pfifo grows as rate falls")
+    assert claim["holds"] is True
 
 
 def test_report_and_markdown(tmp_path, capsys):
@@ -76,7 +111,7 @@ def test_report_and_markdown(tmp_path, capsys):
     md.parent.mkdir()
     main(["reproduce", "isr4000", "--quick", "--report", str(rep), "--markdown", str(md)])
     out = capsys.readouterr().out
-    assert "== Cisco ISR 4000" in out and "blocked: needs policy trees" in out
+    assert "== Cisco ISR 4000" in out and "  blocked:" not in out
     html = rep.read_text()
     assert 'data-figure="isr4000-io_graph"' in html and "shape-fair-queue" in html
     text = md.read_text()

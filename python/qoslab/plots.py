@@ -303,7 +303,15 @@ def ping(results: Results) -> Figure | None:
         ax.plot(p["time_s"], p["rtt_ms"], "o-", ms=3, lw=0.8, color=f"C{i}", label=label)
     ax.set_xlabel("time sent (s)")
     ax.set_ylabel("ping RTT (ms)")
-    ax.set_ylim(bottom=0)
+    # Runs compared side by side can differ by orders of magnitude (a full
+    # 1000-packet queue at 180 kbit/s against a short one): a linear axis
+    # would flatten all but the slowest to zero.
+    rtts = np.concatenate([r.ping["rtt_ms"].to_numpy(dtype=np.float64) for _, r in runs])
+    rtts = rtts[np.isfinite(rtts) & (rtts > 0)]
+    if len(rtts) and rtts.max() > 100 * rtts.min():
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
     return _finish(fig, ax, "Ping RTT under load")
 
 

@@ -7,7 +7,7 @@
 
 use crate::meter::Policer;
 use crate::packet::{Color, Packet};
-use crate::shaper::Shaper;
+use crate::shaper::{Dropped, Shaper};
 use crate::time::Instant;
 use core::fmt;
 
@@ -136,6 +136,14 @@ pub fn meter_trace(
 /// release every packet whose time has come, at the time it comes; after the
 /// last arrival, drain. Writes each packet's departure time (ns), or
 /// [`DROPPED`], into `departures`.
+///
+/// Drops outside `enqueue`'s return ([`Shaper::drain_dropped`]: CoDel at
+/// dequeue, SFQ at a rehash, a [`crate::sched::Gate`] refusing its child's
+/// head) are collected after every call and counted as dropped. A
+/// `dequeue` that gives nothing after `next_ready` said ready (everything
+/// waiting was dropped, or a gate's shaper held its new head back) is
+/// followed by a fresh `next_ready`; the loop stops only if a call makes no
+/// progress at all (no packet, no drop, not later), which would be a bug.
 pub fn shape_trace<S: Shaper>(
     shaper: &mut S,
     times: &[u64],
@@ -151,47 +159,82 @@ pub fn shape_trace<S: Shaper>(
         });
     }
     departures.fill(DROPPED);
-    let mut s = ShapeSummary::default();
-    let mut clock = Instant::ZERO;
-    let mut release =
-        |shaper: &mut S, until: Option<Instant>, clock: &mut Instant, s: &mut ShapeSummary| {
-            while let Some(ready) = shaper.next_ready(*clock) {
-                if until.is_some_and(|u| ready > u) || ready == Instant::NEVER {
-                    break;
-                }
-                let at = ready.max(*clock);
-                let Some(p) = shaper.dequeue(at) else {
-                    // A shaper that promised a packet and gave none would spin
-                    // forever here; stop this drain instead (a bug, caught by tests).
+    let mut r = Run {
+        s: ShapeSummary::default(),
+        clock: Instant::ZERO,
+        dropped: Vec::new(),
+        times,
+        departures,
+    };
+    for i in 0..n {
+        let now = Instant::from_ns(times[i]);
+        r.release(shaper, Some(now));
+        r.clock = r.clock.max(now);
+        let pkt = Packet::new(i as u64, sizes[i]);
+        if let Err(d) = shaper.enqueue(now, pkt) {
+            r.s.dropped_packets += 1;
+            r.s.dropped_bytes += d.packet.size_bytes as u64;
+        }
+        r.count_drops(shaper);
+        r.s.max_backlog_packets = r.s.max_backlog_packets.max(shaper.backlog_packets() as u64);
+    }
+    r.release(shaper, None);
+    Ok(r.s)
+}
+
+/// [`shape_trace`]'s state.
+struct Run<'a> {
+    s: ShapeSummary,
+    clock: Instant,
+    dropped: Vec<Dropped>,
+    times: &'a [u64],
+    departures: &'a mut [u64],
+}
+
+impl Run<'_> {
+    /// Counts the drops `shaper` made outside `enqueue`'s return; true if any.
+    fn count_drops<S: Shaper>(&mut self, shaper: &mut S) -> bool {
+        shaper.drain_dropped(&mut self.dropped);
+        let any = !self.dropped.is_empty();
+        for d in self.dropped.drain(..) {
+            self.s.dropped_packets += 1;
+            self.s.dropped_bytes += d.packet.size_bytes as u64;
+        }
+        any
+    }
+
+    /// Releases every packet ready by `until` (all of them if `None`).
+    fn release<S: Shaper>(&mut self, shaper: &mut S, until: Option<Instant>) {
+        while let Some(ready) = shaper.next_ready(self.clock) {
+            if until.is_some_and(|u| ready > u) || ready == Instant::NEVER {
+                break;
+            }
+            let at = ready.max(self.clock);
+            let got = shaper.dequeue(at);
+            let dropped_some = self.count_drops(shaper);
+            self.clock = at;
+            let Some(p) = got else {
+                let later = shaper.next_ready(at).is_none_or(|t| t > at);
+                if !dropped_some && !later {
+                    // Promised a packet now, gave none, dropped none:
+                    // looping would spin forever (a bug, caught by tests).
                     debug_assert!(
                         false,
                         "next_ready said {ready:?} but dequeue({at:?}) gave nothing"
                     );
                     break;
-                };
-                *clock = at;
-                let i = p.id as usize;
-                departures[i] = at.as_ns();
-                let delay = at.as_ns() - times[i];
-                s.sent_packets += 1;
-                s.sent_bytes += p.size_bytes as u64;
-                s.max_delay_ns = s.max_delay_ns.max(delay);
-                s.total_delay_ns += delay as u128;
-            }
-        };
-    for i in 0..n {
-        let now = Instant::from_ns(times[i]);
-        release(shaper, Some(now), &mut clock, &mut s);
-        clock = clock.max(now);
-        let pkt = Packet::new(i as u64, sizes[i]);
-        if let Err(d) = shaper.enqueue(now, pkt) {
-            s.dropped_packets += 1;
-            s.dropped_bytes += d.packet.size_bytes as u64;
+                }
+                continue;
+            };
+            let i = p.id as usize;
+            self.departures[i] = at.as_ns();
+            let delay = at.as_ns() - self.times[i];
+            self.s.sent_packets += 1;
+            self.s.sent_bytes += p.size_bytes as u64;
+            self.s.max_delay_ns = self.s.max_delay_ns.max(delay);
+            self.s.total_delay_ns += delay as u128;
         }
-        s.max_backlog_packets = s.max_backlog_packets.max(shaper.backlog_packets() as u64);
     }
-    release(shaper, None, &mut clock, &mut s);
-    Ok(s)
 }
 
 #[cfg(test)]
@@ -199,6 +242,45 @@ mod tests {
     use super::*;
     use crate::meter::Policer;
     use crate::params::Params;
+
+    /// A tbf (one 1000-byte packet per ms) draining a CoDel child offered
+    /// twice that: CoDel drops at dequeue (when it drops everything
+    /// waiting, the gate's `dequeue` gives nothing after `next_ready` said
+    /// ready). Every packet is sent or dropped, and the summary agrees with the
+    /// departures.
+    #[test]
+    fn shape_trace_counts_drops_at_dequeue_and_survives_empty_dequeues() {
+        use crate::aqm::AnyAqm;
+        use crate::sched::Gate;
+        use crate::shaper::Tbf;
+        let mut p = Params::new(
+            "tbf",
+            [("rate", "8mbit"), ("burst", "1000"), ("limit", "3000")],
+        );
+        let tbf = Tbf::from_params(&mut p).unwrap();
+        let codel = AnyAqm::from_params(
+            "codel",
+            Params::new(
+                "codel",
+                [("limit", "10000"), ("target", "1ms"), ("interval", "10ms")],
+            ),
+        )
+        .unwrap();
+        let mut g = Gate::new(tbf, Box::new(codel));
+        let n = 4000;
+        let times: Vec<u64> = (0..n as u64).map(|i| i * 500_000).collect();
+        let sizes = vec![1000u32; n];
+        let mut dep = vec![0u64; n];
+        let s = shape_trace(&mut g, &times, &sizes, &mut dep).unwrap();
+        let lost = dep.iter().filter(|&&d| d == DROPPED).count() as u64;
+        assert!(s.dropped_packets > 1000, "{s:?}");
+        assert_eq!(s.sent_packets + s.dropped_packets, n as u64, "{s:?}");
+        assert_eq!(lost, s.dropped_packets);
+        assert_eq!(s.dropped_bytes, 1000 * s.dropped_packets);
+        // The sent ones left at the tbf's rate, in order.
+        let sent: Vec<u64> = dep.iter().copied().filter(|&d| d != DROPPED).collect();
+        assert!(sent.windows(2).all(|w| w[1] >= w[0] + 1_000_000), "spacing");
+    }
 
     #[test]
     fn meter_trace_counts_colours_and_rejects_unsorted_times() {

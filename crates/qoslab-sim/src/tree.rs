@@ -7,13 +7,15 @@
 //!   `sch_fifo.c`; `limit` default 1000 packets, as `tx_queue_len`);
 //! - AQMs `red`, `rio`, `wred`, `codel`, `pie` (`aqm::AnyAqm`);
 //! - classless schedulers `sfq`, `fq_codel` (`sched::Sfq`,
-//!   `sched::FqCodel`) and `fair-queue` (below);
+//!   `sched::FqCodel`) and `fair-queue` / `wfq` (`sched::Wfq`, below);
 //! - classful schedulers `htb`, `prio`, `drr`, whose classes each hold a
 //!   child node (default `pfifo` 1000) behind an optional meter
 //!   (`sched::Metered`, MQC child `police`), chosen by the filters
 //!   (`classify::Classifier` text form) and a `default` class;
 //! - shapers `tbf`, `shape`, `srras`, … (`shaper::AnyShaper`), optionally
-//!   draining a child node instead of their own FIFO ([`Gate`]).
+//!   draining a child node instead of their own FIFO (`sched::Gate`: tbf
+//!   with a child qdisc, `shape average` + `fair-queue`; its doc gives
+//!   the one-packet look-ahead).
 //!
 //! Every class is wrapped in a counting tap, so the result reports per-class
 //! packets, bytes, drops and colours ([`ClassResult`]), hierarchical like
@@ -23,40 +25,29 @@
 //! the engine empties after every call ([`PolicyTree::take_dropped`]) so
 //! their arena slots are freed and their flows charged.
 //!
-//! **`fair-queue`** — Cisco's class-level flow-based fair queueing (MQC
-//! `fair-queue [dynamic-queues]` inside a class; IOS XE runs it as flow
-//! queues, IOS QoS command reference `fair-queue`). Modelled as DRR over
-//! `dynamic_queues` buckets of the Linux flow hash (default 256, the
-//! command reference's default above 512 kbit/s of interface bandwidth;
-//! IOS XE is said to use 16 flow queues per class — not verified, set
-//! `dynamic_queues = 16` to try it), each a tail-drop FIFO of
-//! `queue_limit` packets (default 64, the classic `congestive-discard-
-//! threshold`), quantum 1514 B. With equal weights DRR gives WFQ's long-run
-//! shares (Shreedhar & Varghese 1995, Theorem 1), not its per-packet
-//! finish-time order; precedence weighting is left out. Flows whose
-//! hashes collide share a queue, as on the router.
-//!
-//! **A shaper with a child queue** ([`Gate`]) — `qoslab-core` shapers own
-//! their FIFO and take no child. The gate pulls one packet from the child
-//! whenever the shaper is empty and lets the shaper release it on its own
-//! schedule: exactly Linux `tbf` with a child qdisc (`tbf_dequeue` peeks
-//! the child, `qdisc_peek_dequeued` takes the head out and holds it), and
-//! for Cisco `shape average` + `fair-queue` the one difference is that the
-//! next packet is chosen when the previous one leaves rather than when
-//! credit arrives (one packet of look-ahead). The shaper's own queue limit
-//! then never binds; the child's does.
+//! **`fair-queue`** (alias `wfq`) — Cisco's flow-based WFQ
+//! (`qoslab_core::sched::Wfq`: conversations by flow hash and ToS,
+//! sequence numbers weighted by IP precedence, CDT and hold-queue drops).
+//! Keys: `dynamic-queues` (default 256), `cdt` /
+//! `congestive-discard-threshold` (default 64) — or `queue-limit`, which
+//! is the same per-conversation limit (MQC `queue-limit` in a class with
+//! `fair-queue` limits each flow queue; IOS XE, not verified on a
+//! router) — and `hold-queue` (the whole queue, default 1000 packets).
+//! Flows whose hashes collide share a conversation, as on the router.
 
 use crate::config::{ClassSpec, FilterSpec, MeterSpec, QdiscSpec, TreeSpec};
 use crate::net::cfg_err;
 use crate::result::ClassResult;
 use crate::SimError;
 use qoslab_core::aqm::AnyAqm;
-use qoslab_core::classify::{Classifier, Filters, FlowHash};
+use qoslab_core::classify::{Classifier, Filters};
 use qoslab_core::queue::{Fifo, FifoLimit};
 use qoslab_core::rng::Rng;
 use qoslab_core::sched::htb::TC_HZ;
 use qoslab_core::sched::prio::DEFAULT_PRIOMAP;
-use qoslab_core::sched::{Child, Drr, FqCodel, Htb, HtbClassConfig, HtbConfig, Metered, Prio, Sfq};
+use qoslab_core::sched::{
+    Child, Drr, FqCodel, Gate, Htb, HtbClassConfig, HtbConfig, Metered, Prio, Sfq, Wfq,
+};
 use qoslab_core::{AnyShaper, ConfigError, Dropped, Instant, Packet, Params, Policer, Shaper};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -94,14 +85,15 @@ pub fn canonical_kind(kind: &str) -> Option<&'static str> {
     match k.as_str() {
         "fq-codel" => return Some("fq_codel"),
         "pfifo-head-drop" => return Some("pfifo_head_drop"),
-        "fair-queue" | "wfq" | "fq" => return Some("fair-queue"),
+        // Not `fq`: in tc that is sch_fq (per-flow pacing), another qdisc.
+        "fair-queue" | "wfq" => return Some("fair-queue"),
         _ => {}
     }
     all_kinds().into_iter().find(|c| *c == k)
 }
 
 /// The kinds that take a `seed` (seeded from the run's seed when absent).
-const SEEDED: [&str; 7] = ["red", "rio", "wred", "pie", "sfq", "fq_codel", "fair-queue"];
+const SEEDED: [&str; 6] = ["red", "rio", "wred", "pie", "sfq", "fq_codel"];
 
 /// Per-class counters, shared between the tap that counts and the tree
 /// that reports (atomics so the tap stays `Send`; one thread uses them).
@@ -213,8 +205,10 @@ impl Node for FqCodel {
     }
 }
 impl Node for Gate {
+    /// The shaper's own refusals; the child's drops are drained by the
+    /// child's taps.
     fn drain(&mut self, out: &mut Vec<Dropped>) {
-        out.append(&mut self.dropped);
+        self.drain_own_dropped(out);
     }
 }
 
@@ -292,64 +286,6 @@ impl<N: Node> Shaper for Tap<N> {
     }
     fn describe(&self) -> Vec<(&'static str, String)> {
         self.node.describe()
-    }
-}
-
-/// A shaper draining a child node instead of its own FIFO (see the module
-/// doc): the child chooses the next packet, the shaper when it leaves.
-pub struct Gate {
-    shaper: AnyShaper,
-    child: Child,
-    dropped: Vec<Dropped>,
-}
-
-impl Gate {
-    pub fn new(shaper: AnyShaper, child: Child) -> Gate {
-        Gate {
-            shaper,
-            child,
-            dropped: Vec::new(),
-        }
-    }
-}
-
-impl Shaper for Gate {
-    #[inline]
-    fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
-        self.child.enqueue(now, pkt)
-    }
-    #[inline]
-    fn dequeue(&mut self, now: Instant) -> Option<Packet> {
-        if self.shaper.backlog_packets() == 0 {
-            if let Some(p) = self.child.dequeue(now) {
-                if let Err(d) = self.shaper.enqueue(now, p) {
-                    self.dropped.push(d);
-                }
-            }
-        }
-        self.shaper.dequeue(now)
-    }
-    #[inline]
-    fn next_ready(&self, now: Instant) -> Option<Instant> {
-        if self.shaper.backlog_packets() > 0 {
-            self.shaper.next_ready(now)
-        } else {
-            self.child.next_ready(now)
-        }
-    }
-    fn backlog_packets(&self) -> usize {
-        self.shaper.backlog_packets() + self.child.backlog_packets()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.shaper.backlog_bytes() + self.child.backlog_bytes()
-    }
-    fn describe(&self) -> Vec<(&'static str, String)> {
-        let mut d = self.shaper.describe();
-        d.push((
-            "queue",
-            qoslab_core::sched::tree::inline(&self.child.describe()),
-        ));
-        d
     }
 }
 
@@ -615,32 +551,12 @@ fn build_node(cx: &mut Cx, q: &QdiscSpec, path: &str, row: Option<u32>) -> Resul
     Ok(node)
 }
 
-/// Cisco flow-based `fair-queue` (module doc): DRR over flow-hash buckets.
+/// Cisco flow-based `fair-queue` (module doc).
 fn fair_queue(params: &[(String, String)]) -> Result<Child, ConfigError> {
     let mut p = Params::new("fair-queue", params.iter().cloned());
-    let n = p.opt_u64("dynamic-queues")?.unwrap_or(256);
-    let limit = p.opt_packets("queue-limit")?.unwrap_or(64);
-    let seed = p.opt_u64("seed")?.unwrap_or(0);
+    let q = Wfq::from_params(&mut p)?;
     p.finish()?;
-    if !(1..=4096).contains(&n) || !n.is_power_of_two() {
-        return Err(ConfigError::new(
-            "dynamic-queues",
-            format!("{n}: IOS takes a power of two from 16 to 4096 (1..=4096 here)"),
-        ));
-    }
-    let limit = u32::try_from(limit)
-        .ok()
-        .filter(|&l| l > 0)
-        .ok_or_else(|| ConfigError::new("queue-limit", "must be 1..2^32 packets"))?;
-    let hash = FlowHash::new(n as u32, Rng::new(seed, 0x6_0000_0000).next_u64())?;
-    let classes = (0..n)
-        .map(|_| {
-            let f = Fifo::new(FifoLimit::Packets(limit), false).expect("packet limit");
-            (Box::new(f) as Child, None)
-        })
-        .collect();
-    let filters = Filters::new().push(Classifier::FlowHash(hash), 0);
-    Ok(Box::new(Drr::new(classes, filters)?))
+    Ok(Box::new(q))
 }
 
 /// `default` of a classful qdisc: a class id, or one of `none_words`
@@ -1105,4 +1021,91 @@ fn drr(
     Ok(Box::new(
         Drr::new(classes, f).map_err(|e| core_err(path, e))?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::*;
+    use crate::testutil::*;
+    use qoslab_core::{Duration, Rate};
+
+    fn tree(root: QdiscSpec) -> TreeSpec {
+        TreeSpec { police: None, root }
+    }
+
+    #[test]
+    fn fair_queue_and_wfq_are_the_core_wfq_with_mqc_keys() {
+        for kind in ["fair-queue", "wfq", "fair_queue"] {
+            let q = QdiscSpec::leaf(kind, &[("queue_limit", "200"), ("dynamic_queues", "16")]);
+            let t = build(&tree(q), "p", 1).unwrap();
+            let d = t.describe();
+            assert!(d.contains(&("kind", "fair-queue".to_string())), "{d:?}");
+            assert!(d.contains(&("cdt_packets", "200".to_string())), "{d:?}");
+            assert!(d.contains(&("dynamic_queues", "16".to_string())), "{d:?}");
+            assert!(
+                d.contains(&("hold_queue_packets", "1000".to_string())),
+                "{d:?}"
+            );
+        }
+        assert_eq!(canonical_kind("fq"), None, "tc's fq is sch_fq, not WFQ");
+        let q = QdiscSpec::leaf("fair-queue", &[("dynamic-queues", "100")]);
+        let e = build(&tree(q), "p", 1).err().unwrap();
+        assert!(e.to_string().contains("p.dynamic-queues"), "{e}");
+    }
+
+    #[test]
+    fn a_shaper_with_a_child_is_the_core_gate() {
+        let mut q = QdiscSpec::leaf(
+            "tbf",
+            &[("rate", "1mbit"), ("burst", "1600"), ("limit", "3000")],
+        );
+        q.child = Some(Box::new(QdiscSpec::leaf("fair-queue", &[])));
+        let t = build(&tree(q), "p", 1).unwrap();
+        let d = t.describe();
+        let child = &d.iter().find(|(k, _)| *k == "child").expect("gate").1;
+        assert!(child.contains("kind=fair-queue"), "{d:?}");
+    }
+
+    /// UDP at 20 Mbit/s into a 10 Mbit/s link whose queue is CoDel with a
+    /// limit never reached, so every drop is CoDel's own, at dequeue (an
+    /// unresponsive flow: the control law's drop rate grows as √count, too
+    /// slowly to hold a 2× overload in 3 s): the drops reach the policy
+    /// result, the root class and the flow, and packets are conserved.
+    #[test]
+    fn codel_at_the_bottleneck_reports_its_dequeue_drops() {
+        let fast = lp(1_000_000_000, Duration::from_us(10));
+        let mut mid = link("r", "b", lp(10_000_000, Duration::from_ms(1)));
+        mid.egress_ab = Some(PolicySpec::Tree(Box::new(tree(QdiscSpec::leaf(
+            "codel",
+            &[("limit", "100000")],
+        )))));
+        let topo = Topology::Explicit(ExplicitTopology {
+            nodes: nodes(&["a", "r", "b"]),
+            links: vec![link("a", "r", fast), mid],
+        });
+        let udp = TrafficSpec::UdpCbr {
+            flows: 1,
+            endpoints: ends("a", "b"),
+            schedule: Schedule::default(),
+            rate: Rate::from_bps(20_000_000),
+            payload_bytes: 1472,
+            label: String::new(),
+        };
+        let r = crate::run(&cfg(topo, vec![udp], 3), &mut |_| true).unwrap();
+        let p = &r.policies[0];
+        let root = &p.classes[0];
+        assert!(p.packets_dropped > 100, "{p:?}");
+        assert_eq!(root.packets_dropped, p.packets_dropped);
+        assert!(p.max_queue_packets < 100_000, "{p:?}");
+        let f = &r.flows[0];
+        assert!(f.packets_lost >= p.packets_dropped, "{f:?}");
+        // In = out + dropped + still queued.
+        let queued = root.packets_in - root.packets_out - root.packets_dropped;
+        assert!(queued <= root.max_queue_packets, "{root:?}");
+        assert_eq!(
+            root.packets_out, 2500,
+            "10 Mbit/s for 3 s of 1500-byte packets"
+        );
+    }
 }

@@ -569,6 +569,9 @@ impl Shaper for Codel {
 
     super::fifo_accessors!();
 
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        out.append(&mut self.dropped);
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         let p = &self.params;
         vec![

@@ -213,6 +213,9 @@ impl Shaper for AnyAqm {
     fn backlog_bytes(&self) -> u64 {
         each_aqm!(self, a => a.backlog_bytes())
     }
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        out.extend(self.take_dropped());
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         each_aqm!(self, a => a.describe())
     }

@@ -156,6 +156,11 @@ impl Shaper for Drr {
         self.classes.iter().map(|c| c.slot.backlog_bytes()).sum()
     }
 
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        for c in &mut self.classes {
+            c.slot.child.drain_dropped(out);
+        }
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         let mut d = vec![
             ("kind", "drr".to_string()),

@@ -260,6 +260,9 @@ impl Shaper for FqCodel {
     }
 
     work_conserving_counts!();
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        out.append(&mut self.dropped);
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         vec![
             ("kind", "fq_codel".to_string()),

@@ -666,6 +666,11 @@ impl Shaper for Htb {
                 .sum::<u64>()
     }
 
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        for l in self.classes.iter_mut().filter_map(|c| c.leaf.as_mut()) {
+            l.child.drain_dropped(out);
+        }
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         let mut d = vec![
             ("kind", "htb".to_string()),

@@ -8,8 +8,10 @@
 //! `Shaper` to the link that drives it.
 //!
 //! Members, one file each, each citing its source:
-//! - [`tree`] — composition: children, the default `pfifo` leaf, and
-//!   [`Metered`] (a policer in front of a class, MQC child `police`).
+//! - [`tree`] — composition: children, the default `pfifo` leaf,
+//!   [`Metered`] (a policer in front of a class, MQC child `police`) and
+//!   [`Gate`] (a shaper whose queue is a child: tbf with a child qdisc,
+//!   `shape average` + `fair-queue`).
 //! - [`prio`] — strict priority bands with a priomap, Linux `sch_prio.c`.
 //! - [`drr`] — Deficit Round Robin, Linux `sch_drr.c` (Shreedhar & Varghese).
 //! - [`htb`] — Hierarchical Token Bucket, Linux `sch_htb.c` + tc `q_htb.c`.
@@ -51,7 +53,7 @@ pub use fq_codel::FqCodel;
 pub use htb::{Htb, HtbClassConfig, HtbConfig};
 pub use prio::Prio;
 pub use sfq::Sfq;
-pub use tree::{pfifo, Child, Metered};
+pub use tree::{pfifo, Child, Gate, Metered};
 pub use wfq::Wfq;
 
 #[cfg(test)]

@@ -198,6 +198,11 @@ impl Shaper for Prio {
         self.bands.iter().map(|c| c.backlog_bytes()).sum()
     }
 
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        for b in &mut self.bands {
+            b.drain_dropped(out);
+        }
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         let pm: Vec<String> = self.priomap.iter().map(|b| b.to_string()).collect();
         let mut d = vec![

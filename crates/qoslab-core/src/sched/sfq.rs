@@ -369,6 +369,9 @@ impl Shaper for Sfq {
     }
 
     work_conserving_counts!();
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        out.append(&mut self.dropped);
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         vec![
             ("kind", "sfq".to_string()),

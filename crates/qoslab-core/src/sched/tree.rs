@@ -22,11 +22,17 @@
 //! The trait has no `peek`; schedulers that must see the head packet's
 //! size before committing (DRR) use [`PeekSlot`], which dequeues from the
 //! child and holds the packet, as the kernel's `qdisc_peek_dequeued` does.
+//!
+//! [`Gate`] is a shaper whose queue is a child: Linux `tbf` with a child
+//! qdisc (`tc qdisc add … parent 1: handle 10: sfq` under a tbf), Cisco
+//! `shape average` with a child `fair-queue` (in MQC the shaped class's
+//! queueing — `fair-queue`, `queue-limit`, a child policy — is the
+//! shaper's queue).
 
 use crate::meter::Policer;
 use crate::packet::{Action, Packet};
 use crate::queue::{Fifo, FifoLimit};
-use crate::shaper::{DropReason, Dropped, Shaper};
+use crate::shaper::{AnyShaper, DropReason, Dropped, Shaper};
 use crate::time::Instant;
 
 /// A class's content: any queue, shaper or scheduler.
@@ -106,6 +112,9 @@ impl Shaper for Metered {
     fn backlog_bytes(&self) -> u64 {
         self.child.backlog_bytes()
     }
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        self.child.drain_dropped(out);
+    }
     fn describe(&self) -> Vec<(&'static str, String)> {
         vec![
             ("kind", "metered".to_string()),
@@ -168,6 +177,116 @@ impl PeekSlot {
     }
 }
 
+/// A shaper draining a child instead of its own FIFO: the child chooses
+/// the next packet, the shaper when it leaves.
+///
+/// Linux `sch_tbf.c`: `tbf_dequeue` peeks the child (`qdisc_peek_dequeued`
+/// takes the child's head out and holds it in `gso_skb`), releases it when
+/// the bucket has the tokens (`qdisc_dequeue_peeked`), else arms the
+/// watchdog; since `qdisc_run` calls dequeue again right after each
+/// packet, and right after each enqueue, the head is chosen when the
+/// previous packet leaves or as soon as one arrives at an idle shaper.
+/// The gate does the same: whenever the shaper holds nothing it moves the
+/// child's head into the shaper (after every `enqueue` and `dequeue`), and
+/// the shaper releases it on its own schedule.
+///
+/// Cisco `shape average` + `fair-queue` (MQC: the class's queueing is the
+/// shaper's queue): the router picks the next packet from the fair queue
+/// when credit allows a release. The gate picks it one packet earlier —
+/// when the previous one leaves — so a packet arriving meanwhile with a
+/// lower sequence number cannot overtake it: one packet of look-ahead,
+/// the same as Linux's.
+///
+/// Differences left: the held packet counts in the gate's backlog but no
+/// longer in the child's, so a child's limit admits one packet more than
+/// in Linux (where `gso_skb` stays in the child's `qlen`); the shaper's
+/// own limit never binds (it holds one packet). A packet the shaper can
+/// never send (larger than its bucket, [`DropReason::TooBig`]) is dropped
+/// when it reaches the head and comes out of [`Shaper::drain_dropped`].
+/// A child that is itself non-work-conserving is polled at its
+/// `next_ready`; if the shaper then holds the packet back, that `dequeue`
+/// returns `None` and `next_ready` gives the shaper's time.
+pub struct Gate<S = AnyShaper> {
+    shaper: S,
+    child: Child,
+    dropped: Vec<Dropped>,
+}
+
+impl<S: Shaper> Gate<S> {
+    pub fn new(shaper: S, child: Child) -> Self {
+        Gate {
+            shaper,
+            child,
+            dropped: Vec::new(),
+        }
+    }
+
+    /// Moves the child's head into an empty shaper.
+    #[inline]
+    fn refill(&mut self, now: Instant) {
+        while self.shaper.backlog_packets() == 0 {
+            let Some(p) = self.child.dequeue(now) else {
+                break;
+            };
+            if let Err(d) = self.shaper.enqueue(now, p) {
+                self.dropped.push(d);
+            }
+        }
+    }
+
+    /// The shaper's own refusals since the last call (without the
+    /// child's drops, which [`Shaper::drain_dropped`] adds).
+    pub fn drain_own_dropped(&mut self, out: &mut Vec<Dropped>) {
+        out.append(&mut self.dropped);
+    }
+
+    /// The shaper (its bucket, its counters).
+    pub fn shaper(&self) -> &S {
+        &self.shaper
+    }
+}
+
+impl<S: Shaper> Shaper for Gate<S> {
+    #[inline]
+    fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
+        let r = self.child.enqueue(now, pkt);
+        self.refill(now);
+        r
+    }
+    #[inline]
+    fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        self.refill(now);
+        let p = self.shaper.dequeue(now);
+        if p.is_some() {
+            self.refill(now);
+        }
+        p
+    }
+    #[inline]
+    fn next_ready(&self, now: Instant) -> Option<Instant> {
+        if self.shaper.backlog_packets() > 0 {
+            self.shaper.next_ready(now)
+        } else {
+            self.child.next_ready(now)
+        }
+    }
+    fn backlog_packets(&self) -> usize {
+        self.shaper.backlog_packets() + self.child.backlog_packets()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.shaper.backlog_bytes() + self.child.backlog_bytes()
+    }
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        out.append(&mut self.dropped);
+        self.child.drain_dropped(out);
+    }
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        let mut d = self.shaper.describe();
+        d.push(("child", inline(&self.child.describe())));
+        d
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +318,89 @@ mod tests {
         assert_eq!(e.reason, DropReason::Policed);
         assert_eq!((m.policed_packets(), m.backlog_packets()), (1, 1));
         assert!(m.describe()[1].1.contains("cir"));
+    }
+
+    fn tbf(rate: &str, burst: &str) -> crate::shaper::Tbf {
+        let mut p = Params::new("tbf", [("rate", rate), ("burst", burst), ("limit", "3000")]);
+        crate::shaper::Tbf::from_params(&mut p).unwrap()
+    }
+
+    #[test]
+    fn gate_lets_the_child_choose_and_the_shaper_time() {
+        use crate::sched::testutil::{flow_filters, flow_packet};
+        use crate::sched::Drr;
+        // 8 Mbit/s = one byte per µs, burst one 1000-byte packet; a DRR
+        // child over two flows, flow 0's packets all queued first.
+        let classes = vec![(pfifo(100), Some(1000)), (pfifo(100), Some(1000))];
+        let drr = Drr::new(classes, flow_filters(2)).unwrap();
+        let mut g = Gate::new(tbf("8mbit", "1000"), Box::new(drr));
+        let t0 = Instant::ZERO;
+        for i in 0..10u64 {
+            g.enqueue(t0, flow_packet(i, (i / 5) as usize, 1000))
+                .unwrap();
+        }
+        assert_eq!((g.backlog_packets(), g.backlog_bytes()), (10, 10_000));
+        let mut now = t0;
+        let mut out = Vec::new();
+        while let Some(t) = g.next_ready(now) {
+            now = t.max(now);
+            // The contract: a dequeue at next_ready gives a packet.
+            let p = g.dequeue(now).expect("ready at next_ready");
+            out.push((p.flow, now.as_ns()));
+        }
+        let flows: Vec<u32> = out.iter().map(|x| x.0).collect();
+        // Packet 0 went into the shaper at its arrival, emptying flow 0's
+        // class; the next flow-0 packet re-activated it with a fresh
+        // quantum, ahead of flow 1. From then on DRR alternates.
+        assert_eq!(flows, [0, 0, 1, 0, 1, 0, 1, 0, 1, 1]);
+        let times: Vec<u64> = out.iter().map(|x| x.1).collect();
+        let want: Vec<u64> = (0..10).map(|i| i * 1_000_000).collect();
+        assert_eq!(times, want);
+        assert!(g
+            .describe()
+            .iter()
+            .any(|(k, v)| *k == "child" && v.contains("drr")));
+    }
+
+    #[test]
+    fn gate_holds_one_packet_of_look_ahead_and_drops_what_can_never_fit() {
+        use crate::sched::testutil::flow_packet;
+        use crate::sched::Prio;
+        // PRIO child: DSCP 46 (EF) → band 0 by a filter, DSCP 0 → band 1.
+        use crate::classify::{Classifier, DscpSet, Filters};
+        let f = Filters::new().push(Classifier::Dscp(DscpSet::of(&[46]).unwrap()), 0);
+        let prio = Prio::from_params(&mut Params::new("prio", [("limit", "100")]), f).unwrap();
+        let mut g = Gate::new(tbf("8mbit", "1000"), Box::new(prio));
+        let t0 = Instant::ZERO;
+        let ef = |id| {
+            let mut p = flow_packet(id, 1, 1000);
+            p.dscp = 46;
+            p
+        };
+        g.enqueue(t0, flow_packet(0, 0, 1000)).unwrap();
+        assert_eq!(g.dequeue(t0).unwrap().id, 0);
+        // Best effort 1 becomes the head as soon as 0 leaves…
+        g.enqueue(t0, flow_packet(1, 0, 1000)).unwrap();
+        g.enqueue(t0, flow_packet(2, 0, 1000)).unwrap();
+        g.enqueue(t0, ef(3)).unwrap();
+        let t = g.next_ready(t0).unwrap();
+        assert_eq!(t, Instant::from_ns(1_000_000));
+        // …so it leaves before the EF packet that came later (tbf with a
+        // child qdisc does the same), and EF overtakes packet 2.
+        let ids: Vec<u64> = (1..4)
+            .map(|k| g.dequeue(Instant::from_ns(k * 1_000_000)).unwrap().id)
+            .collect();
+        assert_eq!(ids, [1, 3, 2]);
+        // A packet above the bucket is dropped when it reaches the head.
+        let now = Instant::from_ns(10_000_000);
+        g.enqueue(now, flow_packet(9, 0, 1400)).unwrap();
+        g.enqueue(now, flow_packet(10, 0, 500)).unwrap();
+        let mut d = Vec::new();
+        g.drain_dropped(&mut d);
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].packet.id, d[0].reason), (9, DropReason::TooBig));
+        assert_eq!(g.dequeue(now).unwrap().id, 10);
+        assert_eq!(g.next_ready(now), None);
     }
 
     #[test]

@@ -98,16 +98,20 @@ impl Wfq {
         })
     }
 
-    /// Reads `cdt` (alias `congestive-discard-threshold`, default 64),
-    /// `dynamic-queues` (default 256), `hold-queue` (default 1000).
+    /// Reads `cdt` (aliases `congestive-discard-threshold` and
+    /// `queue-limit`, default 64 packets), `dynamic-queues` (default 256),
+    /// `hold-queue` (default 1000 packets). `queue-limit` is MQC's: in a
+    /// class with `fair-queue` it limits each flow queue (IOS XE
+    /// flow-based fair-queue; not verified on a router), which is what
+    /// the CDT does here.
     pub fn from_params(p: &mut Params) -> Result<Self, ConfigError> {
-        p.alias("cdt", &["congestive-discard-threshold"])?;
+        p.alias("cdt", &["congestive-discard-threshold", "queue-limit"])?;
         let num = |v: Option<u64>, key: &'static str, d: u32| -> Result<u32, ConfigError> {
             v.map_or(Ok(d), |v| {
                 u32::try_from(v).map_err(|_| ConfigError::new(key, format!("{v} is too large")))
             })
         };
-        let cdt = num(p.opt_u64("cdt")?, "cdt", 64)?;
+        let cdt = num(p.opt_packets("cdt")?, "cdt", 64)?;
         let dq = num(p.opt_u64("dynamic-queues")?, "dynamic-queues", 256)?;
         let hq = num(p.opt_packets("hold-queue")?, "hold-queue", 1000)?;
         Self::new(cdt, dq, hq)
@@ -247,6 +251,14 @@ mod tests {
         // Odom fig. 4-16: 1000 B at precedence 5 → SN 5 397 000.
         assert_eq!(weight(46) * 1000, 5_397_000);
         assert_eq!(q.describe()[2].1, "256");
+        // MQC `queue-limit 200 packets` with `fair-queue`: the per-flow limit.
+        let mut p = Params::new("fq", [("queue-limit", "200p"), ("hold-queue", "4000")]);
+        let q = Wfq::from_params(&mut p).unwrap();
+        p.finish().unwrap();
+        assert_eq!(q.describe()[1].1, "200");
+        assert_eq!(q.describe()[3].1, "4000");
+        let mut p = Params::new("fq", [("queue-limit", "20"), ("cdt", "30")]);
+        assert!(Wfq::from_params(&mut p).is_err());
     }
 
     #[test]

@@ -87,6 +87,18 @@ pub trait Shaper {
 
     /// The effective parameters, including every derived default.
     fn describe(&self) -> Vec<(&'static str, String)>;
+
+    /// Moves into `out` the packets dropped since the last call other than
+    /// the one `enqueue` returned: CoDel's and FQ-CoDel's drops at dequeue,
+    /// SFQ's at a perturbation rehash, FQ-CoDel's batch drop, a shaper
+    /// refusing its child's packet ([`crate::sched::Gate`]). Such a
+    /// conditioner may return `None` from `dequeue` right after
+    /// `next_ready` said ready (everything waiting was dropped). A caller
+    /// that frees or counts packets must drain this after each
+    /// `enqueue`/`dequeue`; schedulers forward it to every class (one call
+    /// per class). Default: nothing is ever dropped that way.
+    #[inline]
+    fn drain_dropped(&mut self, _out: &mut Vec<Dropped>) {}
 }
 
 /// Every shaper, for enum dispatch.
