@@ -54,6 +54,8 @@ def _cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
         t0 = time.monotonic()
 
         def stop_late(*a: int) -> bool:
+            if progress is not None and progress(*a) is False:
+                return False
             return time.monotonic() - t0 < RUN_BUDGET_S
 
         return real(text, filename, seed, stop_late)
@@ -360,3 +362,91 @@ def test_random_command_lines(capsys, tmp_path, monkeypatch, argv: list[str]) ->
     rc, out, err = cli(capsys, *argv)
     # 1: reproduce's "a published number was not met".
     check(rc, out, err, 1)
+
+
+# --- outputs: never half-written, never an earlier result lost ---------------
+
+TINY = EXAMPLE.replace('duration = "2s"', 'duration = "200ms"')
+SRTCM = ["srtcm", "--cir", "1mbit", "--cbs", "3000B", "--ebs", "6000B", "--input", TRACE]
+
+
+TBF = ["tbf", "--rate", "1mbit", "--burst", "3000B", "--limit", "30000B"]
+
+
+def _interrupt(*a: Any, **k: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("what", ["meter", "shape", "run-out", "run-report", "compare"])
+def test_ctrl_c_while_writing_keeps_the_earlier_result(capsys, tmp_path, monkeypatch, what) -> None:
+    scen = tmp_path / "s.toml"
+    scen.write_text(TINY)
+    target = tmp_path / "result"
+    if what == "run-out":
+        target.mkdir()
+        (target / "results.json").write_text("earlier\n")
+        argv = ["run", scen, "--out", target, "--quiet"]
+        monkeypatch.setattr("pandas.DataFrame.to_parquet", _interrupt)
+    else:
+        target.write_text("earlier\n")
+        argv = {
+            "meter": ["meter", *SRTCM, "--output", target],
+            "shape": ["shape", *TBF, "--input", TRACE, "--output", target],
+            "run-report": ["run", scen, "--report", target, "--quiet"],
+            "compare": ["compare", scen, scen, "--report", target],
+        }[what]
+        monkeypatch.setattr(os, "fsync", _interrupt)
+    rc, out, err = cli(capsys, *argv)
+    assert rc == 130, err
+    check(rc, out, err)
+    earlier = target / "results.json" if what == "run-out" else target
+    assert earlier.read_text() == "earlier\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result", "s.toml"]
+
+
+@pytest.mark.parametrize(
+    "what", ["out-file", "out-foreign-dir", "report-dir", "compare-report-dir"]
+)
+def test_bad_output_paths_are_refused_before_the_run(capsys, tmp_path, monkeypatch, what) -> None:
+    scen = tmp_path / "s.toml"
+    scen.write_text(TINY)
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "mine.txt").write_text("x")
+    argv = {
+        "out-file": ["run", scen, "--out", tmp_path / "f"],
+        "out-foreign-dir": ["run", scen, "--out", tmp_path / "d"],
+        "report-dir": ["run", scen, "--report", tmp_path / "d"],
+        "compare-report-dir": ["compare", scen, scen, "--report", tmp_path / "d"],
+    }[what]
+    monkeypatch.setattr(run_mod._core, "simulate_toml", _interrupt)  # must not be reached
+    rc, out, err = cli(capsys, *argv)
+    check(rc, out, err)
+    assert rc == 2, err
+    assert (tmp_path / "f").read_text() == "x" and (tmp_path / "d" / "mine.txt").read_text() == "x"
+
+
+# --- progress -----------------------------------------------------------------
+
+
+def test_compare_says_which_run_is_going(tmp_path) -> None:
+    from qoslab.compare import compare
+
+    seen: list[tuple[str, int, int]] = []
+    calls: list[int] = []
+
+    class Bar:
+        def __call__(self, sim_ns: int, duration_ns: int, events: int) -> bool:
+            calls.append(sim_ns)
+            return True
+
+        def close(self) -> None:
+            seen.append(("closed", 0, 0))
+
+    def progress(label: str, i: int, n: int) -> Bar:
+        seen.append((label, i, n))
+        return Bar()
+
+    compare({"a": TINY, "b": TINY}, progress=progress)
+    assert seen == [("a", 0, 2), ("closed", 0, 0), ("b", 1, 2), ("closed", 0, 0)]
+    assert calls and calls[-1] == 200_000_000

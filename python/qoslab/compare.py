@@ -17,17 +17,18 @@ string (``20mbit``).
 from __future__ import annotations
 
 import argparse
+import errno
 import itertools
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from qoslab import plots
 from qoslab.report import Report
 from qoslab.results import SimulationResult
-from qoslab.run import simulate
+from qoslab.run import ProgressBar, simulate
 from qoslab.scenario import ScenarioError, load_scenario
 
 if sys.version_info >= (3, 11):
@@ -102,15 +103,25 @@ def _toml_text(doc: Mapping[str, Any]) -> str:
 
 
 def compare(
-    scenarios: Mapping[str, Any], seed: int | None = None
+    scenarios: Mapping[str, Any],
+    seed: int | None = None,
+    progress: Callable[[str, int, int], Any] | None = None,
 ) -> tuple[dict[str, SimulationResult], dict[str, str]]:
     """Runs each scenario (``label -> path, TOML text or dict``); returns the
-    results and the scenario texts as run, both by label."""
+    results and the scenario texts as run, both by label.
+    ``progress(label, index, count)`` may return the progress callback of
+    that run (see ``qoslab.simulate``); its ``close()``, if any, is called
+    after the run."""
     results: dict[str, SimulationResult] = {}
     texts: dict[str, str] = {}
-    for label, spec in scenarios.items():
+    for i, (label, spec) in enumerate(scenarios.items()):
         text = _toml_text(spec) if isinstance(spec, Mapping) else load_scenario(spec)[0]
-        results[label] = simulate(spec, seed=seed)
+        cb = progress(label, i, len(scenarios)) if progress is not None else None
+        try:
+            results[label] = simulate(spec, seed=seed, progress=cb)
+        finally:
+            if hasattr(cb, "close"):
+                cb.close()
         texts[label] = text
     return results, texts
 
@@ -262,8 +273,15 @@ def _labels(paths: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def _progress_bar(label: str, i: int, n: int) -> ProgressBar:
+    """On a terminal: which run is going, and how far it has got."""
+    return ProgressBar(sys.stderr, delay_s=0.0, label=f"[{i + 1}/{n}] {label} ")
+
+
 def main(args: argparse.Namespace) -> int:
     """``qoslab compare``: returns the exit status; errors propagate."""
+    if Path(args.report).is_dir():  # before the runs, not after them
+        raise IsADirectoryError(errno.EISDIR, "is a directory (--report needs a file)", args.report)
     if args.vary:
         if len(args.scenarios) != 1:
             raise ValueError("--vary works on exactly one scenario")
@@ -276,7 +294,9 @@ def main(args: argparse.Namespace) -> int:
         if len(args.scenarios) < 2:
             raise ValueError("compare needs two scenarios or more, or one with --vary")
         specs = dict(_labels(args.scenarios))
-    results, texts = compare(specs, seed=args.seed)
+    results, texts = compare(
+        specs, seed=args.seed, progress=_progress_bar if sys.stderr.isatty() else None
+    )
     cols, rows = comparison_table(results)
     title = "qoslab compare: " + " vs ".join(results)
     compare_report(results, texts, title).write(args.report)

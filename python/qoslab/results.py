@@ -9,6 +9,7 @@ nanoseconds (``time_ns``), with a float ``time_s`` beside them for plots.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["SERIES_TABLES", "SimulationResult", "write_results"]
+__all__ = ["SERIES_TABLES", "SimulationResult", "check_out_dir", "write_results"]
 
 #: The series tables a result may hold, in output order.
 SERIES_TABLES: tuple[str, ...] = ("goodput", "rtt", "cwnd", "queue", "colors", "ping", "segments")
@@ -193,6 +194,24 @@ class SimulationResult:
         return json.dumps(self.summary, indent=2)
 
 
+def check_out_dir(out_dir: str | os.PathLike[str]) -> Path:
+    """Raises ``FileExistsError`` (naming ``out_dir``) when :func:`write_results`
+    would refuse it; ``qoslab run`` calls this before it runs, so a long run
+    is not lost to a bad ``--out``."""
+    out = Path(out_dir)
+    if out.exists():
+        if not out.is_dir():
+            raise FileExistsError(errno.EEXIST, "exists and is not a directory", str(out))
+        if any(out.iterdir()) and not (out / "results.json").exists():
+            raise FileExistsError(
+                errno.EEXIST,
+                "is a non-empty directory that is not a qoslab output; "
+                "choose another --out or empty it",
+                str(out),
+            )
+    return out
+
+
 def write_results(
     out_dir: str | os.PathLike[str], result: SimulationResult, scenario_text: str
 ) -> Path:
@@ -203,16 +222,8 @@ def write_results(
     ``out_dir`` from an earlier run (it holds ``results.json``) is replaced;
     any other non-empty directory is refused.
     """
-    out = Path(out_dir)
+    out = check_out_dir(out_dir)
     parent = out.parent if str(out.parent) else Path(".")
-    if out.exists():
-        if not out.is_dir():
-            raise FileExistsError(f"{out} exists and is not a directory")
-        if any(out.iterdir()) and not (out / "results.json").exists():
-            raise FileExistsError(
-                f"{out} is a non-empty directory that is not a qoslab output; "
-                "choose another --out or empty it"
-            )
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{out.name}.tmp-", dir=parent))
     old: Path | None = None

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from qoslab import _core
-from qoslab.results import SimulationResult, write_results
+from qoslab.results import SimulationResult, check_out_dir, write_results
 from qoslab.scenario import ScenarioSource, load_scenario, scenario_info, with_seed
 
 __all__ = ["ProgressBar", "main", "simulate"]
@@ -48,8 +48,11 @@ class ProgressBar:
     """A one-line progress bar on ``stream``, shown only once a run has taken
     more than ``delay_s`` of wall time, redrawn at most 10 times a second."""
 
-    def __init__(self, stream: TextIO, delay_s: float = 1.0, width: int = 30) -> None:
+    def __init__(
+        self, stream: TextIO, delay_s: float = 1.0, width: int = 30, label: str = ""
+    ) -> None:
         self.stream = stream
+        self.label = label
         self.delay_s = delay_s
         self.width = width
         self.t0 = time.monotonic()
@@ -65,7 +68,8 @@ class ProgressBar:
         filled = int(frac * self.width)
         bar = "#" * filled + "-" * (self.width - filled)
         self.stream.write(
-            f"\r[{bar}] {frac * 100:5.1f}%  {sim_ns / 1e9:.1f}/{duration_ns / 1e9:.1f} s"
+            f"\r{self.label}[{bar}] {frac * 100:5.1f}%"
+            f"  {sim_ns / 1e9:.1f}/{duration_ns / 1e9:.1f} s"
             f"  {events / 1e6:.1f}M events  {now - self.t0:.0f}s"
         )
         self.stream.flush()
@@ -256,6 +260,8 @@ def main(
     ``--report`` flag uses it)."""
     text, filename = load_scenario(args.scenario)
     scenario_info(text, filename)  # a bad scenario fails here, before any output
+    if args.out:
+        check_out_dir(args.out)  # a bad --out fails before the run, not after
     show = not args.quiet and (args.progress or sys.stderr.isatty())
     bar = ProgressBar(sys.stderr, delay_s=0.0 if args.progress else 1.0) if show else None
     try:
