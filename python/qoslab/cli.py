@@ -42,28 +42,28 @@ class _Parser(argparse.ArgumentParser):
 
 
 METER_EPILOG = """\
-examples:
-  qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B \\
-      --input examples/trace.csv --output /tmp/colored.csv --json
-  qoslab meter srtcm --param cir=1mbit --param cbs=3000B --violate drop --input examples/trace.csv
-  qoslab meter --list
-
 input CSV: header 'time_ns,size_bytes[,color]' (color: green/yellow/red or 0/1/2;
 other columns are passed through). Output: the input columns plus 'color' and
 'action' (transmit/drop/remark); an input 'color' column is kept as 'color_in'.
 Parameters: any '--KEY VALUE' the command does not know, or '--param KEY=VALUE';
 units as in tc (1mbit, 3000B, 32kb, 50ms), see 'qoslab meter --list' for kinds.
+
+examples:
+  qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B \\
+      --input examples/trace.csv --output /tmp/colored.csv --json
+  qoslab meter srtcm --param cir=1mbit --param cbs=3000B --violate drop --input examples/trace.csv
+  qoslab meter --list --json
 """
 
 SHAPE_EPILOG = """\
+input CSV: header 'time_ns,size_bytes' (other columns are passed through).
+Output: the input columns plus 'departure_ns' (empty when dropped) and
+'dropped' (0/1). Parameters as for 'qoslab meter'.
+
 examples:
   qoslab shape tbf --rate 1mbit --burst 3000B --limit 30000B \\
       --input examples/trace.csv --output /tmp/shaped.csv --json
   qoslab shape --list
-
-input CSV: header 'time_ns,size_bytes' (other columns are passed through).
-Output: the input columns plus 'departure_ns' (empty when dropped) and
-'dropped' (0/1). Parameters as for 'qoslab meter'.
 """
 
 MAIN_EPILOG = """\
@@ -101,7 +101,9 @@ def _build_parser() -> argparse.ArgumentParser:
             allow_abbrev=False,
         )
         p.add_argument("kind", nargs="?", metavar="KIND", help=f"the {name} kind (see --list)")
-        p.add_argument("--list", action="store_true", help=f"list the {name} kinds and exit")
+        p.add_argument(
+            "--list", action="store_true", help=f"list the {name} kinds (with --json: as JSON)"
+        )
         p.add_argument(
             "--param",
             action="append",
@@ -145,7 +147,10 @@ def _collect_params(pairs: Sequence[str], extras: Sequence[str]) -> dict[str, st
     return out
 
 
-def _list(kinds: list[tuple[str, str]], family: str) -> int:
+def _list(kinds: list[tuple[str, str]], family: str, as_json: bool = False) -> int:
+    if as_json:
+        print(json.dumps([{"kind": k, "description": d} for k, d in kinds], indent=2))
+        return 0
     if not kinds:
         print(f"no {family} kinds are built into this qoslab")
         return 0
@@ -281,7 +286,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return run_cmd.main(args)
     kinds = _core.meter_kinds() if args.command == "meter" else _core.shaper_kinds()
     if args.list:
-        return _list(kinds, "meter" if args.command == "meter" else "shaper")
+        return _list(kinds, "meter" if args.command == "meter" else "shaper", args.json)
     where = f"(see 'qoslab {args.command} --help')"
     if not args.kind:
         raise UsageError(f"{args.command}: KIND is required {where}; kinds: 'qoslab meter --list'")

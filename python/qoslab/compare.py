@@ -216,7 +216,8 @@ examples:
   qoslab compare scenarios/isr4000-police.toml scenarios/isr4000-shape.toml
   qoslab compare scenarios/isr4000-shape.toml \\
       --vary policy.bottleneck.egress.shape.queue_limit=83,200 --report /tmp/ql.html
-  qoslab compare A.toml B.toml --json --figures /tmp/figs
+  qoslab compare scenarios/packetlife-police.toml scenarios/packetlife-shape.toml \\
+      --json --report /tmp/pl.html --figures /tmp/figs
 """
 
 

@@ -392,9 +392,12 @@ def figures(results: Results) -> dict[str, Figure]:
 
 def save(fig: Figure, stem: str | os.PathLike[str]) -> list[Path]:
     """Writes ``stem.png`` (100 dpi) and ``stem.svg``; returns both paths."""
+    from qoslab.traceio import replacing
+
     base = Path(stem)
     base.parent.mkdir(parents=True, exist_ok=True)
     paths = [base.with_suffix(".png"), base.with_suffix(".svg")]
-    fig.savefig(paths[0], format="png", dpi=100)
-    fig.savefig(paths[1], format="svg")
+    for path, fmt, dpi in ((paths[0], "png", 100), (paths[1], "svg", None)):
+        with replacing(path, binary=True) as f:  # never a half-written figure
+            fig.savefig(f, format=fmt, dpi=dpi)
     return paths

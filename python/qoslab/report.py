@@ -171,11 +171,12 @@ class Report:
 
     def write(self, path: str | os.PathLike[str]) -> Path:
         """Writes the report (atomically: a temporary file renamed into place)."""
+        from qoslab.traceio import write_atomic
+
         out = Path(path)
+        text = self.html()
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(self.html(), encoding="utf-8")
-        os.replace(tmp, out)
+        write_atomic(out, lambda f: f.write(text))
         return out
 
 

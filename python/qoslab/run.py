@@ -200,10 +200,6 @@ def render_table(r: SimulationResult) -> str:
 # --- the `qoslab run` command ------------------------------------------------
 
 RUN_EPILOG = """\
-examples:
-  qoslab run scenarios/example.toml
-  qoslab run scenarios/isr4000-police.toml --seed 2 --out /tmp/police --json
-
 The scenario file is TOML (see scenarios/ and crates/qoslab-scenario):
   [scenario]  duration = "20s", seed = 1
   [topology]  senders = 4, access = { rate = "1gbit", delay = "1ms" },
@@ -212,6 +208,11 @@ The scenario file is TOML (see scenarios/ and crates/qoslab-scenario):
   [[traffic]] kind = "tcp-bulk", flows = 4, profile = "windows10"
 --out DIR writes results.json, each recorded series as CSV and Parquet and
 the scenario as run, all at once (DIR is complete or untouched).
+A progress bar shows on a terminal (stderr) once a run takes over a second.
+
+examples:
+  qoslab run scenarios/example.toml
+  qoslab run scenarios/isr4000-police.toml --seed 2 --out /tmp/police --json
 """
 
 

@@ -157,14 +157,22 @@ pub(crate) struct ParsedTopology {
 
 /// The dumbbell shorthand.
 pub(crate) fn dumbbell(cx: &mut Cx<'_>, mut t: Section<'_>) -> Result<ParsedTopology> {
-    let senders = match t.get(cx, "senders") {
-        Some(f) => f.count(cx)?,
-        None => 1,
-    };
-    let receivers = match t.get(cx, "receivers") {
-        Some(f) => f.count(cx)?,
-        None => 1,
-    };
+    let mut senders = 1;
+    let mut receivers = 1;
+    for (key, n) in [("senders", &mut senders), ("receivers", &mut receivers)] {
+        if let Some(f) = t.get(cx, key) {
+            *n = f.count(cx)?;
+            if *n as usize > qoslab_sim::MAX_NODES - 3 {
+                return Err(f.error(
+                    cx,
+                    format!(
+                        "{n} hosts is more than the {} nodes one run can hold in memory",
+                        qoslab_sim::MAX_NODES
+                    ),
+                ));
+            }
+        }
+    }
     let access = t.require(
         cx,
         "access",

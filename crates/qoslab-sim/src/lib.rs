@@ -32,6 +32,7 @@ mod traffic;
 pub mod tree;
 
 pub use config::SimConfig;
+pub use net::MAX_NODES;
 pub use result::SimResult;
 
 use core::fmt;

@@ -17,6 +17,10 @@ use crate::SimError;
 
 pub const NO_ROUTE: u32 = u32::MAX;
 
+/// The most nodes a network may have: each one's links hold queues and
+/// timers (100 000 dumbbell hosts already take about 1 GB).
+pub const MAX_NODES: usize = 100_000;
+
 pub fn cfg_err(path: impl Into<String>, message: impl Into<String>) -> SimError {
     SimError::Config {
         path: path.into(),
@@ -108,6 +112,15 @@ impl Net {
                 ));
             }
         }
+        if net.nodes.len() > MAX_NODES {
+            return Err(cfg_err(
+                "topology",
+                format!(
+                    "{} nodes is more than the {MAX_NODES} one run can hold in memory",
+                    net.nodes.len()
+                ),
+            ));
+        }
         let mut net = net;
         net.out = vec![Vec::new(); net.nodes.len()];
         for (i, d) in net.dirs.iter().enumerate() {
@@ -154,6 +167,13 @@ fn dumbbell(d: &DumbbellSpec) -> Result<Net, SimError> {
     }
     if d.receivers == 0 {
         return Err(cfg_err("topology.receivers", "need at least one receiver"));
+    }
+    let hosts = d.senders as usize + d.receivers as usize;
+    if hosts + 2 > MAX_NODES {
+        return Err(cfg_err(
+            "topology.senders",
+            format!("{hosts} hosts is more than the {MAX_NODES} nodes one run can hold in memory"),
+        ));
     }
     if d.sender_delays.len() > d.senders as usize {
         return Err(cfg_err(

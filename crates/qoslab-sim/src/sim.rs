@@ -29,6 +29,8 @@ use qoslab_core::{Action, Color, Instant, Packet};
 
 /// How often the progress callback runs (events).
 const PROGRESS_EVERY: u64 = 1 << 18;
+/// The largest routing table (node x flow endpoint, 4 bytes each) a run may build.
+const MAX_ROUTE_BYTES: u64 = 1_000_000_000;
 /// A packet that has crossed this many nodes is dropped (a routing loop).
 const MAX_HOPS: u8 = 64;
 /// RNG stream bases: link directions, traffic sources, congestion control.
@@ -296,6 +298,7 @@ impl Sim {
         };
         let pairs = sim.add_traffic(cfg, &net)?;
         let dsts: Vec<u32> = pairs.iter().flat_map(|&(_, a, b)| [a, b]).collect();
+        sim.check_memory(cfg, &net, &dsts)?;
         sim.routes = Routes::compute(&net, &dsts);
         for &(i, a, b) in &pairs {
             for (x, y) in [(a, b), (b, a)] {
@@ -311,6 +314,72 @@ impl Sim {
             }
         }
         Ok(sim)
+    }
+
+    /// Refuses, before anything big is allocated, a run whose routing table
+    /// or recorded series would not fit in memory (the process would abort
+    /// part-way otherwise), saying what to change.
+    fn check_memory(&self, cfg: &SimConfig, net: &Net, dsts: &[u32]) -> Result<(), SimError> {
+        let mut uniq = dsts.to_vec();
+        uniq.sort_unstable();
+        uniq.dedup();
+        let route_bytes = (net.nodes.len() as u64)
+            .saturating_mul(uniq.len() as u64)
+            .saturating_mul(4);
+        if route_bytes > MAX_ROUTE_BYTES {
+            return Err(cfg_err(
+                "traffic",
+                format!(
+                    "{} nodes with {} flow endpoints need a {} routing table (limit {}): \
+                     use fewer hosts or fewer distinct endpoints",
+                    net.nodes.len(),
+                    uniq.len(),
+                    stats::fmt_bytes(route_bytes),
+                    stats::fmt_bytes(MAX_ROUTE_BYTES)
+                ),
+            ));
+        }
+        let series = stats::interval_series_bytes(
+            &self.record,
+            self.duration_ns,
+            self.flows.len() as u64,
+            self.conns.len() as u64,
+            self.policies.len() as u64,
+        );
+        if series > stats::MAX_RECORD_BYTES {
+            return Err(cfg_err(
+                "record.interval",
+                format!(
+                    "recording every {} for {} would take about {} of memory (limit {}): \
+                     raise record.interval, record fewer series or shorten the run",
+                    self.record.interval,
+                    cfg.duration,
+                    stats::fmt_bytes(series),
+                    stats::fmt_bytes(stats::MAX_RECORD_BYTES)
+                ),
+            ));
+        }
+        for (i, t) in cfg.traffic.iter().enumerate() {
+            let TrafficSpec::Ping { interval, .. } = t else {
+                continue;
+            };
+            let probes = self.duration_ns / interval.as_ns().max(1);
+            let bytes = probes.saturating_mul(stats::PING_ROW_BYTES);
+            if probes > u64::from(u32::MAX) || (self.record.ping && bytes > stats::MAX_RECORD_BYTES)
+            {
+                return Err(cfg_err(
+                    format!("traffic[{i}].interval"),
+                    format!(
+                        "a ping every {interval} for {} is {probes} probes, too many to record \
+                         ({}, limit {}): raise the interval",
+                        cfg.duration,
+                        stats::fmt_bytes(bytes),
+                        stats::fmt_bytes(stats::MAX_RECORD_BYTES)
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Expands the traffic specs into flows and sources; returns
@@ -354,6 +423,16 @@ impl Sim {
             };
             if flows == 0 {
                 return Err(cfg_err(path("flows"), "must be at least 1"));
+            }
+            let total = self.flows.len() as u64 + u64::from(flows);
+            if total > stats::MAX_FLOWS {
+                return Err(cfg_err(
+                    path("flows"),
+                    format!(
+                        "{total} flows in all is more than the {} one run can hold in memory",
+                        stats::MAX_FLOWS
+                    ),
+                ));
             }
             let resolve =
                 |name: &Option<String>, field: &str, k: u32, dumbbell_prefix: &str, count: u32| {

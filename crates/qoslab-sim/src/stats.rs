@@ -111,6 +111,63 @@ pub fn rtt_summary(samples: &[u64]) -> RttSummary {
     }
 }
 
+/// The most flows one run may have (each TCP flow holds a few kB of state
+/// and buffers; 200 000 of them is already several GB).
+pub const MAX_FLOWS: u64 = 200_000;
+/// The most memory the recorded series of one run may take (the Rust
+/// columns; the Python tables built from them take as much again).
+pub const MAX_RECORD_BYTES: u64 = 2_000_000_000;
+
+/// Bytes of one row of each interval series (the columns `Series` holds).
+const GOODPUT_ROW_BYTES: u64 = 8 + 4 + 8;
+const CWND_ROW_BYTES: u64 = 8 + 4 + 8 + 8 + 1;
+const QUEUE_ROW_BYTES: u64 = 8 + 4 + 8 + 8 + 8;
+const COLOR_ROW_BYTES: u64 = 8 + 4 + 4 * 8;
+/// Bytes of one row of the ping series.
+pub const PING_ROW_BYTES: u64 = 8 + 4 + 4 + 8;
+
+/// What the interval series of a run will hold, in bytes (saturating): one
+/// sample every `r.interval` over `duration_ns`, a row per flow (goodput),
+/// per TCP connection (cwnd) and per policy (queue, tokens, colours).
+pub fn interval_series_bytes(
+    r: &RecordSpec,
+    duration_ns: u64,
+    flows: u64,
+    tcp_flows: u64,
+    policies: u64,
+) -> u64 {
+    if !wants_samples(r) || r.interval.as_ns() == 0 {
+        return 0;
+    }
+    let samples = duration_ns / r.interval.as_ns();
+    let mut per_sample = 0u64;
+    if r.goodput {
+        per_sample = per_sample.saturating_add(flows.saturating_mul(GOODPUT_ROW_BYTES));
+    }
+    if r.cwnd {
+        per_sample = per_sample.saturating_add(tcp_flows.saturating_mul(CWND_ROW_BYTES));
+    }
+    if r.queue || r.tokens {
+        per_sample = per_sample.saturating_add(policies.saturating_mul(QUEUE_ROW_BYTES));
+    }
+    if r.colors {
+        per_sample = per_sample.saturating_add(policies.saturating_mul(COLOR_ROW_BYTES));
+    }
+    samples.saturating_mul(per_sample)
+}
+
+/// `bytes` for a message: "3.2 GB", "512 MB".
+pub fn fmt_bytes(bytes: u64) -> String {
+    let gb = bytes as f64 / 1e9;
+    if gb >= 1000.0 {
+        format!("{:.3e} GB", gb)
+    } else if gb >= 1.0 {
+        format!("{gb:.1} GB")
+    } else {
+        format!("{:.0} MB", bytes as f64 / 1e6)
+    }
+}
+
 /// Whether any interval series is wanted (then `Sample` events run).
 pub fn wants_samples(r: &RecordSpec) -> bool {
     r.goodput || r.cwnd || r.queue || r.tokens || r.colors
@@ -131,6 +188,40 @@ pub fn sample_goodput(series: &mut Series, t_ns: u64, flows: &mut [FlowStat]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interval_series_bytes_counts_rows_and_saturates() {
+        let r = RecordSpec {
+            interval: qoslab_core::Duration::from_ms(100),
+            goodput: true,
+            rtt: false,
+            cwnd: true,
+            queue: true,
+            tokens: false,
+            colors: false,
+            ping: false,
+            segments: false,
+        };
+        // 10 samples x (2 flows x 20 + 2 conns x 29 + 1 policy x 36).
+        assert_eq!(interval_series_bytes(&r, 1_000_000_000, 2, 2, 1), 10 * 134);
+        let tiny = RecordSpec {
+            interval: qoslab_core::Duration::from_ns(1),
+            ..r
+        };
+        assert_eq!(
+            interval_series_bytes(&tiny, u64::MAX, u64::MAX, 1, 1),
+            u64::MAX
+        );
+        let none = RecordSpec {
+            goodput: false,
+            cwnd: false,
+            queue: false,
+            ..r
+        };
+        assert_eq!(interval_series_bytes(&none, u64::MAX, 9, 9, 9), 0);
+        assert_eq!(fmt_bytes(3_200_000_000), "3.2 GB");
+        assert_eq!(fmt_bytes(512_000_000), "512 MB");
+    }
 
     #[test]
     fn rtt_summary_uses_nearest_rank() {
