@@ -39,7 +39,8 @@
 //! # any TcpConfig override: cc, recovery, sack, mss, header_bytes,
 //! # initial_window, initial_ssthresh, window (awnd), window_scaling,
 //! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing,
-//! # frto, rack, tlp, limited_transmit, rescue_retransmit, linux_rto (booleans)
+//! # frto, rack, tlp, limited_transmit, rescue_retransmit, rto_clears_sack,
+//! # linux_rto (booleans)
 //!
 //! [record]
 //! interval = "100ms"

@@ -604,7 +604,7 @@ fn engine_policy_and_link_paths_map_to_scenario_keys() {
 fn loss_recovery_switches_override_the_profile() {
     let text = MINIMAL.replace(
         "kind = \"tcp-bulk\"",
-        "kind = \"tcp-bulk\"\nprofile = \"windows10\"\nrack = false\ntlp = false\nfrto = false\nlinux_rto = true\nlimited_transmit = false\nrescue_retransmit = true",
+        "kind = \"tcp-bulk\"\nprofile = \"windows10\"\nrack = false\ntlp = false\nfrto = false\nlinux_rto = true\nlimited_transmit = false\nrescue_retransmit = true\nrto_clears_sack = true",
     );
     assert_ne!(text, MINIMAL, "the traffic table is in MINIMAL");
     let c = parse(&text, "x.toml").unwrap().config;
@@ -614,7 +614,7 @@ fn loss_recovery_switches_override_the_profile() {
     let w10 = TcpConfig::profile("windows10").unwrap();
     assert!(w10.rack && w10.tlp && w10.frto && !w10.linux_rto);
     assert!(!tcp.rack && !tcp.tlp && !tcp.frto && tcp.linux_rto);
-    assert!(!tcp.limited_transmit && tcp.rescue_retransmit);
+    assert!(!tcp.limited_transmit && tcp.rescue_retransmit && tcp.rto_clears_sack);
     let (_, _, path, msg) = err(&text.replace("rack = false", "rakc = false"));
     assert!(
         path.ends_with("rakc") && msg.contains("rack"),

@@ -349,6 +349,7 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
         ("tlp", &mut c.tlp),
         ("limited_transmit", &mut c.limited_transmit),
         ("rescue_retransmit", &mut c.rescue_retransmit),
+        ("rto_clears_sack", &mut c.rto_clears_sack),
         ("linux_rto", &mut c.linux_rto),
     ] {
         if let Some(f) = t.get(cx, key) {

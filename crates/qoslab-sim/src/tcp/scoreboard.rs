@@ -266,6 +266,31 @@ impl Scoreboard {
         newly
     }
 
+    /// Forget every SACKed mark (RFC 2018 §8: "after a retransmit timeout
+    /// the data sender SHOULD turn off all of the SACKed bits", since the
+    /// receiver may have reneged; Linux does it only when it detects
+    /// reneging, `tcp_timeout_mark_lost` with `is_reneg`; NetBSD and older
+    /// FreeBSD always, `tcp_free_sackholes` in `tcp_timer_rexmt`). The
+    /// segments count as outstanding again (not lost: the caller marks
+    /// them); later SACK blocks mark them anew. Returns the bytes unmarked.
+    pub fn forget_sacked(&mut self) -> u64 {
+        let mut unmarked = 0;
+        for i in 0..self.segs.len() {
+            let seg = self.segs[i];
+            if seg.sacked {
+                self.forget(&seg);
+                self.segs[i].sacked = false;
+                let now = self.segs[i];
+                self.unforget(&now);
+                unmarked += seg.len as u64;
+            }
+        }
+        self.highest_sacked_end = 0;
+        self.lost_floor = 0;
+        self.retransmit_hint = 0;
+        unmarked
+    }
+
     /// Mark segment `idx` (not SACKed) lost; a retransmission of it in
     /// flight is lost too. Returns the bytes newly counted lost.
     fn mark_lost_at(&mut self, idx: usize) -> u64 {
@@ -468,6 +493,26 @@ mod tests {
         assert_eq!(b.mark_all_lost(None), 2000);
         assert_eq!((b.pipe(), b.lost_bytes(), b.retrans_bytes()), (0, 3000, 0));
         assert_eq!(b.first_lost_unsent(), Some(0));
+    }
+
+    #[test]
+    fn forgetting_sacked_marks_makes_them_retransmittable() {
+        let mut b = board(4);
+        b.sack(1001, 3001, |_| {});
+        assert_eq!(b.forget_sacked(), 2000);
+        assert_eq!((b.sacked_bytes(), b.pipe()), (0, 4000));
+        assert_eq!(b.mark_all_lost(None), 4000);
+        assert_eq!(b.pipe(), 0);
+        let mut order = Vec::new();
+        while let Some(i) = b.first_lost_unsent() {
+            order.push(i);
+            b.mark_retransmitted(i, Instant::ZERO, TxRateInfo::default());
+        }
+        assert_eq!(order, vec![0, 1, 2, 3]);
+        // A later SACK block marks a segment again: its retransmission
+        // leaves the pipe.
+        b.sack(1001, 2001, |_| {});
+        assert_eq!((b.sacked_bytes(), b.pipe()), (1000, 3000));
     }
 
     /// RACK: segments sent before the delivered one by more than the

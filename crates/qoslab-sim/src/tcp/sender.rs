@@ -38,7 +38,9 @@
 //!   again, RFC 5681 §3.1 note), the Loss state lasts until everything
 //!   sent before the timeout is acknowledged, and lost segments are resent
 //!   in order under the slow-start window before new data (go-back-N
-//!   without SACK, SACKed segments skipped with it).
+//!   without SACK, SACKed segments skipped with it — unless
+//!   [`TcpConfig::rto_clears_sack`] forgets the SACKed marks first, RFC
+//!   2018 §8, and later SACK blocks mark them again).
 //!   The ssthresh reduction is skipped when this window was already
 //!   reduced (a fast recovery under way, or an earlier timeout of the same
 //!   data), as `tcp_enter_loss` does. Retransmitting the first
@@ -613,7 +615,11 @@ impl TcpSender {
         self.frto = self.cfg.frto && (new_recovery || self.rto_streak > 0);
         self.frto_new_only = false;
         self.rto_streak += 1;
-        let spare = if self.rack_on() {
+        let spare = if self.cfg.rto_clears_sack {
+            // RFC 2018 §8; Linux's reneging path spares nothing either.
+            self.sb.forget_sacked();
+            None
+        } else if self.rack_on() {
             self.rack.rto_spare_after(now)
         } else {
             None
@@ -2089,6 +2095,52 @@ mod tests {
         let st = h.sender.stats();
         assert_eq!((st.timeouts, st.spurious_rtos), (1, 1));
         assert!(st.retransmits <= 2, "{}", st.retransmits);
+    }
+
+    /// Segments the receiver already held when they were sent again:
+    /// every data transmission after the first one that got through.
+    fn needless_resends(h: &Harness) -> Vec<u64> {
+        let mut held = std::collections::BTreeSet::new();
+        let mut again = Vec::new();
+        for (_, seq, _, dropped) in h.data_sent() {
+            if held.contains(&seq) {
+                again.push(seq);
+            } else if !dropped {
+                held.insert(seq);
+            }
+        }
+        again
+    }
+
+    /// RFC 2018 §8 ([`TcpConfig::rto_clears_sack`]): six holes whose fast
+    /// retransmissions are lost too end in an RTO with five SACKed
+    /// segments between them. Kept SACK state resends only the holes;
+    /// cleared, the sender goes back N and resends the SACKed segments
+    /// the receiver's four SACK blocks no longer report.
+    #[test]
+    fn rto_clears_sack_goes_back_over_sacked_segments() {
+        let run = |clear: bool| {
+            let mut c = cfg(RecoveryKind::Sack);
+            (c.rack, c.tlp, c.frto) = (false, false, false);
+            c.rto_clears_sack = clear;
+            let mut h = harness(&c, AppLimit::Bytes(40 * MSS), None);
+            h.drops = [20, 22, 24, 26, 28, 30].map(|k| (seg(k), 2)).to_vec();
+            completed(h, 40 * MSS)
+        };
+        let kept = run(false);
+        assert_eq!(kept.sender.stats().timeouts, 1);
+        assert_eq!(needless_resends(&kept), Vec::<u64>::new());
+        let cleared = run(true);
+        assert_eq!(cleared.sender.stats().timeouts, 1);
+        let again = needless_resends(&cleared);
+        assert!(!again.is_empty(), "SACKed segments resent after the RTO");
+        assert!(
+            again
+                .iter()
+                .all(|s| [21, 23, 25, 27, 29].map(seg).contains(s)),
+            "{again:?}"
+        );
+        assert!(cleared.sender.stats().retransmits > kept.sender.stats().retransmits);
     }
 
     /// A 20-segment transfer losing its last `n` segments once.
