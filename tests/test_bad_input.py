@@ -284,7 +284,9 @@ def test_bad_traces_give_one_line_errors(capsys, tmp_path, text: str, cmd: str) 
         assert out.read_text() == "earlier result\n"
 
 
-@pytest.mark.parametrize("rows", [["0,1500", "0,4294967295"], ["9223372036854775807,1500"]])
+@pytest.mark.parametrize(
+    "rows", [["0,1500", "0,4294967295"], ["0,1073741824", "9223372036854775807,1073741824"]]
+)
 @pytest.mark.parametrize("cmd", ["meter", "shape"])
 def test_huge_trace_values(capsys, tmp_path, rows, cmd) -> None:
     trace = tmp_path / "t.csv"
@@ -450,3 +452,19 @@ def test_compare_says_which_run_is_going(tmp_path) -> None:
     compare({"a": TINY, "b": TINY}, progress=progress)
     assert seen == [("a", 0, 2), ("closed", 0, 0), ("b", 1, 2), ("closed", 0, 0)]
     assert calls and calls[-1] == 200_000_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'time_ns,size_bytes\n0,0\n"\n",0\n',
+        'time_ns,size_bytes\n0,"1\r\n2"\n',
+        "time_ns,size_bytes\n\x00,1\n",
+    ],
+)
+def test_control_characters_in_a_value_stay_on_one_error_line(capsys, tmp_path, text) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(text, newline="")
+    rc, out, err = cli(capsys, "meter", *SRTCM[:-2], "--input", trace)
+    check(rc, out, err)
+    assert rc == 2

@@ -41,7 +41,6 @@ COLOR_NAMES: tuple[str, str, str] = ("green", "yellow", "red")
 #: Action codes used in arrays (``qoslab_core::Action::code``): index = code.
 ACTION_NAMES: tuple[str, str, str] = ("transmit", "drop", "remark")
 
-_U32_MAX = 2**32 - 1
 _TIME_MAX = 2**63 - 1  # departures are returned as int64
 
 
@@ -81,6 +80,12 @@ def _config_error(param: str, message: str) -> ConfigError:
 
 def _params(params: Mapping[str, object]) -> dict[str, str]:
     return {str(k): _param_value(str(k), v) for k, v in params.items()}
+
+
+#: The largest packet a trace may hold: 1 GiB, the deepest bucket qoslab-core
+#: accepts (a bigger packet could never conform; token arithmetic in
+#: qoslab-core overflows past 2**31 bytes).
+MAX_PACKET_BYTES = 1 << 30
 
 
 def _trace_error(index: int, message: str) -> TraceError:
@@ -140,7 +145,7 @@ def _colors_array(colors: Any, n: int) -> Any:
 
 def _trace(times_ns: Any, sizes: Any) -> tuple[Any, Any]:
     t = as_uint_array(times_ns, "times_ns", np.uint64, _TIME_MAX)
-    s = as_uint_array(sizes, "sizes", np.uint32, _U32_MAX)
+    s = as_uint_array(sizes, "sizes", np.uint32, MAX_PACKET_BYTES)
     if len(t) != len(s):
         raise ValueError(f"times_ns has {len(t)} entries but sizes has {len(s)}")
     return t, s

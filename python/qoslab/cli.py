@@ -369,8 +369,16 @@ def _with_typo_hint(e: ConfigError, params: dict[str, str]) -> ConfigError:
     return _config_error(param, f"{message} (you gave '{near[0]}': a typo?)")
 
 
+def _one_line(text: str) -> str:
+    """``text`` with newlines and other control characters escaped (a value
+    quoted from the user's file can hold them), so an error stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _fail(message: str) -> int:
-    print(f"qoslab: error: {message}", file=sys.stderr)
+    print(f"qoslab: error: {_one_line(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 

@@ -25,7 +25,7 @@ from typing import IO, Any, TextIO
 
 import numpy as np
 
-from qoslab.api import COLOR_NAMES
+from qoslab.api import COLOR_NAMES, MAX_PACKET_BYTES
 
 REQUIRED = ("time_ns", "size_bytes")
 HEADER_HINT = "a header line 'time_ns,size_bytes[,color]'"
@@ -163,7 +163,12 @@ def read_trace(path: str) -> TraceFile:
         path, text, col("time_ns"), "time_ns", 2**63 - 1, "a non-negative integer (ns)"
     )
     sizes = _column_uint(
-        path, text, col("size_bytes"), "size_bytes", 2**32 - 1, "a positive integer (bytes)"
+        path,
+        text,
+        col("size_bytes"),
+        "size_bytes",
+        MAX_PACKET_BYTES,
+        f"a packet size in bytes, 0 to {MAX_PACKET_BYTES}",
     )
     colors = _column_color(path, text, col("color")) if "color" in names else None
     return TraceFile(
