@@ -18,6 +18,14 @@ use crate::units::{Bytes, Rate};
 
 /// Token units per byte (bits per byte × nanoseconds per second).
 pub const UNITS_PER_BYTE: u64 = 8_000_000_000;
+
+/// Token units a packet of `size_bytes` needs. Saturating: a packet above
+/// 2.3 GB (u64::MAX / 8·10⁹ bytes) needs more than any bucket can hold, and
+/// must never wrap into a small number that would make it green.
+#[inline(always)]
+fn need_units(size_bytes: u32) -> u64 {
+    (size_bytes as u64).saturating_mul(UNITS_PER_BYTE)
+}
 /// Largest bucket depth accepted, in bytes (2³⁰).
 pub const MAX_BUCKET_BYTES: u64 = 1 << 30;
 /// Largest rate accepted, in bit/s (10 Tbit/s); keeps refills exact.
@@ -73,13 +81,13 @@ impl TokenBucket {
     /// True iff the bucket holds at least `size_bytes` bytes of tokens.
     #[inline(always)]
     pub fn has(&self, size_bytes: u32) -> bool {
-        self.tokens >= size_bytes as u64 * UNITS_PER_BYTE
+        self.tokens >= need_units(size_bytes)
     }
 
     /// Removes `size_bytes` if available; returns whether it did.
     #[inline(always)]
     pub fn take(&mut self, size_bytes: u32) -> bool {
-        let need = size_bytes as u64 * UNITS_PER_BYTE;
+        let need = need_units(size_bytes);
         if self.tokens >= need {
             self.tokens -= need;
             true
@@ -92,9 +100,7 @@ impl TokenBucket {
     /// such as MEF's that may take from a bucket after a check elsewhere).
     #[inline(always)]
     pub fn take_saturating(&mut self, size_bytes: u32) {
-        self.tokens = self
-            .tokens
-            .saturating_sub(size_bytes as u64 * UNITS_PER_BYTE);
+        self.tokens = self.tokens.saturating_sub(need_units(size_bytes));
     }
 
     /// Tokens in whole bytes (rounded down).
@@ -116,7 +122,7 @@ impl TokenBucket {
     /// does), rounded up; `None` if it never will (`size_bytes` > depth or a
     /// zero rate). This is the `(B − Tc(t)) / CIR` of RFC 2963 §3.2.
     pub fn time_until(&self, size_bytes: u32) -> Option<u64> {
-        let need = size_bytes as u64 * UNITS_PER_BYTE;
+        let need = need_units(size_bytes);
         if need > self.depth {
             return None;
         }
@@ -162,6 +168,17 @@ pub fn check_depth(param: &str, depth: Bytes, allow_zero: bool) -> Result<Bytes,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_packet_above_2_3_gb_never_fits_and_never_wraps() {
+        // 4294967295 B × 8·10⁹ wraps u64 to a small number without saturation.
+        let mut b = TokenBucket::full(Rate::from_bps(1), Bytes::new(MAX_BUCKET_BYTES));
+        assert!(!b.has(u32::MAX));
+        assert!(!b.take(u32::MAX));
+        assert_eq!(b.time_until(u32::MAX), None);
+        b.take_saturating(u32::MAX);
+        assert!(!b.has(1));
+    }
 
     #[test]
     fn one_ms_at_8mbit_adds_exactly_1000_bytes() {

@@ -148,13 +148,22 @@ fn scaled(input: &str, table: &[Scale], expected: &'static str) -> Result<u64, U
         .iter()
         .find(|(name, _, _)| name.eq_ignore_ascii_case(suffix))
         .ok_or_else(err)?;
+    // Well-formed but beyond u64 in the base unit (ns, bit/s, bytes): say
+    // so, rather than repeating the format the user already got right.
+    let too_large = || UnitError {
+        input: input.to_string(),
+        expected: TOO_LARGE,
+    };
     let value = mantissa
         .checked_mul(*num)
-        .ok_or_else(err)?
+        .ok_or_else(too_large)?
         .checked_div(denom * den)
         .ok_or_else(err)?;
-    u64::try_from(value).map_err(|_| err())
+    u64::try_from(value).map_err(|_| too_large())
 }
+
+const TOO_LARGE: &str =
+    "a smaller value (this one does not fit in 64 bits of ns, bit/s or bytes: at most 584 years, 18 Ebit/s, 16 EiB)";
 
 /// Parses a rate (`tc` `get_rate64` table). See the module table.
 pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
@@ -229,6 +238,19 @@ mod tests {
         assert_eq!(size("5k"), 5 * 1024);
         assert_eq!(size("1mb"), 1 << 20);
         assert_eq!(size("1kbit"), 128);
+    }
+
+    #[test]
+    fn too_large_values_say_so() {
+        let e = parse_time("100000000000000s").unwrap_err();
+        assert!(e.to_string().contains("does not fit in 64 bits"), "{e}");
+        let e = parse_rate("99999999999999999999999gbit").unwrap_err();
+        assert!(e.to_string().contains("does not fit in 64 bits"), "{e}");
+        // A bad unit is still a format error.
+        assert!(!parse_time("5h")
+            .unwrap_err()
+            .to_string()
+            .contains("64 bits"));
     }
 
     #[test]

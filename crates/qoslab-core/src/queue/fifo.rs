@@ -49,9 +49,12 @@ impl Fifo {
                 "head drop needs a packet limit (Linux pfifo_head_drop); a byte limit (bfifo) is tail-drop only",
             ));
         }
+        // A small start: the deque doubles as it fills and then keeps its
+        // size, so the steady state still allocates nothing per packet,
+        // while a topology of many idle hosts does not reserve megabytes.
         let cap = match limit {
-            FifoLimit::Packets(n) => (n as usize).min(4096),
-            FifoLimit::Bytes(b) => (b / 1500).min(4096) as usize,
+            FifoLimit::Packets(n) => (n as usize).min(64),
+            FifoLimit::Bytes(b) => (b / 1500).min(64) as usize,
         };
         Ok(Fifo {
             limit,
