@@ -169,3 +169,58 @@ def test_the_extension_refuses_wrong_dtypes_without_panicking() -> None:
     with pytest.raises(qoslab.TraceError) as e:
         _core.meter_trace("srtcm", p, np.zeros(2, dtype=np.uint64), np.ones(3, dtype=np.uint32))
     assert e.value.index == 2
+
+
+# --- AQM kinds on a trace (behind a link of `rate`) ---------------------------
+
+
+def test_aqm_kinds_are_listed_and_described() -> None:
+    kinds = qoslab.shaper_kinds()
+    for kind in ("red", "wred", "rio", "codel", "pie"):
+        assert kind in kinds and "rate (required" in kinds[kind], kind
+    d = qoslab.describe("codel", rate="10mbit", target="5ms")
+    assert d["kind"] == "codel" and d["rate"] == "10mbit" and d["target"] == "5ms"
+
+
+def test_codel_on_an_overloaded_link_drops_and_keeps_sojourn_near_target() -> None:
+    # 10.5 Mbit/s of 1000-byte packets for 10 s into a 10 Mbit/s link.
+    n = 13_125
+    times = np.arange(n, dtype=np.int64) * 761_905
+    r = qoslab.shape("codel", times, np.full(n, 1000), rate="10mbit", target="5ms")
+    assert 400 <= r.summary["dropped"]["packets"] <= 900
+    late = (~r.dropped) & (times >= 5_000 * MS)
+    sojourn = r.departure_ns[late] - times[late]
+    assert 5 * MS <= np.median(sojourn) <= 15 * MS
+    assert sojourn.max() < 20 * MS
+    # The same trace through a drop-tail FIFO of the same limit queues for ~0.5 s.
+    fifo = qoslab.shape("pie", times, np.full(n, 1000), rate="10mbit", target="10s")
+    assert fifo.summary["delay_ns"]["max"] > 400 * MS
+
+
+def test_red_drops_nothing_below_min() -> None:
+    # Bursts of 20 kB every 50 ms into a 10 Mbit/s link: the queue stays below min.
+    times = np.repeat(np.arange(200, dtype=np.int64) * 50 * MS, 20)
+    p = {"rate": "10mbit", "limit": "200kb", "min": "30kb", "max": "90kb", "avpkt": 1000}
+    r = qoslab.shape("red", times, np.full(times.size, 1000), **p)
+    assert not r.dropped.any() and r.summary["sent"]["packets"] == 4000
+    # 100 kB bursts: the average (an EWMA of the backlog) passes min, and max.
+    big = np.repeat(np.arange(200, dtype=np.int64) * 50 * MS, 100)
+    r = qoslab.shape("red", big, np.full(big.size, 1000), **p)
+    assert r.dropped.any()
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "param", "fragment"),
+    [
+        ("codel", {"target": "5ms"}, "rate", "missing"),
+        ("codel", {"rate": 0}, "rate", "greater than zero"),
+        ("codel", {"rate": "10mbit", "targett": "5ms"}, "targett", "did you mean 'target'"),
+        ("pie", {"rate": "10mbit", "target": "fast"}, "target", ""),
+        ("codl", {"rate": "10mbit"}, "kind", "did you mean 'codel'"),
+    ],
+)
+def test_aqm_config_errors_name_the_param(kind, params, param, fragment) -> None:
+    with pytest.raises(qoslab.ConfigError) as e:
+        qoslab.shape(kind, [0], [1000], **params)
+    assert e.value.param == param
+    assert fragment in e.value.message

@@ -351,6 +351,47 @@ def test_shape_tbf_writes_departures_and_a_json_summary(capsys, tmp_path) -> Non
             assert int(dep) >= int(t)
 
 
+AQMS = ("red", "wred", "rio", "codel", "pie")
+
+
+def test_shape_list_names_the_aqm_kinds(capsys) -> None:
+    rc, out, _ = run(capsys, "shape", "--list", "--json")
+    assert rc == 0
+    listed = {k["kind"]: k["description"] for k in json.loads(out)}
+    for kind in AQMS:
+        assert "rate" in listed[kind], kind
+
+
+def test_shape_codel_writes_departures_and_a_json_summary(capsys, tmp_path) -> None:
+    out_csv = tmp_path / "codel.csv"
+    argv = ["--target", "5ms", "--interval", "100ms", "--input", TRACE, "--output", out_csv]
+    rc, out, err = run(capsys, "shape", "codel", "--rate", "3mbit", *argv, "--json")
+    assert rc == 0, err
+    s = json.loads(out)
+    assert s["kind"] == "codel" and s["params"]["rate"] == "3mbit"
+    assert s["params"]["target"] == "5ms"
+    assert s["sent"]["packets"] + s["dropped"]["packets"] == s["packets"]
+    assert s["dropped"]["packets"] > 0, "the example trace overloads 3 Mbit/s"
+    lines = out_csv.read_text().splitlines()
+    assert lines[0] == "time_ns,size_bytes,flow,departure_ns,dropped"
+    assert sum(line.endswith(",,1") for line in lines[1:]) == s["dropped"]["packets"]
+    # Without a rate: one line naming it, nothing written.
+    out_csv.unlink()
+    rc, _, err = run(capsys, "shape", "codel", *argv)
+    assert_one_line_error(rc, err, "rate: missing", "link")
+    assert not out_csv.exists()
+
+
+@pytest.mark.parametrize("kind", AQMS)
+def test_every_aqm_names_an_unknown_param(capsys, kind) -> None:
+    # Required keys are checked before leftover ones.
+    needs = {"red": ["--limit", "60kb", "--avpkt", "1000"], "wred": ["--preset", "rfc2963"]}
+    needs["rio"] = needs["wred"]
+    argv = ["--rate", "10mbit", *needs.get(kind, []), "--bogus-param", "1", "--input", TRACE]
+    rc, _, err = run(capsys, "shape", kind, *argv)
+    assert_one_line_error(rc, err, "bogus")
+
+
 def test_shape_is_deterministic_and_refuses_bad_traces(capsys, tmp_path) -> None:
     outs = []
     for name in ("a.csv", "b.csv"):

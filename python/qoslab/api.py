@@ -50,7 +50,8 @@ def meter_kinds() -> dict[str, str]:
 
 
 def shaper_kinds() -> dict[str, str]:
-    """Shaper kinds and their one-line descriptions."""
+    """Kinds ``shape`` runs and their one-line descriptions: the shapers, then
+    the AQMs (red, wred, rio, codel, pie), which also need ``rate``."""
     return dict(_core.shaper_kinds())
 
 
@@ -206,7 +207,16 @@ def color(kind: str, times_ns: Any, sizes: Any, colors: Any = None, **params: ob
 
 def shape(kind: str, times_ns: Any, sizes: Any, **params: object) -> ShapeResult:
     """Runs a trace through shaper ``kind``: departure times (int64 ns, -1
-    for dropped packets), a drop mask and totals (sent, dropped, delays)."""
+    for dropped packets), a drop mask and totals (sent, dropped, delays).
+
+    An AQM kind (red, wred, rio, codel, pie) has no service rate of its own:
+    it needs ``rate``, the link draining its queue, and a packet's departure
+    is when it leaves the queue for that link (its sojourn ends).
+
+    >>> r = shape("codel", [0, 0, 0], [1000, 1000, 1000], rate="8mbit")
+    >>> r.departure_ns.tolist()
+    [0, 1000000, 2000000]
+    """
     t, s = _trace(times_ns, sizes)
     dep, raw = _core.shape_trace(kind, _params(params), t, s)
     dropped = dep == np.uint64(2**64 - 1)
@@ -228,8 +238,8 @@ def shape(kind: str, times_ns: Any, sizes: Any, **params: object) -> ShapeResult
 
 
 def describe(kind: str, **params: object) -> dict[str, str]:
-    """The effective parameters of meter or shaper ``kind`` (including
-    derived defaults and, for meters, the actions)."""
+    """The effective parameters of meter, shaper or AQM ``kind`` (including
+    derived defaults and, for meters, the actions; an AQM needs ``rate``)."""
     p = _params(params)
     if kind.lower() in shaper_kinds():
         return dict(_core.describe_shaper(kind, p))

@@ -2,8 +2,9 @@
 
 ``qoslab run SCENARIO`` simulates a scenario file (see ``qoslab.run``).
 ``qoslab meter KIND`` and ``qoslab shape KIND`` run a trace CSV through any
-meter or shaper kind of qoslab-core. Options the command does not know
-(``--cir 20mbit``) become conditioner parameters, as does ``--param cir=20mbit``.
+meter, shaper or AQM kind of qoslab-core (an AQM behind a link of ``--rate``).
+Options the command does not know (``--cir 20mbit``) become conditioner
+parameters, as does ``--param cir=20mbit``.
 
 Errors in the user's input print one line, ``qoslab: error: <file>:<line>:
 <message>`` or ``qoslab: error: <param>: <message>``, and exit with status 2;
@@ -60,11 +61,15 @@ examples:
 SHAPE_EPILOG = """\
 input CSV: header 'time_ns,size_bytes' (other columns are passed through).
 Output: the input columns plus 'departure_ns' (empty when dropped) and
-'dropped' (0/1). Parameters as for 'qoslab meter'.
+'dropped' (0/1). Parameters as for 'qoslab meter'. The AQM kinds (red, wred,
+rio, codel, pie) need --rate, the link draining their queue; departure_ns is
+when a packet leaves the queue for that link.
 
 examples:
   qoslab shape tbf --rate 1mbit --burst 3000B --limit 30000B \\
       --input examples/trace.csv --output /tmp/shaped.csv --json
+  qoslab shape codel --rate 3mbit --target 5ms --interval 100ms \\
+      --input examples/trace.csv --output /tmp/codel.csv --json
   qoslab shape --list
 """
 

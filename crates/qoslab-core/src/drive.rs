@@ -5,10 +5,13 @@
 //! (bytes, > 0) and optionally incoming colours. Outputs are written into
 //! caller-provided slices so that nothing allocates per packet.
 
+use crate::aqm::{AnyAqm, AQM_KINDS};
 use crate::meter::Policer;
 use crate::packet::{Color, Packet};
-use crate::shaper::{Dropped, Shaper};
+use crate::params::{ConfigError, Params};
+use crate::shaper::{AnyShaper, Dropped, Shaper, SHAPER_KINDS};
 use crate::time::Instant;
+use crate::units::{Bytes, Rate};
 use core::fmt;
 
 /// A problem with the trace itself, pointing at the packet (0-based index;
@@ -237,6 +240,174 @@ impl Run<'_> {
     }
 }
 
+/// A link of `rate` serving queue `S`: the queue gives up its head only
+/// when the link is free, and the link is then busy for the packet's
+/// transmission time (`size·8/rate`, rounded up to the ns).
+///
+/// This is how a root qdisc meets its device in Linux: `__qdisc_run` /
+/// `qdisc_restart` (net/sched/sch_generic.c) dequeue the next packet when
+/// the driver can take one, i.e. when the previous one is on the wire. A
+/// bare AQM ([`AnyAqm`]) has no service rate of its own (it is ready
+/// whenever it holds a packet), so a trace through it needs this link to
+/// build a queue at all. The packet leaves the queue — its sojourn, as
+/// CoDel (RFC 8289 §3) and PIE (RFC 8033 §4.2 timestamps) measure it, ends
+/// — at the start of its transmission, and that instant is what
+/// [`shape_trace`] records as its departure.
+#[derive(Clone, Debug)]
+pub struct Link<S> {
+    queue: S,
+    rate: Rate,
+    free_at: Instant,
+}
+
+impl<S: Shaper> Link<S> {
+    /// `rate` must be above zero (a zero-rate link never sends).
+    pub fn new(queue: S, rate: Rate) -> Result<Self, ConfigError> {
+        if rate.bps() == 0 {
+            return Err(ConfigError::new("rate", "must be greater than zero"));
+        }
+        Ok(Link {
+            queue,
+            rate,
+            free_at: Instant::ZERO,
+        })
+    }
+
+    /// The queue served (its counters).
+    pub fn queue(&self) -> &S {
+        &self.queue
+    }
+}
+
+impl<S: Shaper> Shaper for Link<S> {
+    #[inline]
+    fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
+        self.queue.enqueue(now, pkt)
+    }
+    #[inline]
+    fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        if now < self.free_at {
+            return None;
+        }
+        let p = self.queue.dequeue(now)?;
+        let tx = self.rate.tx_time(Bytes::new(p.size_bytes as u64));
+        self.free_at = now.saturating_add(tx);
+        Some(p)
+    }
+    #[inline]
+    fn next_ready(&self, now: Instant) -> Option<Instant> {
+        // Asked at `free_at` at the latest, so that the queue sees the
+        // instant the packet would really leave (CoDel decides there).
+        self.queue
+            .next_ready(now.max(self.free_at))
+            .map(|t| t.max(self.free_at))
+    }
+    fn backlog_packets(&self) -> usize {
+        self.queue.backlog_packets()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.queue.backlog_bytes()
+    }
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        let mut d = self.queue.describe();
+        d.push(("rate", self.rate.to_string()));
+        d.push(("rate_bps", self.rate.bps().to_string()));
+        d
+    }
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        self.queue.drain_dropped(out);
+    }
+}
+
+/// Every kind [`shape_trace`] can run from string parameters: a shaper
+/// ([`SHAPER_KINDS`]) or an AQM ([`AQM_KINDS`]) behind a [`Link`] of the
+/// required parameter `rate`.
+///
+/// The AQMs stay out of [`AnyShaper`] on purpose: the simulator's flat
+/// `shape = {...}` path does not drain [`Shaper::drain_dropped`].
+#[derive(Clone, Debug)]
+// One per trace, built once.
+#[allow(clippy::large_enum_variant)]
+pub enum TraceShaper {
+    Shaper(AnyShaper),
+    Aqm(Link<AnyAqm>),
+}
+
+/// What an AQM kind needs on a trace besides its own keys.
+const AQM_RATE_NOTE: &str = "; on a trace also rate (required: the link draining the queue)";
+
+impl TraceShaper {
+    /// Builds shaper or AQM `kind`; an AQM takes `rate` (required) for its
+    /// link, every other key is the AQM's own. Unknown keys are rejected.
+    pub fn from_params(kind: &str, mut p: Params) -> Result<Self, ConfigError> {
+        let k = kind.to_ascii_lowercase();
+        if SHAPER_KINDS.iter().any(|(n, _)| *n == k) {
+            return AnyShaper::from_params(&k, p).map(TraceShaper::Shaper);
+        }
+        if !AQM_KINDS.iter().any(|(n, _)| *n == k) {
+            let all: Vec<(&str, &str)> = SHAPER_KINDS.iter().chain(AQM_KINDS).copied().collect();
+            return Err(crate::meter::unknown_kind("shaper", &k, &all));
+        }
+        let rate = p.opt_rate("rate")?.ok_or_else(|| {
+            ConfigError::new(
+                "rate",
+                format!(
+                    "missing: {k} on a trace needs rate, the link draining its queue (e.g. 10mbit)"
+                ),
+            )
+        })?;
+        let aqm = AnyAqm::from_params(&k, p)?;
+        Link::new(aqm, rate).map(TraceShaper::Aqm)
+    }
+
+    /// (kind, description) of every kind [`Self::from_params`] builds:
+    /// shapers, then AQMs (their descriptions say that they need `rate`).
+    pub fn kinds() -> Vec<(&'static str, String)> {
+        let shapers = SHAPER_KINDS.iter().map(|(k, d)| (*k, d.to_string()));
+        let aqms = AQM_KINDS
+            .iter()
+            .map(|(k, d)| (*k, format!("{d}{AQM_RATE_NOTE}")));
+        shapers.chain(aqms).collect()
+    }
+}
+
+/// `match` over both [`TraceShaper`] variants, binding the inner one to `$s`.
+macro_rules! each_trace_shaper {
+    ($self:expr, $s:ident => $e:expr) => {
+        match $self {
+            TraceShaper::Shaper($s) => $e,
+            TraceShaper::Aqm($s) => $e,
+        }
+    };
+}
+
+impl Shaper for TraceShaper {
+    #[inline]
+    fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
+        each_trace_shaper!(self, s => s.enqueue(now, pkt))
+    }
+    #[inline]
+    fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        each_trace_shaper!(self, s => s.dequeue(now))
+    }
+    #[inline]
+    fn next_ready(&self, now: Instant) -> Option<Instant> {
+        each_trace_shaper!(self, s => s.next_ready(now))
+    }
+    fn backlog_packets(&self) -> usize {
+        each_trace_shaper!(self, s => s.backlog_packets())
+    }
+    fn backlog_bytes(&self) -> u64 {
+        each_trace_shaper!(self, s => s.backlog_bytes())
+    }
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        each_trace_shaper!(self, s => s.describe())
+    }
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        each_trace_shaper!(self, s => s.drain_dropped(out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +451,137 @@ mod tests {
         // The sent ones left at the tbf's rate, in order.
         let sent: Vec<u64> = dep.iter().copied().filter(|&d| d != DROPPED).collect();
         assert!(sent.windows(2).all(|w| w[1] >= w[0] + 1_000_000), "spacing");
+    }
+
+    fn trace_shaper(kind: &str, pairs: &[(&str, &str)]) -> Result<TraceShaper, ConfigError> {
+        TraceShaper::from_params(kind, Params::new(kind, pairs.iter().copied()))
+    }
+
+    /// `n` packets of 1000 bytes, one every `gap_ns`.
+    fn periodic(n: usize, gap_ns: u64) -> (Vec<u64>, Vec<u32>) {
+        ((0..n as u64).map(|i| i * gap_ns).collect(), vec![1000; n])
+    }
+
+    /// A 10 Mbit/s link (800 µs per 1000-byte packet) offered 10.5 Mbit/s
+    /// of unresponsive traffic for 10 s: a FIFO would build ~600 kB (half a
+    /// second) by the end. CoDel (target 5 ms, interval 100 ms) drops about
+    /// the 5% excess, the link stays busy, and once its control law has
+    /// settled (last 5 s) the sojourn of what is sent stays near the
+    /// target: median 9.3 ms, 99th percentile 12.2 ms, never 20 ms.
+    #[test]
+    fn codel_on_an_overloaded_link_drops_and_keeps_sojourn_near_target() {
+        let mut c = trace_shaper(
+            "codel",
+            &[("rate", "10mbit"), ("target", "5ms"), ("interval", "100ms")],
+        )
+        .unwrap();
+        let n = 13_125;
+        let (times, sizes) = periodic(n, 761_905);
+        let mut dep = vec![0u64; n];
+        let s = shape_trace(&mut c, &times, &sizes, &mut dep).unwrap();
+        assert_eq!(s.sent_packets + s.dropped_packets, n as u64, "{s:?}");
+        assert!((400..=900).contains(&s.dropped_packets), "{s:?}");
+        // The link never idles while overloaded: 12 500 fit in 10 s.
+        assert!(s.sent_packets >= 12_490, "{s:?}");
+        let mut late: Vec<u64> = (0..n)
+            .filter(|&i| dep[i] != DROPPED && times[i] >= 5_000_000_000)
+            .map(|i| dep[i] - times[i])
+            .collect();
+        late.sort_unstable();
+        let median = late[late.len() / 2];
+        assert!(
+            (5_000_000..=15_000_000).contains(&median),
+            "median {median}"
+        );
+        assert!(late[late.len() - 1] < 20_000_000, "max {:?}", late.last());
+        // Back to back: consecutive departures one transmission apart.
+        let sent: Vec<u64> = dep.iter().copied().filter(|&d| d != DROPPED).collect();
+        assert!(sent.windows(2).all(|w| w[1] >= w[0] + 800_000), "spacing");
+    }
+
+    /// RED (min 30 kB) on a 10 Mbit/s link fed bursts of 20 packets
+    /// (20 kB) every 50 ms: the queue never reaches min, nothing is
+    /// dropped. Bursts of 100 packets into the same RED do get dropped.
+    #[test]
+    fn red_drops_nothing_below_min_and_drops_above() {
+        let run = |burst: u64| {
+            let mut r = trace_shaper(
+                "red",
+                &[
+                    ("rate", "10mbit"),
+                    ("limit", "200kb"),
+                    ("min", "30kb"),
+                    ("max", "90kb"),
+                    ("avpkt", "1000"),
+                    ("bandwidth", "10mbit"),
+                ],
+            )
+            .unwrap();
+            let times: Vec<u64> = (0..200 * burst)
+                .map(|i| (i / burst) * 50_000_000 + i % burst)
+                .collect();
+            let sizes = vec![1000u32; times.len()];
+            let mut dep = vec![0u64; times.len()];
+            shape_trace(&mut r, &times, &sizes, &mut dep).unwrap()
+        };
+        let s = run(20);
+        assert_eq!((s.dropped_packets, s.sent_packets), (0, 4000), "{s:?}");
+        // The first of each burst goes straight onto the idle link.
+        assert_eq!(s.max_backlog_packets, 19, "{s:?}");
+        let s = run(100);
+        assert!(s.dropped_packets > 0, "{s:?}");
+    }
+
+    #[test]
+    fn link_serves_a_fifo_at_its_rate() {
+        let mut l = trace_shaper("pie", &[("rate", "8mbit"), ("target", "1s")]).unwrap();
+        // Five packets at once, one later while the link is idle.
+        let times = [0, 0, 0, 0, 0, 20_000_000];
+        let sizes = [1000, 500, 1000, 1000, 1000, 1000];
+        let mut dep = [0u64; 6];
+        let s = shape_trace(&mut l, &times, &sizes, &mut dep).unwrap();
+        assert_eq!(
+            dep,
+            [0, 1_000_000, 1_500_000, 2_500_000, 3_500_000, 20_000_000]
+        );
+        assert_eq!(s.max_delay_ns, 3_500_000);
+        let d = l.describe();
+        assert!(d.contains(&("rate", "8mbit".to_string())), "{d:?}");
+        assert!(d.contains(&("kind", "pie".to_string())), "{d:?}");
+    }
+
+    #[test]
+    fn trace_shaper_names_the_bad_key_and_lists_every_kind() {
+        assert!(matches!(
+            trace_shaper(
+                "TBF",
+                &[("rate", "1mbit"), ("burst", "10kb"), ("limit", "20kb")]
+            ),
+            Ok(TraceShaper::Shaper(_))
+        ));
+        let e = trace_shaper("codel", &[("target", "5ms")]).unwrap_err();
+        assert_eq!(e.param, "rate");
+        assert!(e.message.contains("missing"), "{e}");
+        let e = trace_shaper("codel", &[("rate", "0")]).unwrap_err();
+        assert_eq!(e.param, "rate");
+        let e = trace_shaper("codel", &[("rate", "1mbit"), ("targett", "5ms")]).unwrap_err();
+        assert_eq!(e.param, "targett");
+        assert!(e.message.contains("did you mean 'target'"), "{e}");
+        let e = trace_shaper("red", &[("rate", "1mbit"), ("min", "5kb")]).unwrap_err();
+        assert_eq!(e.param, "limit", "{e}");
+        let e = trace_shaper("codl", &[]).unwrap_err();
+        assert_eq!(e.param, "kind");
+        assert!(e.message.contains("did you mean 'codel'"), "{e}");
+        assert!(
+            e.message.contains("tbf") && e.message.contains("wred"),
+            "{e}"
+        );
+        let kinds: Vec<&str> = TraceShaper::kinds().iter().map(|(k, _)| *k).collect();
+        let want = ["tbf", "shape", "srras", "trras", "g-srras", "g-trras"];
+        assert_eq!(kinds[..6], want);
+        assert_eq!(kinds[6..], ["red", "wred", "rio", "codel", "pie"]);
+        let kinds = TraceShaper::kinds();
+        assert!(kinds[9].1.contains("rate (required"), "{:?}", kinds[9]);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! Scenarios and the simulator are bound in [`sim`].
 //!
 //! No logic lives here. Every kind of meter or shaper goes through
-//! `Policer::from_params` / `AnyShaper::from_params` and the batch drivers in
+//! `Policer::from_params` / `drive::TraceShaper::from_params` (the shapers,
+//! and the AQMs behind a link of `rate`) and the batch drivers in
 //! `qoslab_core::drive`, so a kind added to the core is usable from Python
 //! without touching this crate. Input validation that needs Python types
 //! (dtypes, negative numbers) is done in `python/qoslab`; this layer only
@@ -20,11 +21,13 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use qoslab_core::drive::{self, MeterSummary, ShapeSummary, TraceError as CoreTraceError};
+use qoslab_core::drive::{
+    self, MeterSummary, ShapeSummary, TraceError as CoreTraceError, TraceShaper,
+};
 use qoslab_core::meter::{Policer, METER_KINDS};
 use qoslab_core::params::{ConfigError as CoreConfigError, Params};
 use qoslab_core::parse;
-use qoslab_core::shaper::{AnyShaper, Shaper, SHAPER_KINDS};
+use qoslab_core::shaper::Shaper;
 
 create_exception!(
     qoslab,
@@ -91,18 +94,19 @@ fn meter_kinds() -> Vec<(&'static str, &'static str)> {
     METER_KINDS.to_vec()
 }
 
-/// (kind, description) of every shaper kind.
+/// (kind, description) of every kind `shape_trace` runs: the shapers, then
+/// the AQMs (which need `rate`, the link draining their queue).
 #[pyfunction]
-fn shaper_kinds() -> Vec<(&'static str, &'static str)> {
-    SHAPER_KINDS.to_vec()
+fn shaper_kinds() -> Vec<(&'static str, String)> {
+    TraceShaper::kinds()
 }
 
 fn build_policer(py: Python<'_>, kind: &str, p: &Bound<'_, PyDict>) -> PyResult<Policer> {
     Policer::from_params(kind, params(kind, p)?).map_err(|e| config_err(py, e))
 }
 
-fn build_shaper(py: Python<'_>, kind: &str, p: &Bound<'_, PyDict>) -> PyResult<AnyShaper> {
-    AnyShaper::from_params(kind, params(kind, p)?).map_err(|e| config_err(py, e))
+fn build_shaper(py: Python<'_>, kind: &str, p: &Bound<'_, PyDict>) -> PyResult<TraceShaper> {
+    TraceShaper::from_params(kind, params(kind, p)?).map_err(|e| config_err(py, e))
 }
 
 fn owned(d: Vec<(&'static str, String)>) -> Vec<(String, String)> {
@@ -120,7 +124,8 @@ fn describe_meter(
     Ok(owned(build_policer(py, kind, params)?.describe()))
 }
 
-/// The effective parameters of shaper `kind`, including derived defaults.
+/// The effective parameters of shaper or AQM `kind`, including derived
+/// defaults (and, for an AQM, its link `rate`).
 #[pyfunction]
 fn describe_shaper(
     py: Python<'_>,
