@@ -46,8 +46,6 @@ def test_help_ends_with_examples_of_this_command(capsys, command: str) -> None:
     assert ex, text
     assert all(e.split()[1] == command for e in ex), ex
     last = [ln for ln in text.splitlines() if ln.strip()][-1]
-    if command == "reproduce" and not last.strip().startswith(("qoslab", "--")):
-        pytest.xfail("reproduce --help ends with notes after its examples (reproduce.py)")
     assert last.startswith("  "), f"--help must end with an example, ends with {last!r}"
 
 

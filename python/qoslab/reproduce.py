@@ -26,19 +26,21 @@ claims are still checked, the numbers are shown but not required.
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import itertools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
 from qoslab.results import SimulationResult
-from qoslab.run import simulate
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -941,18 +943,25 @@ class Reproduction:
     texts: dict[str, str]
 
 
-def reproduce(name: str, quick: bool = False) -> Reproduction:
-    """Runs every runnable case of experiment ``name`` and compares."""
+def reproduce(
+    name: str,
+    quick: bool = False,
+    progress: Callable[[str, int, int], Any] | None = None,
+) -> Reproduction:
+    """Runs every runnable case of experiment ``name`` and compares.
+    ``progress(case, index, count)`` may return the progress callback of
+    that case's run (as in ``qoslab.compare.compare``)."""
+    from qoslab.compare import compare
+
     exp = EXPERIMENTS[name]
     root = repo_root()
     ref = tomllib.loads((root / "reference" / exp.reference).read_text(encoding="utf-8"))
-    results: dict[str, SimulationResult] = {}
-    texts: dict[str, str] = {}
-    for case in exp.cases:
-        if case.blocked or case.scenario is None:
-            continue
-        texts[case.name] = scenario_text(case, quick, root)
-        results[case.name] = simulate(texts[case.name])
+    texts = {
+        case.name: scenario_text(case, quick, root)
+        for case in exp.cases
+        if not case.blocked and case.scenario is not None
+    }
+    results, _ = compare(texts, progress=progress)
     ctx = Ctx(exp, ref, results, quick)
     exp.check(ctx)
     return Reproduction(exp, ctx.rows, results, texts)
@@ -1050,8 +1059,16 @@ def report(reps: Sequence[Reproduction], quick: bool) -> Any:
     return rep
 
 
-def markdown(reps: Sequence[Reproduction], figures_dir: Path, md_path: Path, quick: bool) -> str:
-    """``docs/reproductions.md``: tables and key figures (PNG next to it)."""
+#: The figures of ``--markdown`` (PNG, small: they are committed under docs/).
+MARKDOWN_FIGURES = ("io_graph", "rtt_cdf", "ping")
+MARKDOWN_DPI = 80
+
+
+def markdown(
+    reps: Sequence[Reproduction], figures_dir: Path, md_path: Path, quick: bool
+) -> tuple[str, dict[Path, Any]]:
+    """``docs/reproductions.md``: its text, and its key figures by the PNG
+    path (in ``figures_dir``) the text links to. Writes nothing."""
     from qoslab import plots
 
     lines = [
@@ -1074,6 +1091,7 @@ def markdown(reps: Sequence[Reproduction], figures_dir: Path, md_path: Path, qui
         + (" (--quick)" if quick else ""),
         "",
     ]
+    figures: dict[Path, Any] = {}
     for x in reps:
         lines += [f"## {x.experiment.title}", ""]
         for case in x.experiment.cases:
@@ -1092,29 +1110,67 @@ def markdown(reps: Sequence[Reproduction], figures_dir: Path, md_path: Path, qui
         lines.append("")
         if x.results:
             figs = plots.figures(x.results)
-            for name in ("io_graph", "rtt_cdf", "ping"):
+            for name in MARKDOWN_FIGURES:
                 if name in figs:
-                    stem = figures_dir / f"{x.experiment.name}-{name}"
-                    figs[name].savefig(stem.with_suffix(".png"), format="png", dpi=80)
-                    rel = os.path.relpath(stem.with_suffix(".png"), md_path.parent)
+                    png = figures_dir / f"{x.experiment.name}-{name}.png"
+                    figures[png] = figs[name]
+                    rel = os.path.relpath(png, md_path.parent)
                     lines += [f"![{x.experiment.name}: {plots.FIGURES[name][0]}]({rel})", ""]
-    return "\n".join(lines)
+    return "\n".join(lines), figures
+
+
+def markdown_figures_dir(md_path: Path) -> Path:
+    """Where ``--markdown DIR/NAME.md`` puts its figures: ``DIR/NAME/``."""
+    return md_path.parent / md_path.stem
+
+
+def check_markdown_path(md_path: Path) -> None:
+    """Refuses a ``--markdown`` path that cannot be written, before the runs."""
+    if md_path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory (--markdown needs a file)", md_path)
+    figdir = markdown_figures_dir(md_path)
+    if figdir.exists() and not figdir.is_dir():
+        raise NotADirectoryError(
+            errno.ENOTDIR, "is not a directory (--markdown puts its figures there)", figdir
+        )
+
+
+def write_markdown(reps: Sequence[Reproduction], md_path: Path, quick: bool) -> None:
+    """Writes the Markdown and its figures. Every figure is drawn before any
+    file is touched, and each file is replaced atomically: a failure or
+    Ctrl-C never leaves a half-written document or figure, and the previous
+    ones stay until their replacements are complete."""
+    from qoslab.traceio import replacing, write_atomic
+
+    figdir = markdown_figures_dir(md_path)
+    text, figures = markdown(reps, figdir, md_path, quick)
+    pngs: dict[Path, bytes] = {}
+    for path, fig in figures.items():
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=MARKDOWN_DPI)
+        pngs[path] = buf.getvalue()
+    figdir.mkdir(parents=True, exist_ok=True)
+    for path, data in pngs.items():  # the figures first: the text links to them
+        with replacing(path, binary=True) as f:
+            f.write(data)
+    write_atomic(md_path, lambda f: f.write(text + "\n"))
 
 
 # --- the `qoslab reproduce` command ------------------------------------------
 
 REPRODUCE_EPILOG = (
-    """\
+    "experiments: "
+    + ", ".join(EXPERIMENTS)
+    + """
+progress: a line per experiment as it starts and ends, and on a terminal a
+progress bar per case, go to stderr (stdout stays the table or the JSON).
+exit status: 0 when no required number or claim fails, 1 otherwise.
+
 examples:
   qoslab reproduce --all
   qoslab reproduce isr4000 packetlife --json
   qoslab reproduce --all --quick --report /tmp/reproduce.html
   qoslab reproduce --all --markdown docs/reproductions.md
-
-experiments: """
-    + ", ".join(EXPERIMENTS)
-    + """
-exit status: 0 when no required number or claim fails, 1 otherwise.
 """
 )
 
@@ -1142,6 +1198,30 @@ def add_reproduce_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--quick", action="store_true", help="shortened runs (claims only)")
 
 
+def run_all(
+    names: Sequence[str], quick: bool, log: TextIO, bar: bool = False
+) -> list[Reproduction]:
+    """Reproduces each experiment in turn, saying on ``log`` which one starts
+    and how it ended; with ``bar``, a progress bar per case (a terminal)."""
+    from qoslab.run import ProgressBar
+
+    reps = []
+    for i, name in enumerate(names):
+        head = f"reproduce [{i + 1}/{len(names)}] {name}"
+        n = sum(1 for c in EXPERIMENTS[name].cases if not c.blocked and c.scenario)
+        print(f"{head}: running {n} case{'s' * (n != 1)}...", file=log, flush=True)
+
+        def case_bar(case: str, j: int, m: int, name: str = name) -> ProgressBar:
+            return ProgressBar(log, delay_s=0.0, label=f"{name} [{j + 1}/{m}] {case} ")
+
+        t0 = time.monotonic()
+        rep = reproduce(name, quick=quick, progress=case_bar if bar else None)
+        took = time.monotonic() - t0
+        print(f"{head}: done in {took:.1f} s: {summary_line(rep.rows)}", file=log, flush=True)
+        reps.append(rep)
+    return reps
+
+
 def main(args: argparse.Namespace) -> int:
     names = list(EXPERIMENTS) if args.all else list(args.names)
     if not names:
@@ -1151,15 +1231,17 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(
             f"unknown experiment '{unknown[0]}'; experiments: {', '.join(EXPERIMENTS)}"
         )
-    reps = [reproduce(n, quick=args.quick) for n in names]
+    # Bad output paths fail now, not after minutes of runs.
+    if args.report and Path(args.report).is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory (--report needs a file)", args.report)
+    if args.markdown:
+        check_markdown_path(Path(args.markdown))
+    reps = run_all(names, args.quick, sys.stderr, bar=sys.stderr.isatty())
     rows = [r for x in reps for r in x.rows]
     if args.report:
         report(reps, args.quick).write(args.report)
     if args.markdown:
-        md = Path(args.markdown)
-        figdir = md.parent / md.stem
-        figdir.mkdir(parents=True, exist_ok=True)
-        md.write_text(markdown(reps, figdir, md, args.quick) + "\n", encoding="utf-8")
+        write_markdown(reps, Path(args.markdown), args.quick)
     if args.json:
         keys = ("experiment", "case", "metric", "published", "ours", "rel_diff", "holds")
         print(
