@@ -5,6 +5,7 @@ runs of scenarios/example.toml."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from qoslab import results as results_mod
 from qoslab.cli import main
 from qoslab.results import SimulationResult, write_results
 from qoslab.run import fmt_bytes, fmt_rate, render_table
+from vizdata import police
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "scenarios" / "example.toml"
@@ -98,6 +100,7 @@ def fake_raw() -> dict[str, Any]:
                 "bytes": u64(
                     200_000, 100_000, 175_000, 150_000, 200_000, 125_000, 175_000, 125_000
                 ),
+                "retransmits": u64(1, 0, 0, 1, 2, 0, 0, 0),
             },
             "rtt": {"time_ns": empty, "flow": np.array([], dtype=np.uint32), "rtt_ns": empty},
             "cwnd": {
@@ -172,6 +175,15 @@ def test_result_tables_and_summary() -> None:
     json.loads(r.to_json())
 
 
+_TABLE_LINE = re.compile(r"\[\s*(\w+)\]\s+(\S+)\s+sec\s+\S+ \S+\s+\S+ \S+\s+(\d+)")
+
+
+def _retr(line: str) -> tuple[str, str, int]:
+    """(id, interval, Retr) of an iperf3-style table line, ("", "", 0) for others."""
+    m = _TABLE_LINE.match(line)
+    return (m[1], m[2], int(m[3])) if m else ("", "", 0)
+
+
 def test_the_table_has_per_second_lines_a_sum_rtt_and_policies() -> None:
     text = render_table(SimulationResult(fake_raw()))
     lines = text.splitlines()
@@ -179,10 +191,38 @@ def test_the_table_has_per_second_lines_a_sum_rtt_and_policies() -> None:
     # second 0: flow 0 got 200000 + 175000 bytes = 3.0 Mbit/s
     assert any(ln.startswith("[  0]   0.00-1.00") and "3.00 Mbits/sec" in ln for ln in lines)
     assert any(ln.startswith("[SUM]   1.00-2.00") for ln in lines)
+    # Retr per second: flow 0 retransmitted 1 then 2 segments, flow 1 1 then 0.
+    retr = {(i, t): n for i, t, n in map(_retr, lines) if t in ("0.00-1.00", "1.00-2.00")}
+    assert retr == {
+        ("0", "0.00-1.00"): 1,
+        ("1", "0.00-1.00"): 1,
+        ("SUM", "0.00-1.00"): 2,
+        ("0", "1.00-2.00"): 2,
+        ("1", "1.00-2.00"): 0,
+        ("SUM", "1.00-2.00"): 2,
+    }
     final_sum = [ln for ln in lines if ln.startswith("[SUM]   0.00-2.00")]
     assert len(final_sum) == 1 and "5.00 Mbits/sec" in final_sum[0] and final_sum[0].endswith("4")
     assert any(ln.startswith("RTT (ms)") for ln in lines)
     assert any(ln.startswith("r1->r2 egress") and " 10.0" in ln for ln in lines)
+
+
+def test_interval_retr_of_a_policed_run_adds_up_to_each_flows_total() -> None:
+    r = police()
+    assert (r.goodput["retransmits"] >= 0).all()
+    lines = render_table(r).splitlines()
+    header = "[ ID] Interval           Transfer     Bitrate         Retr"
+    cut = lines.index(header, lines.index(header) + 1)  # per-second part, then totals
+    per_second: dict[str, list[int]] = {}
+    for ident, _, n in map(_retr, lines[:cut]):
+        if ident:
+            per_second.setdefault(ident, []).append(n)
+    totals = {i: n for i, _, n in map(_retr, lines[cut:]) if i}
+    assert set(per_second) == set(totals) == {"0", "1", "SUM"}
+    assert all(len(v) == 2 for v in per_second.values())
+    for ident, retr in per_second.items():
+        assert sum(retr) == totals[ident]
+    assert totals["SUM"] > 0 and totals["SUM"] == totals["0"] + totals["1"]
 
 
 def test_without_a_usable_goodput_series_only_totals_are_shown() -> None:

@@ -121,7 +121,8 @@ def _line(
 
 def _per_second(r: SimulationResult, ids: list[int]) -> list[str]:
     """Per-flow lines for each whole second, from the goodput series, when it
-    was recorded at an interval that divides one second."""
+    was recorded at an interval that divides one second: bytes delivered and
+    segments retransmitted in that second (iperf3's interval ``Retr``)."""
     g = r.goodput
     interval_ns = int(r.raw["record_interval_ns"])
     if not len(g) or interval_ns <= 0 or 1_000_000_000 % interval_ns:
@@ -130,17 +131,18 @@ def _per_second(r: SimulationResult, ids: list[int]) -> list[str]:
     seconds = max(1, -(-duration_ns // 1_000_000_000))
     bucket = ((g["time_ns"].to_numpy(dtype=np.int64) - 1) // 1_000_000_000).clip(0, seconds - 1)
     flow = g["flow"].to_numpy(dtype=np.int64)
-    nbytes = g["bytes"].to_numpy(dtype=np.float64)
     width = int(max([*ids, *flow.tolist()], default=0)) + 1
-    table = np.zeros((seconds, width))
-    np.add.at(table, (bucket, flow), nbytes)
+    nbytes = np.zeros((seconds, width))
+    np.add.at(nbytes, (bucket, flow), g["bytes"].to_numpy(dtype=np.float64))
+    retr = np.zeros((seconds, width), dtype=np.int64)
+    np.add.at(retr, (bucket, flow), g["retransmits"].to_numpy(dtype=np.int64))
     lines = []
     for s in range(seconds):
         t0, t1 = float(s), min(float(s + 1), duration_ns / 1e9)
         for i in ids:
-            lines.append(_line(str(i), t0, t1, table[s, i], ""))
+            lines.append(_line(str(i), t0, t1, nbytes[s, i], str(retr[s, i])))
         if len(ids) > 1:
-            lines.append(_line("SUM", t0, t1, table[s, ids].sum(), ""))
+            lines.append(_line("SUM", t0, t1, nbytes[s, ids].sum(), str(retr[s, ids].sum())))
     return lines
 
 

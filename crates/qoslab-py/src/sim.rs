@@ -231,6 +231,7 @@ fn series_dict<'py>(py: Python<'py>, s: &Series) -> PyResult<Bound<'py, PyDict>>
         t().col("time_ns", &s.goodput_time_ns)?
             .col("flow", &s.goodput_flow)?
             .col("bytes", &s.goodput_bytes)?
+            .col("retransmits", &s.goodput_retransmits)?
             .d,
     )?;
     d.set_item(

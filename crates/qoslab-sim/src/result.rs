@@ -100,10 +100,13 @@ pub struct ClassResult {
 /// Column-wise time series. Every column of one table has the same length.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Series {
-    /// Goodput: per flow, per interval ending at `time_ns`.
+    /// Goodput: per flow, per interval ending at `time_ns`, with the
+    /// segments the flow's TCP sender retransmitted in that interval (0 for
+    /// UDP and ping).
     pub goodput_time_ns: Vec<u64>,
     pub goodput_flow: Vec<u32>,
     pub goodput_bytes: Vec<u64>,
+    pub goodput_retransmits: Vec<u64>,
     /// RTT samples.
     pub rtt_time_ns: Vec<u64>,
     pub rtt_flow: Vec<u32>,

@@ -1079,7 +1079,11 @@ impl Sim {
         let now = Instant::from_ns(t);
         let r = self.record;
         if r.goodput {
-            stats::sample_goodput(&mut self.series, t, &mut self.flows);
+            let conns = &self.conns;
+            stats::sample_goodput(&mut self.series, t, &mut self.flows, |f| {
+                f.tcp
+                    .map_or(0, |c| conns[c as usize].sender.stats().retransmits)
+            });
         }
         if r.cwnd {
             for c in &self.conns {

@@ -194,8 +194,9 @@ fn isr4000_shape_gives_each_windows_flow_awnd_over_rtt() {
     assert!(r.jain_fairness > 0.999);
 }
 
-#[test]
-fn tcp_runs_are_deterministic_and_record_what_is_asked() {
+/// `flows` Linux CUBIC flows from 2 senders through a 10 Mbit/s policer on a
+/// 20 Mbit/s bottleneck, for `secs` seconds (the policer drops).
+fn policed_cubic(flows: u32, secs: u64) -> SimConfig {
     let mut d = dumbbell(
         2,
         lp(1_000_000_000, Duration::from_ms(1)),
@@ -205,11 +206,16 @@ fn tcp_runs_are_deterministic_and_record_what_is_asked() {
         kind: "police".into(),
         params: kv(&[("cir", "10mbit")]),
     }));
-    let mut c = cfg(
+    cfg(
         Topology::Dumbbell(d),
-        vec![bulk(3, tcp_profile("linux", CcKind::Cubic), None)],
-        5,
-    );
+        vec![bulk(flows, tcp_profile("linux", CcKind::Cubic), None)],
+        secs,
+    )
+}
+
+#[test]
+fn tcp_runs_are_deterministic_and_record_what_is_asked() {
+    let mut c = policed_cubic(3, 5);
     c.record = RecordSpec {
         rtt: true,
         cwnd: true,
@@ -236,4 +242,22 @@ fn tcp_runs_are_deterministic_and_record_what_is_asked() {
     }
     let r = run(&c2, &mut |_| true).unwrap();
     assert!(r.sum_goodput_bps > 5e6, "{}", r.sum_goodput_bps);
+}
+
+#[test]
+fn per_interval_retransmits_add_up_to_each_flows_total() {
+    let c = policed_cubic(2, 4);
+    let r = run(&c, &mut |_| true).unwrap();
+    let s = &r.series;
+    assert_eq!(s.goodput_retransmits.len(), s.goodput_flow.len());
+    for f in &r.flows {
+        let per_interval: Vec<u64> = (0..s.goodput_flow.len())
+            .filter(|&i| s.goodput_flow[i] == f.id)
+            .map(|i| s.goodput_retransmits[i])
+            .collect();
+        assert!(f.retransmits > 0, "the policer drops: {}", f.retransmits);
+        // Spread over the run, not one lump.
+        assert!(per_interval.iter().filter(|&&x| x > 0).count() > 1);
+        assert_eq!(per_interval.iter().sum::<u64>(), f.retransmits);
+    }
 }

@@ -29,6 +29,8 @@ pub struct FlowStat {
     pub rtt_ns: Vec<u64>,
     /// Delivered bytes at the last series sample.
     pub last_sample_bytes: u64,
+    /// The TCP sender's retransmitted segments at the last series sample.
+    pub last_sample_retransmits: u64,
     /// Index into the engine's TCP connections, for TCP flows.
     pub tcp: Option<u32>,
 }
@@ -56,6 +58,7 @@ impl FlowStat {
             bytes_delivered: 0,
             rtt_ns: Vec::new(),
             last_sample_bytes: 0,
+            last_sample_retransmits: 0,
             tcp: None,
         }
     }
@@ -119,7 +122,7 @@ pub const MAX_FLOWS: u64 = 200_000;
 pub const MAX_RECORD_BYTES: u64 = 2_000_000_000;
 
 /// Bytes of one row of each interval series (the columns `Series` holds).
-const GOODPUT_ROW_BYTES: u64 = 8 + 4 + 8;
+const GOODPUT_ROW_BYTES: u64 = 8 + 4 + 8 + 8;
 const CWND_ROW_BYTES: u64 = 8 + 4 + 8 + 8 + 1;
 const QUEUE_ROW_BYTES: u64 = 8 + 4 + 8 + 8 + 8;
 const COLOR_ROW_BYTES: u64 = 8 + 4 + 4 * 8;
@@ -173,8 +176,17 @@ pub fn wants_samples(r: &RecordSpec) -> bool {
     r.goodput || r.cwnd || r.queue || r.tokens || r.colors
 }
 
-/// Appends one goodput row per flow for the interval ending at `t_ns`.
-pub fn sample_goodput(series: &mut Series, t_ns: u64, flows: &mut [FlowStat]) {
+/// Appends one goodput row per flow for the interval ending at `t_ns`:
+/// delivered bytes and the segments the flow's TCP sender retransmitted in
+/// the interval (iperf3's per-interval `Retr`, the delta of Linux's
+/// `tcpi_total_retrans`, include/uapi/linux/tcp.h). `retransmits(f)` is the
+/// sender's running total (0 for UDP and ping).
+pub fn sample_goodput(
+    series: &mut Series,
+    t_ns: u64,
+    flows: &mut [FlowStat],
+    retransmits: impl Fn(&FlowStat) -> u64,
+) {
     for (i, f) in flows.iter_mut().enumerate() {
         series.goodput_time_ns.push(t_ns);
         series.goodput_flow.push(i as u32);
@@ -182,6 +194,11 @@ pub fn sample_goodput(series: &mut Series, t_ns: u64, flows: &mut [FlowStat]) {
             .goodput_bytes
             .push(f.bytes_delivered - f.last_sample_bytes);
         f.last_sample_bytes = f.bytes_delivered;
+        let total = retransmits(f);
+        series
+            .goodput_retransmits
+            .push(total.saturating_sub(f.last_sample_retransmits));
+        f.last_sample_retransmits = total;
     }
 }
 
@@ -202,8 +219,8 @@ mod tests {
             ping: false,
             segments: false,
         };
-        // 10 samples x (2 flows x 20 + 2 conns x 29 + 1 policy x 36).
-        assert_eq!(interval_series_bytes(&r, 1_000_000_000, 2, 2, 1), 10 * 134);
+        // 10 samples x (2 flows x 28 + 2 conns x 29 + 1 policy x 36).
+        assert_eq!(interval_series_bytes(&r, 1_000_000_000, 2, 2, 1), 10 * 150);
         let tiny = RecordSpec {
             interval: qoslab_core::Duration::from_ns(1),
             ..r
