@@ -243,21 +243,17 @@ impl TcpReceiver {
     /// merged block becomes the first SACK block.
     fn on_out_of_order(&mut self, start: u64, end: u64) {
         let (mut s, mut e) = (start, end);
-        // Blocks touching or overlapping [s, e), found from the one that
-        // starts at or before `e`, walking down.
-        let touching: Vec<(u64, u64)> = self
-            .ooo
-            .range(..=e)
-            .rev()
-            .take_while(|&(_, &be)| be >= s)
-            .map(|(&bs, &be)| (bs, be))
-            .collect();
-        if let [(bs, be)] = touching[..] {
+        // Blocks touching or overlapping [start, end), taken from the one
+        // that starts at or before `end`, walking down. A block holding all
+        // of [start, end) is the only one touching it (blocks are disjoint
+        // and non-adjacent).
+        while let Some((&bs, &be)) = self.ooo.range(..=end).next_back() {
+            if be < start {
+                break;
+            }
             if bs <= start && end <= be && self.sack {
                 self.dsack = Some((start, end)); // already held
             }
-        }
-        for (bs, be) in touching {
             self.ooo.remove(&bs);
             self.ooo_bytes -= be - bs;
             s = s.min(bs);
