@@ -19,7 +19,8 @@ use qoslab_core::{
     AnyShaper, ConfigError, Dropped, Instant, Packet, Params, Policer, Shaper, Verdict,
 };
 
-fn map_err(path: &str, e: ConfigError) -> SimError {
+/// A core parameter error as a config error at `path.<param>`.
+pub fn core_err(path: &str, e: ConfigError) -> SimError {
     cfg_err(format!("{path}.{}", e.param), e.message)
 }
 
@@ -29,7 +30,7 @@ pub fn build_policer(spec: &MeterSpec, path: &str) -> Result<Policer, SimError> 
         &spec.kind,
         Params::new(&spec.kind, spec.params.iter().cloned()),
     )
-    .map_err(|e| map_err(path, e))
+    .map_err(|e| core_err(path, e))
 }
 
 /// Builds the shaper of `spec`; errors name `path.<param>`.
@@ -38,7 +39,7 @@ pub fn build_shaper(spec: &ShaperSpec, path: &str) -> Result<AnyShaper, SimError
         &spec.kind,
         Params::new(&spec.kind, spec.params.iter().cloned()),
     )
-    .map_err(|e| map_err(path, e))
+    .map_err(|e| core_err(path, e))
 }
 
 /// Builds the FIFO of `spec`; errors name `path.<param>`.
@@ -47,7 +48,7 @@ pub fn build_fifo(spec: &FifoSpec, path: &str) -> Result<Fifo, SimError> {
         CfgFifoLimit::Packets(n) => FifoLimit::Packets(n),
         CfgFifoLimit::Bytes(b) => FifoLimit::Bytes(b),
     };
-    Fifo::new(limit, spec.head_drop).map_err(|e| map_err(path, e))
+    Fifo::new(limit, spec.head_drop).map_err(|e| core_err(path, e))
 }
 
 /// What a link direction's transmitter pulls from.
@@ -164,7 +165,8 @@ pub struct Policy {
 }
 
 impl Policy {
-    pub fn new(name: String, kind: String) -> Policy {
+    /// A policy reporting as `name`, of `kind`, configured as `describe`.
+    pub fn new(name: String, kind: String, describe: Vec<(&'static str, String)>) -> Policy {
         Policy {
             policer: None,
             queue_dir: None,
@@ -179,7 +181,7 @@ impl Policy {
                 color_bytes: [0; 3],
                 max_queue_packets: 0,
                 max_queue_bytes: 0,
-                describe: Vec::new(),
+                describe: owned(describe),
                 classes: Vec::new(),
             },
             last_color_bytes: [0; 3],
@@ -235,7 +237,7 @@ impl Policy {
     }
 }
 
-pub fn owned(d: Vec<(&'static str, String)>) -> Vec<(String, String)> {
+fn owned(d: Vec<(&'static str, String)>) -> Vec<(String, String)> {
     d.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 

@@ -182,9 +182,9 @@ impl Sim {
         let mut policies = Vec::new();
         let mut ingress_policy = Vec::new();
         for plan in &net.ingress {
-            let mut p = Policy::new(plan.name.clone(), plan.spec.kind.to_ascii_lowercase());
             let pol = policy::build_policer(&plan.spec, &plan.path)?;
-            p.res.describe = policy::owned(pol.describe());
+            let kind = plan.spec.kind.to_ascii_lowercase();
+            let mut p = Policy::new(plan.name.clone(), kind, pol.describe());
             p.policer = Some(pol);
             policies.push(p);
             ingress_policy.push(policies.len() as u32 - 1);
@@ -202,8 +202,7 @@ impl Sim {
                 None => {
                     let q = EgressQueue::Fifo(device()?);
                     if d.report_device_queue {
-                        let mut p = Policy::new(name, "fifo".into());
-                        p.res.describe = policy::owned(q.describe());
+                        let mut p = Policy::new(name, "fifo".into(), q.describe());
                         p.queue_dir = Some(i as u32);
                         policies.push(p);
                         queue_policy = Some(policies.len() as u32 - 1);
@@ -214,22 +213,20 @@ impl Sim {
                     let (q, mut p) = match &plan.spec {
                         PolicySpec::Police(m) => {
                             let pol = policy::build_policer(m, &plan.path)?;
-                            let mut p = Policy::new(name, m.kind.to_ascii_lowercase());
-                            p.res.describe = policy::owned(pol.describe());
+                            let kind = m.kind.to_ascii_lowercase();
+                            let mut p = Policy::new(name, kind, pol.describe());
                             p.policer = Some(pol);
                             (EgressQueue::Fifo(device()?), p)
                         }
                         PolicySpec::Shape(s) => {
                             let sh = policy::build_shaper(s, &plan.path)?;
                             let q = EgressQueue::Shaper(sh);
-                            let mut p = Policy::new(name, s.kind.to_ascii_lowercase());
-                            p.res.describe = policy::owned(q.describe());
+                            let p = Policy::new(name, s.kind.to_ascii_lowercase(), q.describe());
                             (q, p)
                         }
                         PolicySpec::Fifo(f) => {
                             let q = EgressQueue::Fifo(policy::build_fifo(f, &plan.path)?);
-                            let mut p = Policy::new(name, "fifo".into());
-                            p.res.describe = policy::owned(q.describe());
+                            let p = Policy::new(name, "fifo".into(), q.describe());
                             (q, p)
                         }
                         PolicySpec::Tree(t) => {
@@ -237,8 +234,8 @@ impl Sim {
                             let tree = crate::tree::build(t, &plan.path, seed)?;
                             let warnings = tree.warnings().to_vec();
                             let q = EgressQueue::Tree(tree);
-                            let mut p = Policy::new(name, t.root.kind.to_ascii_lowercase());
-                            p.res.describe = policy::owned(q.describe());
+                            let kind = t.root.kind.to_ascii_lowercase();
+                            let mut p = Policy::new(name, kind, q.describe());
                             p.res
                                 .describe
                                 .extend(warnings.into_iter().map(|w| ("warning".into(), w)));

@@ -35,8 +35,9 @@
 //! router) — and `hold-queue` (the whole queue, default 1000 packets).
 //! Flows whose hashes collide share a conversation, as on the router.
 
-use crate::config::{ClassSpec, FilterSpec, MeterSpec, QdiscSpec, TreeSpec};
+use crate::config::{ClassSpec, FilterSpec, QdiscSpec, TreeSpec};
 use crate::net::cfg_err;
+use crate::policy::{build_policer, core_err};
 use crate::result::ClassResult;
 use crate::SimError;
 use qoslab_core::aqm::AnyAqm;
@@ -48,7 +49,7 @@ use qoslab_core::sched::prio::DEFAULT_PRIOMAP;
 use qoslab_core::sched::{
     Child, Drr, FqCodel, Gate, Htb, HtbClassConfig, HtbConfig, Metered, Prio, Sfq, Wfq,
 };
-use qoslab_core::{AnyShaper, ConfigError, Dropped, Instant, Packet, Params, Policer, Shaper};
+use qoslab_core::{AnyShaper, ConfigError, Dropped, Instant, Packet, Params, Shaper};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
@@ -155,16 +156,28 @@ type Sink = Arc<Mutex<Vec<Dropped>>>;
 
 /// A node whose conditioner may drop packets outside `enqueue`'s return.
 trait Node: Shaper + Send {
-    /// Moves packets dropped since the last call into `out`.
-    fn drain(&mut self, _out: &mut Vec<Dropped>) {}
+    /// Moves packets dropped since the last call into `out`: the
+    /// conditioner's own [`Shaper::drain_dropped`] unless its children are
+    /// tapped (and so drained) separately.
+    #[inline]
+    fn drain(&mut self, out: &mut Vec<Dropped>) {
+        self.drain_dropped(out);
+    }
 }
 
 impl Node for Fifo {}
 impl Node for AnyShaper {}
+impl Node for AnyAqm {}
+impl Node for Sfq {}
+impl Node for FqCodel {}
 /// Any boxed node whose own taps drain it.
 struct Inner(Child);
 
-impl Node for Inner {}
+impl Node for Inner {
+    /// Its taps drained it already.
+    #[inline]
+    fn drain(&mut self, _out: &mut Vec<Dropped>) {}
+}
 
 impl Shaper for Inner {
     #[inline]
@@ -187,21 +200,6 @@ impl Shaper for Inner {
     }
     fn describe(&self) -> Vec<(&'static str, String)> {
         self.0.describe()
-    }
-}
-impl Node for AnyAqm {
-    fn drain(&mut self, out: &mut Vec<Dropped>) {
-        out.extend(self.take_dropped());
-    }
-}
-impl Node for Sfq {
-    fn drain(&mut self, out: &mut Vec<Dropped>) {
-        out.extend(self.take_dropped());
-    }
-}
-impl Node for FqCodel {
-    fn drain(&mut self, out: &mut Vec<Dropped>) {
-        out.extend(self.take_dropped());
     }
 }
 impl Node for Gate {
@@ -411,10 +409,6 @@ impl Cx {
     }
 }
 
-fn core_err(path: &str, e: ConfigError) -> SimError {
-    cfg_err(format!("{path}.{}", e.param), e.message)
-}
-
 /// Builds `spec` (errors name `path.…` in the spec's own structure:
 /// `path.class[2].ceil`, `path.filter[0].class`, `path.class[1].qdisc.limit`,
 /// `path.qdisc.quantum` for a shaper's child). `seed` feeds every random
@@ -431,7 +425,10 @@ pub fn build(spec: &TreeSpec, path: &str, seed: u64) -> Result<PolicyTree, SimEr
     let (_, root_counters) = cx.row("root".into(), kind, None);
     let mut node = build_node(&mut cx, &spec.root, path, Some(0))?;
     if let Some(m) = &spec.police {
-        node = Box::new(Metered::new(policer(m, &format!("{path}.police"))?, node));
+        node = Box::new(Metered::new(
+            build_policer(m, &format!("{path}.police"))?,
+            node,
+        ));
     }
     let root = cx.tap(Inner(node), vec![root_counters], Vec::new());
     Ok(PolicyTree {
@@ -442,9 +439,18 @@ pub fn build(spec: &TreeSpec, path: &str, seed: u64) -> Result<PolicyTree, SimEr
     })
 }
 
-fn policer(m: &MeterSpec, path: &str) -> Result<Policer, SimError> {
-    Policer::from_params(&m.kind, Params::new(&m.kind, m.params.iter().cloned()))
-        .map_err(|e| core_err(path, e))
+/// Reads the parameters of a `kind` node with `read`, then refuses any it
+/// left unread; errors name `path.<param>`.
+fn read_params<T>(
+    kind: &str,
+    params: &[(String, String)],
+    path: &str,
+    read: impl FnOnce(&mut Params) -> Result<T, ConfigError>,
+) -> Result<T, SimError> {
+    let mut p = Params::new(kind, params.iter().cloned());
+    let v = read(&mut p).map_err(|e| core_err(path, e))?;
+    p.finish().map_err(|e| core_err(path, e))?;
+    Ok(v)
 }
 
 /// Builds node `q` (untapped: the caller taps it as the class it fills).
@@ -498,19 +504,17 @@ fn build_node(cx: &mut Cx, q: &QdiscSpec, path: &str, row: Option<u32>) -> Resul
     let err = |e: ConfigError| core_err(path, e);
     let node: Child = match kind {
         "pfifo" | "bfifo" | "pfifo_head_drop" => {
-            let mut p = Params::new(kind, params.iter().cloned());
-            let limit = match kind {
-                "bfifo" => FifoLimit::Bytes(
-                    p.opt_size("limit")
-                        .map_err(err)?
-                        .map_or(1000 * 1514, |b| b.get()),
-                ),
-                _ => FifoLimit::Packets(
-                    u32::try_from(p.opt_packets("limit").map_err(err)?.unwrap_or(1000))
-                        .map_err(|_| cfg_err(format!("{path}.limit"), "too many packets"))?,
-                ),
-            };
-            p.finish().map_err(err)?;
+            let limit = read_params(kind, &params, path, |p| {
+                Ok(match kind {
+                    "bfifo" => {
+                        FifoLimit::Bytes(p.opt_size("limit")?.map_or(1000 * 1514, |b| b.get()))
+                    }
+                    _ => FifoLimit::Packets(
+                        u32::try_from(p.opt_packets("limit")?.unwrap_or(1000))
+                            .map_err(|_| ConfigError::new("limit", "too many packets"))?,
+                    ),
+                })
+            })?;
             let f = Fifo::new(limit, kind == "pfifo_head_drop").map_err(err)?;
             return Ok(Box::new(f));
         }
@@ -520,18 +524,14 @@ fn build_node(cx: &mut Cx, q: &QdiscSpec, path: &str, row: Option<u32>) -> Resul
             return Ok(cx.tap(a, Vec::new(), cx.ancestors(row)));
         }
         "sfq" => {
-            let mut p = Params::new(kind, params.iter().cloned());
-            let s = Sfq::from_params(&mut p, stream).map_err(err)?;
-            p.finish().map_err(err)?;
+            let s = read_params(kind, &params, path, |p| Sfq::from_params(p, stream))?;
             return Ok(cx.tap(s, Vec::new(), cx.ancestors(row)));
         }
         "fq_codel" => {
-            let mut p = Params::new(kind, params.iter().cloned());
-            let s = FqCodel::from_params(&mut p, stream).map_err(err)?;
-            p.finish().map_err(err)?;
+            let s = read_params(kind, &params, path, |p| FqCodel::from_params(p, stream))?;
             return Ok(cx.tap(s, Vec::new(), cx.ancestors(row)));
         }
-        "fair-queue" => fair_queue(&params).map_err(err)?,
+        "fair-queue" => Box::new(read_params(kind, &params, path, Wfq::from_params)?),
         "htb" => htb(cx, q, &params, path, row)?,
         "prio" => prio(cx, q, &params, path, row)?,
         "drr" => drr(cx, q, &params, path, row)?,
@@ -549,14 +549,6 @@ fn build_node(cx: &mut Cx, q: &QdiscSpec, path: &str, row: Option<u32>) -> Resul
         }
     };
     Ok(node)
-}
-
-/// Cisco flow-based `fair-queue` (module doc).
-fn fair_queue(params: &[(String, String)]) -> Result<Child, ConfigError> {
-    let mut p = Params::new("fair-queue", params.iter().cloned());
-    let q = Wfq::from_params(&mut p)?;
-    p.finish()?;
-    Ok(Box::new(q))
 }
 
 /// `default` of a classful qdisc: a class id, or one of `none_words`
@@ -643,7 +635,10 @@ fn class_child(
         None => Box::new(Fifo::new(FifoLimit::Packets(1000), false).expect("pfifo")),
     };
     if let Some(m) = &c.police {
-        node = Box::new(Metered::new(policer(m, &format!("{cpath}.police"))?, node));
+        node = Box::new(Metered::new(
+            build_policer(m, &format!("{cpath}.police"))?,
+            node,
+        ));
     }
     let mut own = vec![cx.rows[r as usize].counters.clone()];
     own.extend(extra);
@@ -680,9 +675,7 @@ fn htb(
 ) -> Result<Child, SimError> {
     let mut params = params.to_vec();
     let default = take_default(&mut params);
-    let mut p = Params::new("htb", params.iter().cloned());
-    let cfg = HtbConfig::from_params(&mut p).map_err(|e| core_err(path, e))?;
-    p.finish().map_err(|e| core_err(path, e))?;
+    let cfg = read_params("htb", &params, path, HtbConfig::from_params)?;
     let n = q.classes.len();
     if n == 0 {
         return Err(cfg_err(
@@ -749,10 +742,9 @@ fn htb(
     for &i in &order {
         let c = &q.classes[i];
         let cpath = format!("{path}.class[{i}]");
-        let mut p = Params::new("htb class", c.params.iter().cloned());
-        let cc = HtbClassConfig::from_params(parent[i].map(|k| pos[k]), &mut p)
-            .map_err(|e| core_err(&cpath, e))?;
-        p.finish().map_err(|e| core_err(&cpath, e))?;
+        let cc = read_params("htb class", &c.params, &cpath, |p| {
+            HtbClassConfig::from_params(parent[i].map(|k| pos[k]), p)
+        })?;
         let rate_b = cc.rate.bytes_per_sec();
         let ceil = cc.ceil.unwrap_or(cc.rate);
         if ceil.bytes_per_sec() < rate_b {
@@ -877,13 +869,9 @@ fn prio(
     path: &str,
     row: Option<u32>,
 ) -> Result<Child, SimError> {
-    let mut p = Params::new("prio", params.iter().cloned());
-    let bands = p
-        .opt_u64("bands")
-        .map_err(|e| core_err(path, e))?
-        .unwrap_or(3);
-    let priomap = p.opt_str("priomap").map_err(|e| core_err(path, e))?;
-    p.finish().map_err(|e| core_err(path, e))?;
+    let (bands, priomap) = read_params("prio", params, path, |p| {
+        Ok((p.opt_u64("bands")?.unwrap_or(3), p.opt_str("priomap")?))
+    })?;
     if !(2..=16).contains(&bands) {
         return Err(cfg_err(
             format!("{path}.bands"),
@@ -975,9 +963,7 @@ fn drr(
 ) -> Result<Child, SimError> {
     let mut params = params.to_vec();
     let default = take_default(&mut params);
-    Params::new("drr", params.iter().cloned())
-        .finish()
-        .map_err(|e| core_err(path, e))?;
+    read_params("drr", &params, path, |_| Ok(()))?;
     if q.classes.is_empty() {
         return Err(cfg_err(
             format!("{path}.class"),
@@ -994,9 +980,7 @@ fn drr(
                 "drr classes are flat (no parent)",
             ));
         }
-        let mut p = Params::new("drr class", c.params.iter().cloned());
-        let quantum = p.opt_size("quantum").map_err(|e| core_err(&cpath, e))?;
-        p.finish().map_err(|e| core_err(&cpath, e))?;
+        let quantum = read_params("drr class", &c.params, &cpath, |p| p.opt_size("quantum"))?;
         let quantum = quantum
             .map(|b| {
                 u32::try_from(b.get())
