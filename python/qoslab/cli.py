@@ -28,6 +28,7 @@ import numpy as np
 from qoslab import __version__, _core
 from qoslab import run as run_cmd
 from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
+from qoslab.emulate.netns import EmulationSetupError
 from qoslab.api import ACTION_NAMES, COLOR_NAMES, _config_error, police, shape
 from qoslab.traceio import TraceFile, TraceFileError, read_trace, write_csv
 
@@ -95,6 +96,9 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run_cmd.add_run_parser(sub, fmt)
     _add_viz_parsers(sub, fmt)
+    from qoslab.emulate import cli as emulate_cli
+
+    emulate_cli.add_emulate_parser(sub, fmt)
     for name, helptext, epilog in (
         ("meter", "colour (and police) a trace CSV with a meter", METER_EPILOG),
         ("shape", "shape a trace CSV with a shaper", SHAPE_EPILOG),
@@ -285,6 +289,8 @@ def _run(argv: Sequence[str] | None) -> int:
             raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see 'qoslab --help')")
         parser.print_help()
         return EXIT_USAGE
+    if args.command == "emulate":
+        return _run_emulate(args, extras)
     if args.command in ("compare", "reproduce") or getattr(args, "report", None) is not None:
         return _run_viz(args, extras)
     if args.command == "run":
@@ -362,6 +368,19 @@ def _run_viz(args: argparse.Namespace, extras: Sequence[str]) -> int:
     return run_cmd.main(args, on_result=write)
 
 
+def _run_emulate(args: argparse.Namespace, extras: Sequence[str]) -> int:
+    from qoslab.emulate import cli as emulate_cli
+
+    if extras:
+        raise UsageError(f"emulate: unrecognized arguments: {' '.join(extras)}")
+    try:
+        return emulate_cli.main(args)
+    except ValueError as e:
+        if isinstance(e, (ScenarioError, ConfigError)):
+            raise
+        raise UsageError(f"emulate: {e}") from None
+
+
 def _with_typo_hint(e: ConfigError, params: dict[str, str]) -> ConfigError:
     """A required parameter is reported missing before unknown keys are;
     if the user gave a near spelling of it, say so."""
@@ -399,6 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(e))
     except ScenarioError as e:
         return _fail(str(e))
+    except EmulationSetupError as e:
+        return _fail(f"emulate: {e}")
     except (Cancelled, KeyboardInterrupt):
         print("qoslab: cancelled", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -175,6 +175,10 @@ def comparison_table(results: Mapping[str, SimulationResult]) -> tuple[list[str]
         ),
         row("ping RTT mean ms", lambda k, s: _weighted_rtt(pings[k])),
         row(
+            "ping RTT median ms",
+            lambda k, s: round(pings[k][0]["rtt_ms"]["p50"], 3) if pings[k] else None,
+        ),
+        row(
             "policy drops (packets)", lambda k, s: sum(p["drops"]["packets"] for p in s["policies"])
         ),
         row(
@@ -229,7 +233,50 @@ examples:
       --vary policy.bottleneck.egress.shape.queue_limit=83,200 --report /tmp/ql.html
   qoslab compare scenarios/packetlife-police.toml scenarios/packetlife-shape.toml \\
       --json --report /tmp/pl.html --figures /tmp/figs
+  sudo qoslab compare scenarios/example.toml --modes sim,emu,kernel
+
+--modes runs ONE scenario several ways: sim (the simulator), emu (real Linux TCP
+through qoslab's conditioners, 'qoslab emulate'), kernel (real Linux TCP through the
+kernel's own qdiscs, 'qoslab emulate --backend kernel'); emu and kernel need root.
 """
+
+#: ``--modes`` names → (label, how the run is made).
+MODES = {
+    "sim": "sim",
+    "emu": "emu (userspace)",
+    "kernel": "emu (kernel qdisc)",
+}
+
+
+def parse_modes(spec: str) -> list[str]:
+    """``sim,emu,kernel`` → the modes, in order, each once."""
+    modes = [m.strip() for m in spec.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if not modes or bad:
+        raise ValueError(
+            f"--modes expects a comma list of {', '.join(MODES)}, got '{spec}'"
+        )
+    return list(dict.fromkeys(modes))
+
+
+def compare_modes(
+    path: str, modes: Sequence[str], seed: int | None = None
+) -> tuple[dict[str, SimulationResult], dict[str, str]]:
+    """Runs one scenario in each mode; results and texts by label."""
+    results: dict[str, SimulationResult] = {}
+    text = load_scenario(path)[0]
+    for mode in modes:
+        label = MODES[mode]
+        if sys.stderr.isatty():
+            print(f"[{label}] running", file=sys.stderr)
+        if mode == "sim":
+            results[label] = simulate(path, seed=seed)
+        else:
+            from qoslab.emulate import emulate
+
+            backend = "kernel" if mode == "kernel" else "userspace"
+            results[label] = emulate(path, seed=seed, backend=backend)
+    return results, dict.fromkeys(results, text)
 
 
 def add_compare_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
@@ -242,6 +289,11 @@ def add_compare_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         allow_abbrev=False,
     )
     p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario TOML files")
+    p.add_argument(
+        "--modes",
+        metavar="M1,M2",
+        help="run one scenario several ways: sim, emu, kernel (e.g. sim,emu,kernel)",
+    )
     p.add_argument(
         "--vary",
         action="append",
@@ -282,6 +334,12 @@ def main(args: argparse.Namespace) -> int:
     """``qoslab compare``: returns the exit status; errors propagate."""
     if Path(args.report).is_dir():  # before the runs, not after them
         raise IsADirectoryError(errno.EISDIR, "is a directory (--report needs a file)", args.report)
+    if args.modes:
+        modes = parse_modes(args.modes)
+        if len(args.scenarios) != 1 or args.vary:
+            raise ValueError("--modes works on exactly one scenario, without --vary")
+        results, texts = compare_modes(args.scenarios[0], modes, seed=args.seed)
+        return _finish(args, results, texts)
     if args.vary:
         if len(args.scenarios) != 1:
             raise ValueError("--vary works on exactly one scenario")
@@ -297,6 +355,12 @@ def main(args: argparse.Namespace) -> int:
     results, texts = compare(
         specs, seed=args.seed, progress=_progress_bar if sys.stderr.isatty() else None
     )
+    return _finish(args, results, texts)
+
+
+def _finish(
+    args: argparse.Namespace, results: dict[str, SimulationResult], texts: dict[str, str]
+) -> int:
     cols, rows = comparison_table(results)
     title = "qoslab compare: " + " vs ".join(results)
     compare_report(results, texts, title).write(args.report)

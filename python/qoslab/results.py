@@ -84,7 +84,8 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
         }
         for p in raw["policies"]
     ]
-    return {
+    out = {
+        "mode": raw.get("mode", "simulate"),
         "scenario": raw["name"],
         "seed": raw["seed"],
         "duration_s": raw["duration_ns"] / 1e9,
@@ -96,6 +97,9 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
         "policies": policies,
         "events": raw["events"],
     }
+    if "emulation" in raw:  # how the emulator ran it: backend, kernel, forwarder timing
+        out["emulation"] = raw["emulation"]
+    return out
 
 
 def _class_summary(c: Mapping[str, Any]) -> dict[str, Any]:

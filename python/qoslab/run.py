@@ -151,7 +151,11 @@ def render_table(r: SimulationResult) -> str:
     out: list[str] = []
     data = [f for f in s["flows"] if f["protocol"] != "ping"]
     ids = [f["id"] for f in data]
-    out.append(f"scenario {s['scenario']}  seed {s['seed']}  {s['duration_s']:g} s simulated")
+    if s.get("mode") == "emulate":
+        how = f"emulated ({s['emulation']['backend']} policies, real Linux TCP)"
+    else:
+        how = "simulated"
+    out.append(f"scenario {s['scenario']}  seed {s['seed']}  {s['duration_s']:g} s {how}")
     header = "[ ID] Interval           Transfer     Bitrate         Retr"
     out.append(header)
     per_sec = _per_second(r, ids)

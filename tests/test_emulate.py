@@ -1,0 +1,168 @@
+"""``qoslab emulate``: real Linux TCP through qoslab's forwarder, in namespaces.
+
+The runs need root, iperf3, ip, tc, ethtool, ping, nstat and the forwarder binding;
+without them each test is skipped with the reason printed (``pytest -rs``). CI runs as
+root and installs the tools (scripts/setup.sh), so there they run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from qoslab import _core
+from qoslab.cli import main
+from qoslab.emulate.netns import PREFIX, REQUIRED_TOOLS, list_namespaces
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "emulation needs root"
+    missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
+    if missing:
+        return f"emulation needs {', '.join(missing)} (bash scripts/setup.sh)"
+    if not hasattr(_core, "emu_start"):
+        return "the forwarder binding is not built"
+    return None
+
+
+needs_emu = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+
+TBF_10MBIT = """\
+[scenario]
+name = "emu-test-tbf"
+duration = "3s"
+seed = 1
+
+[topology]
+senders = 1
+receivers = 1
+access = { rate = "1gbit", delay = "5ms" }
+bottleneck = { rate = "1gbit", delay = "0.5ms" }
+
+[policy.bottleneck.egress]
+shape = { kind = "tbf", rate = "10mbit", burst = "20000B", limit = "100000B" }
+
+[[traffic]]
+kind = "tcp-bulk"
+flows = 1
+profile = "linux"
+
+[[traffic]]
+kind = "ping"
+interval = "100ms"
+
+[record]
+interval = "100ms"
+series = ["goodput", "queue", "ping"]
+"""
+
+IDEAL_10MBIT = 10e6 * 1448 / 1514  # payload share of 1514-byte frames, as tc counts them
+
+
+def _ours() -> list[str]:
+    """Namespaces of emulations started by this test process's children."""
+    return [n for n in list_namespaces() if n.startswith(PREFIX)]
+
+
+def test_help_works_without_root(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["emulate", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "--backend" in out and "--cleanup" in out
+
+
+def test_plan_refuses_what_linux_cannot_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not hasattr(_core, "emu_plan"):
+        pytest.skip("the forwarder binding is not built")
+    s = tmp_path / "w10.toml"
+    s.write_text(TBF_10MBIT.replace('profile = "linux"', 'profile = "windows10"'))
+    assert main(["emulate", str(s), "--plan"]) == 2
+    err = capsys.readouterr().err
+    assert f"{s}:" in err and "traffic[0]" in err  # located at the key, as qoslab run does
+
+
+@needs_emu
+def test_tbf_run_gives_rate_and_delay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s = tmp_path / "tbf.toml"
+    s.write_text(TBF_10MBIT)
+    out = tmp_path / "out"
+    assert main(["emulate", str(s), "--json", "--out", str(out)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mode"] == "emulate"
+    tcp = [f for f in doc["flows"] if f["protocol"] == "tcp"]
+    ping = [f for f in doc["flows"] if f["protocol"] == "ping"]
+    # 3 s including slow start through a 20 kB bucket: within 8 % of the ideal rate.
+    assert tcp[0]["goodput_bps"] == pytest.approx(IDEAL_10MBIT, rel=0.08)
+    # two access links of 5 ms and the bottleneck's 0.5 ms each way: >= 21 ms idle RTT
+    assert ping[0]["rtt_ms"]["min"] >= 21.0
+    pol = doc["policies"][0]
+    assert pol["packets_in"] > 1000 and pol["kind"] == "tbf"
+    assert (out / "results.json").exists() and (out / "goodput.csv").exists()
+    assert not _ours(), "namespaces left behind"
+
+
+def _start(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "qoslab.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+
+
+def _wait_for_namespaces(p: subprocess.Popen[bytes], timeout_s: float = 15.0) -> list[str]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        mine = [n for n in _ours() if n.startswith(f"{PREFIX}{p.pid}-")]
+        if len(mine) >= 3:
+            time.sleep(1.0)  # let traffic start
+            return mine
+        if p.poll() is not None:
+            break
+        time.sleep(0.05)
+    p.kill()
+    raise AssertionError(f"the run made no namespaces: {p.communicate()[1].decode()[-500:]}")
+
+
+@needs_emu
+def test_sigint_and_sigterm_leave_nothing(tmp_path: Path) -> None:
+    s = tmp_path / "long.toml"
+    s.write_text(TBF_10MBIT.replace('duration = "3s"', 'duration = "30s"'))
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        p = _start(["emulate", str(s), "--quiet"])
+        _wait_for_namespaces(p)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 130, err.decode()
+        assert not [n for n in _ours() if n.startswith(f"{PREFIX}{p.pid}-")]
+        assert "cancelled" in err.decode()
+
+
+@needs_emu
+def test_sigkill_then_cleanup_removes_everything(tmp_path: Path) -> None:
+    s = tmp_path / "long.toml"
+    s.write_text(TBF_10MBIT.replace('duration = "3s"', 'duration = "30s"'))
+    p = _start(["emulate", str(s), "--quiet"])
+    left = _wait_for_namespaces(p)
+    p.kill()
+    p.wait(timeout=10)
+    assert set(left) <= set(_ours())  # SIGKILL leaves them...
+    pids = []
+    for n in left:
+        out = subprocess.run(["ip", "netns", "pids", n], capture_output=True, text=True)
+        pids += [int(x) for x in out.stdout.split()]
+    assert main(["emulate", "--cleanup"]) == 0  # ...and --cleanup removes them
+    assert not [n for n in _ours() if n.startswith(f"{PREFIX}{p.pid}-")]
+    time.sleep(0.2)
+    alive = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    assert not alive, f"processes left: {alive}"
