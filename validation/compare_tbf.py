@@ -639,7 +639,13 @@ def main(argv: list[str] | None = None) -> int:
                     + (f", error {s['error']}" if "error" in s else "")
                 )
             write_atomic(a.sim_json, json.dumps(sim, indent=1) + "\n")
-    write_atomic(a.doc, render(real, sim, note))
+    page = render(real, sim, note)
+    # Keep the emulator's section (validation/emulate_compare.py writes it).
+    old = a.doc.read_text(encoding="utf-8") if a.doc.exists() else ""
+    begin, end = "<!-- emulate:begin -->", "<!-- emulate:end -->"
+    if begin in old and end in old:
+        page = page.rstrip("\n") + "\n\n" + begin + old.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
+    write_atomic(a.doc, page)
     print(f"wrote {a.doc}")
     return 0
 
