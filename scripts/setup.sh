@@ -14,6 +14,15 @@ fi
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q chromium chromium-driver
 fi
+# The emulator (qoslab emulate) runs real iperf3 and ping between network
+# namespaces and configures them with iproute2 (ip, tc, nstat) and ethtool.
+need=()
+for t in iperf3:iperf3 ethtool:ethtool ping:iputils-ping ip:iproute2 tc:iproute2 nstat:iproute2; do
+  command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+fi
 for c in rustfmt clippy; do
   command -v "cargo-${c/rustfmt/fmt}" >/dev/null 2>&1 || rustup component add "$c" || true
 done
