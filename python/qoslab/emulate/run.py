@@ -296,6 +296,7 @@ def _run(
     ports = {h: netns.port(h) for h in plan["hosts"]}
     ips = {h: netns.ip(h) for h in plan["hosts"]}
     nstat0 = {h: _nstat(netns, h) for h in plan["hosts"]}
+    samplers = _start_tcpinfo(plan, netns, work, interval_ns)
     t0 = time.monotonic_ns()
     real0 = time.time_ns()
     fwd = _core.emu_start(text, filename, netns.net, ports, ips, kernel_links, capture, t0)
@@ -316,12 +317,29 @@ def _run(
             with contextlib.suppress(Exception):
                 fwd.stop()
     nstat1 = {h: _nstat(netns, h) for h in plan["hosts"]}
+    for proc in samplers.values():
+        proc.terminate()
+    for proc in samplers.values():
+        with contextlib.suppress(Exception):
+            proc.wait(timeout=3)
+    tcpinfo = _read_tcpinfo(work, list(samplers), t0)
     kernel = []
     if sampler is not None:
         for i, dev in sampler.devs:
             kernel.append((i, dev, sampler.read(dev)))
     raw = _assemble(
-        plan, info, programs, fwd_result, t0, real0, nstat0, nstat1, kernel, sampler, backend
+        plan,
+        info,
+        programs,
+        fwd_result,
+        t0,
+        real0,
+        nstat0,
+        nstat1,
+        kernel,
+        sampler,
+        backend,
+        tcpinfo,
     )
     raw["emulation"]["notes"] = notes + raw["emulation"]["notes"]
     raw["emulation"]["kernel_qdiscs"] = applied
@@ -362,6 +380,52 @@ def _drive(
         if pending:
             wait_s = min(wait_s, max(0.0, (t0 + pending[0].start_ns - now) / 1e9))
         time.sleep(wait_s)
+
+
+def _start_tcpinfo(
+    plan: dict[str, Any], netns: Netns, work: Path, interval_ns: int
+) -> dict[str, Any]:
+    """A ``qoslab.emulate.tcpinfo`` sampler in every host that sends TCP: the kernel's
+    per-connection state (cwnd, ssthresh, ca_state, RTO count) every 50 ms or faster."""
+    from qoslab.emulate.traffic import _popen_to_file
+
+    hosts = sorted({f["from"] for f in plan["flows"] if f["protocol"] == "tcp"})
+    every_s = min(0.05, interval_ns / 1e9)
+    procs = {}
+    for h in hosts:
+        argv = [sys.executable, "-I", str(Path(__file__).with_name("tcpinfo.py"))]
+        argv += ["--interval", f"{every_s:g}"]
+        argv += ["--max-seconds", f"{plan['duration_ns'] / 1e9 + GRACE_S + 30:g}"]
+        procs[h] = _popen_to_file(netns, h, argv, work / f"tcpinfo-{h}.jsonl")
+    deadline = time.monotonic() + 10.0
+    for h, proc in procs.items():
+        path = work / f"tcpinfo-{h}.jsonl"
+        while not path.read_text(encoding="utf-8", errors="replace").startswith('{"ready"'):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise EmulationSetupError(f"the tcp_info sampler in {h} did not start")
+            time.sleep(0.01)
+    return procs
+
+
+def _read_tcpinfo(
+    work: Path, hosts: list[str], t0: int
+) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Samples by (host, client port), times relative to ``t0``."""
+    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for h in hosts:
+        path = work / f"tcpinfo-{h}.jsonl"
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by the end of the sampler
+            if "sport" not in row:
+                continue
+            row["t"] = int(row["t"]) - t0
+            out.setdefault((h, int(row["sport"])), []).append(row)
+    return out
 
 
 def _nstat(netns: Netns, host: str) -> dict[str, int]:
@@ -420,8 +484,10 @@ def _assemble(
     kernel: list[tuple[int, str, dict[str, Any]]],
     sampler: _KernelSampler | None,
     backend: str,
+    tcpinfo: dict[tuple[str, int], list[dict[str, Any]]],
 ) -> dict[str, Any]:
     flows: dict[int, dict[str, Any]] = {}
+    interval_ns = int(plan["record_interval_ns"])
     cols: dict[str, dict[str, list[Any]]] = {
         "goodput": {"time_ns": [], "flow": [], "bytes": [], "retransmits": []},
         "rtt": {"time_ns": [], "flow": [], "rtt_ns": []},
@@ -487,12 +553,6 @@ def _assemble(
                         cols["rtt"]["time_ns"].append(t)
                         cols["rtt"]["flow"].append(f["id"])
                         cols["rtt"]["rtt_ns"].append(int(s["rtt"]) * 1000)
-                    if "snd_cwnd" in s:
-                        cols["cwnd"]["time_ns"].append(t)
-                        cols["cwnd"]["flow"].append(f["id"])
-                        cols["cwnd"]["cwnd_bytes"].append(int(s["snd_cwnd"]))
-                        cols["cwnd"]["ssthresh_bytes"].append(0)
-                        cols["cwnd"]["state"].append(0)
             retr_by_end = {}
             for iv in client.get("intervals", []):
                 for s in iv.get("streams", []):
@@ -510,23 +570,23 @@ def _assemble(
                     cols["goodput"]["retransmits"].append(retr_by_end.get(round(end, 1), 0))
             if f["protocol"] == "tcp":
                 row["retransmits"] = int(sender.get("retransmits", 0))
-                if tcp_flows_per_host.get(f["from"]) == 1:
+                row["rtt"] = _rtt_summary(rtt_samples)
+                samples = tcpinfo.get((f["from"], port), []) if port is not None else []
+                if samples:
+                    _from_tcpinfo(row, f["id"], samples, interval_ns, cols["cwnd"])
+                elif tcp_flows_per_host.get(f["from"]) == 1:
                     d = host_delta[f["from"]]
                     row["timeouts"] = _counter(d, "TcpExtTCPTimeouts")
                     row["fast_recoveries"] = _counter(
                         d, "TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery"
                     )
-                row["rtt"] = _rtt_summary(rtt_samples)
+                    row["packets_sent"] = _counter(d, "TcpOutSegs")
+                else:
+                    notes.append(f"flow {f['id']}: no tcp_info samples; RTO count unknown")
             else:
                 row["packets_sent"] = int(udp.get("packets", 0)) if udp else 0
                 row["packets_lost"] = int(udp.get("lost_packets", 0)) if udp else 0
             flows[f["id"]] = row
-    for h, n in tcp_flows_per_host.items():
-        if n > 1:
-            notes.append(
-                f"{h} sends {n} TCP flows: its RTO and recovery counts (nstat) are per host,"
-                " in emulation.hosts, not per flow"
-            )
     flow_list = [flows[i] for i in sorted(flows)]
     policies = list(fwd.get("policies", []))
     fseries = fwd.get("series", {})
@@ -607,6 +667,43 @@ def _assemble(
             "notes": notes,
         },
     }
+
+
+# Linux tcp_ca_state → the simulator's state codes (0 open, 1 disorder, 2 recovery,
+# 3 loss); CWR (an ECN or local-congestion reduction) has no simulator state: open.
+_CA_STATE = {0: 0, 1: 1, 2: 0, 3: 2, 4: 3}
+
+
+def _from_tcpinfo(
+    row: dict[str, Any],
+    flow_id: int,
+    samples: list[dict[str, Any]],
+    interval_ns: int,
+    cwnd: dict[str, list[Any]],
+) -> None:
+    """A flow's RTO count, data segments sent and recovery episodes from the kernel's
+    tcp_info samples (the last one before the socket closed), and its cwnd series at
+    the record interval."""
+    last = samples[-1]
+    if "total_rto" in last:
+        row["timeouts"] = int(last["total_rto"])
+    row["packets_sent"] = int(last.get("data_segs_out", 0))
+    episodes, prev = 0, 0
+    next_t = 0
+    for x in samples:
+        state = int(x.get("ca_state", 0))
+        if state == 3 and prev != 3:
+            episodes += 1
+        prev = state
+        if x["t"] >= next_t and "snd_cwnd" in x:
+            mss = int(x.get("snd_mss", 0)) or 1448
+            cwnd["time_ns"].append(max(0, int(x["t"])))
+            cwnd["flow"].append(flow_id)
+            cwnd["cwnd_bytes"].append(int(x["snd_cwnd"]) * mss)
+            cwnd["ssthresh_bytes"].append(int(x.get("snd_ssthresh", 0)) * mss)
+            cwnd["state"].append(_CA_STATE.get(state, 0))
+            next_t = (int(x["t"]) // interval_ns + 1) * interval_ns
+    row["fast_recoveries"] = episodes  # sampled: episodes shorter than a sample can be missed
 
 
 def _flow(f: dict[str, Any], start_ns: int, end_ns: int, nbytes: int) -> dict[str, Any]:
