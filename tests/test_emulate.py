@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from qoslab import _core
 from qoslab.cli import main
 from qoslab.emulate.netns import PREFIX, REQUIRED_TOOLS, list_namespaces
@@ -81,7 +80,9 @@ def test_help_works_without_root(capsys: pytest.CaptureFixture[str]) -> None:
     assert "examples:" in out and "--backend" in out and "--cleanup" in out
 
 
-def test_plan_refuses_what_linux_cannot_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_refuses_what_linux_cannot_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     if not hasattr(_core, "emu_plan"):
         pytest.skip("the forwarder binding is not built")
     s = tmp_path / "w10.toml"
@@ -163,6 +164,16 @@ def test_sigkill_then_cleanup_removes_everything(tmp_path: Path) -> None:
         pids += [int(x) for x in out.stdout.split()]
     assert main(["emulate", "--cleanup"]) == 0  # ...and --cleanup removes them
     assert not [n for n in _ours() if n.startswith(f"{PREFIX}{p.pid}-")]
-    time.sleep(0.2)
-    alive = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    deadline = time.monotonic() + 5.0
+    while (alive := [pid for pid in pids if _running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not alive, f"processes left: {alive}"
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its (new) parent to reap it."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status

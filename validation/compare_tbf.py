@@ -644,7 +644,14 @@ def main(argv: list[str] | None = None) -> int:
     old = a.doc.read_text(encoding="utf-8") if a.doc.exists() else ""
     begin, end = "<!-- emulate:begin -->", "<!-- emulate:end -->"
     if begin in old and end in old:
-        page = page.rstrip("\n") + "\n\n" + begin + old.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
+        page = (
+            page.rstrip("\n")
+            + "\n\n"
+            + begin
+            + old.split(begin, 1)[1].split(end, 1)[0]
+            + end
+            + "\n"
+        )
     write_atomic(a.doc, page)
     print(f"wrote {a.doc}")
     return 0

@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -43,11 +42,20 @@ BEGIN, END = "<!-- emulate:begin -->", "<!-- emulate:end -->"
 CASES = [
     ("scenarios/example.toml", "README example: police 10 Mbit/s, Bc = CIR/32, 2 CUBIC flows"),
     ("validation/emulate/tbf20-4cubic.toml", "tbf 20 Mbit/s, 4 CUBIC, RTT 10 ms"),
-    ("validation/emulate/tbf10-lat50-1cubic.toml", "tbf 10 Mbit/s latency 50 ms, 1 CUBIC, RTT 40 ms"),
+    (
+        "validation/emulate/tbf10-lat50-1cubic.toml",
+        "tbf 10 Mbit/s latency 50 ms, 1 CUBIC, RTT 40 ms",
+    ),
     ("validation/emulate/htb5-pfifo-2cubic.toml", "htb 5 Mbit/s + pfifo 100, 2 CUBIC, RTT 20 ms"),
     ("scenarios/trees/linux-htb-bfifo.toml", "htb 2 Mbit/s + bfifo 30 kB, 4 TCP + 2 UDP floods"),
-    ("validation/emulate/police20-bc625k-4cubic.toml", "police 20 Mbit/s Bc 625 kB, 4 CUBIC, RTT 10 ms"),
-    ("validation/emulate/police10-bc12k-1cubic.toml", "police 10 Mbit/s Bc 12.5 kB, 1 CUBIC, RTT 50 ms"),
+    (
+        "validation/emulate/police20-bc625k-4cubic.toml",
+        "police 20 Mbit/s Bc 625 kB, 4 CUBIC, RTT 10 ms",
+    ),
+    (
+        "validation/emulate/police10-bc12k-1cubic.toml",
+        "police 10 Mbit/s Bc 12.5 kB, 1 CUBIC, RTT 50 ms",
+    ),
 ]
 
 # What we found when a sim–emu gap exceeded 10 %: the diagnosis, per case and figure.
@@ -71,10 +79,14 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
         "tcp_goodput_mbps": round(sum(f["goodput_bps"] for f in tcp) / 1e6, 3),
         "retransmits": sum(f["retransmits"] for f in tcp),
         "rtos": rtos,
-        "ping_median_ms": ping[0]["rtt_ms"]["p50"] if ping and ping[0]["rtt_ms"]["samples"] else None,
+        "ping_median_ms": ping[0]["rtt_ms"]["p50"]
+        if ping and ping[0]["rtt_ms"]["samples"]
+        else None,
         "drops": sum(p["drops"]["packets"] for p in summary["policies"]),
         "forwarder_late_p99_us": (
-            (summary.get("emulation", {}).get("forwarder", {}).get("timing") or {}).get("late_p99_ns", 0)
+            (summary.get("emulation", {}).get("forwarder", {}).get("timing") or {}).get(
+                "late_p99_ns", 0
+            )
             / 1e3
             if summary.get("mode") == "emulate"
             else None
@@ -137,12 +149,16 @@ def render(doc: dict[str, Any]) -> str:
         r = _ratio(e["goodput_mbps"], s["goodput_mbps"])
         gap = "" if r is None or abs(r - 1) <= 0.10 else " **gap**"
         gk = _ratio(e["goodput_mbps"], k.get("goodput_mbps"))
-        gk_s = "–" if gk is None else f"{(gk - 1) * 100:+.1f} % " + (
-            "**ok**" if abs(gk - 1) <= 0.03 else "**MISS**"
+        gk_s = (
+            "–"
+            if gk is None
+            else f"{(gk - 1) * 100:+.1f} % " + ("**ok**" if abs(gk - 1) <= 0.03 else "**MISS**")
         )
         pk = _ratio(e["ping_median_ms"], k.get("ping_median_ms"))
-        pk_s = "–" if pk is None else f"{(pk - 1) * 100:+.1f} % " + (
-            "**ok**" if abs(pk - 1) <= 0.10 else "**MISS**"
+        pk_s = (
+            "–"
+            if pk is None
+            else f"{(pk - 1) * 100:+.1f} % " + ("**ok**" if abs(pk - 1) <= 0.10 else "**MISS**")
         )
 
         def three(key: str, nd: int = 2) -> str:
@@ -161,7 +177,9 @@ def render(doc: dict[str, Any]) -> str:
         if r is not None and abs(r - 1) > 0.10:
             any_gap = True
             name = Path(row["case"]).stem
-            lines.append(f"- `{name}`: emu/sim = {r:.3f}. {DIAGNOSES.get(name, 'not yet diagnosed.')}")
+            lines.append(
+                f"- `{name}`: emu/sim = {r:.3f}. {DIAGNOSES.get(name, 'not yet diagnosed.')}"
+            )
     if not any_gap:
         lines.append("- none in this run.")
     lines += ["", END]

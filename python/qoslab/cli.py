@@ -28,8 +28,8 @@ import numpy as np
 from qoslab import __version__, _core
 from qoslab import run as run_cmd
 from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
-from qoslab.emulate.netns import EmulationSetupError
 from qoslab.api import ACTION_NAMES, COLOR_NAMES, _config_error, police, shape
+from qoslab.emulate.netns import EmulationSetupError
 from qoslab.traceio import TraceFile, TraceFileError, read_trace, write_csv
 
 EXIT_USAGE = 2

@@ -253,9 +253,7 @@ def parse_modes(spec: str) -> list[str]:
     modes = [m.strip() for m in spec.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
     if not modes or bad:
-        raise ValueError(
-            f"--modes expects a comma list of {', '.join(MODES)}, got '{spec}'"
-        )
+        raise ValueError(f"--modes expects a comma list of {', '.join(MODES)}, got '{spec}'")
     return list(dict.fromkeys(modes))
 
 

@@ -45,6 +45,8 @@ PREFIX = "qle-"
 REQUIRED_TOOLS = ("ip", "tc", "iperf3", "ping", "ethtool", "nstat")
 SETUP_HINT = "apt-get install -y iperf3 iproute2 ethtool iputils-ping (or bash scripts/setup.sh)"
 CMD_TIMEOUT_S = 20.0
+#: ethtool -K: wire-sized frames with real checksums (see the module doc)
+OFFLOADS_OFF = ("tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off")
 SUBNET = "10.77"
 
 
@@ -149,16 +151,26 @@ class Netns:
             ns, port = self.ns(h), self.port(h)
             self._add_ns(ns)
             run_cmd(
-                ["ip", "link", "add", port, "netns", self.net, "type", "veth"]
-                + ["peer", "name", "eth0", "netns", ns]
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    port,
+                    "netns",
+                    self.net,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "eth0",
+                    "netns",
+                    ns,
+                ]
             )
             run_cmd(["ip", "-n", ns, "link", "set", "eth0", "address", host_mac(i)])
             run_cmd(["ip", "-n", ns, "addr", "add", f"{host_ip(i)}/16", "dev", "eth0"])
             for dev, where in (("eth0", ns), (port, self.net)):
-                run_cmd(
-                    ["ip", "netns", "exec", where, "ethtool", "-K", dev]
-                    + ["tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"]
-                )
+                run_cmd(["ip", "netns", "exec", where, "ethtool", "-K", dev, *OFFLOADS_OFF])
                 run_cmd(["ip", "-n", where, "link", "set", dev, "up"])
             run_cmd(["ip", "-n", self.net, "link", "set", port, "promisc", "on"])
         for i, h in enumerate(self.hosts):
@@ -194,10 +206,7 @@ class Netns:
         """A veth pair with both ends in the forwarder namespace (a kernel-qdisc loop)."""
         run_cmd(["ip", "-n", self.net, "link", "add", a, "type", "veth", "peer", "name", b])
         for dev in (a, b):
-            run_cmd(
-                ["ip", "netns", "exec", self.net, "ethtool", "-K", dev]
-                + ["tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"]
-            )
+            run_cmd(["ip", "netns", "exec", self.net, "ethtool", "-K", dev, *OFFLOADS_OFF])
             run_cmd(["ip", "-n", self.net, "link", "set", dev, "up"])
 
     # -- processes ---------------------------------------------------------------

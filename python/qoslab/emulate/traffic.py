@@ -15,7 +15,7 @@ iperf3 figures (Debian's 3.12): per stream, the receiver's bytes and seconds (go
 as iperf3 reports it: receiver bytes over receiver time), the sender's retransmissions
 (the kernel's ``tcpi_total_retrans``), and per interval the receiver's bytes (the
 server's ``-J`` intervals: the goodput series), the sender's ``snd_cwnd`` and ``rtt``
-(``tcpi_snd_cwnd`` × mss and ``tcpi_rtt``, smoothed) and retransmissions.
+(``tcpi_snd_cwnd`` times mss and ``tcpi_rtt``, smoothed) and retransmissions.
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def start_servers(programs: list[Program], netns: Netns) -> None:
 
 
 def _popen_to_file(netns: Netns, host: str, argv: list[str], out: Path) -> subprocess.Popen[str]:
-    fh = open(out, "w", encoding="utf-8")  # noqa: SIM115 - the child owns it
+    fh = open(out, "w", encoding="utf-8")
     try:
         p = subprocess.Popen(
             netns.exec_argv(host, argv),
