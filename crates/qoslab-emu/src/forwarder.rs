@@ -299,7 +299,7 @@ struct RealIo {
 }
 
 impl Io for RealIo {
-    fn deliver(&mut self, host: u32, frame: &[u8]) {
+    fn deliver(&mut self, host: u32, _t_ns: u64, frame: &[u8]) {
         if let Some(p) = self.port_of[host as usize] {
             let (buf, ranges) = &mut self.pending[p];
             let at = buf.len();

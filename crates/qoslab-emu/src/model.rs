@@ -42,7 +42,7 @@ pub enum Point {
 /// What the model asks of the outside world.
 pub trait Io {
     /// Write `frame` to the port of host node `host`.
-    fn deliver(&mut self, host: u32, frame: &[u8]);
+    fn deliver(&mut self, host: u32, t_ns: u64, frame: &[u8]);
     /// Send `frame` into direction `dir`'s real qdisc; `false` when the
     /// kernel refused it (the qdisc dropped it).
     fn kernel_send(&mut self, dir: u32, frame: &[u8]) -> bool;
@@ -486,7 +486,7 @@ impl Model {
         let s = &mut self.slots[id as usize];
         if s.dst == node {
             self.counters.frames_out += 1;
-            io.deliver(node, &s.buf[..s.len as usize]);
+            io.deliver(node, self.now_ns, &s.buf[..s.len as usize]);
             self.release(id);
             return;
         }

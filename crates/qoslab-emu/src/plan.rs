@@ -407,11 +407,11 @@ interval = "100ms"
         let e = plan(&s).unwrap_err();
         assert_eq!(e.path, "traffic[0].profile");
         assert!(e.message.contains("Linux cannot"), "{e}");
-        assert_eq!(e.line, 14, "{e}");
+        assert_eq!(e.line, 13, "{e}");
         let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nmax_rto = \"60s\"\n");
         let e = plan(&s).unwrap_err();
         assert_eq!(e.path, "traffic[0].max_rto");
-        assert_eq!(e.line, 14, "{e}");
+        assert_eq!(e.line, 13, "{e}");
         let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\ncc = \"reno\"\nsack = false\nrecovery = \"newreno\"\n");
         assert_eq!(plan(&s).unwrap().flows[0].tcp.as_ref().unwrap().cc, "reno");
     }
