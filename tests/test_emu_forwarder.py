@@ -149,9 +149,7 @@ def iperf_bps(n: Net) -> float:
     return float(json.loads(out)["end"]["sum_received"]["bits_per_second"])
 
 
-def test_tcp_through_the_userspace_tbf_and_ping_through_the_delay(
-    net: Net, tmp_path: Path
-) -> None:
+def test_tcp_through_the_userspace_tbf_and_ping_through_the_delay(net: Net, tmp_path: Path) -> None:
     pcap = tmp_path / "r1-r2-egress.pcap"
     h = start(net, tmp_path, captures=[("r1->r2", "egress", str(pcap))])
     try:
@@ -209,6 +207,4 @@ def test_kernel_backend_runs_the_real_tbf(net: Net, tmp_path: Path) -> None:
 
 def test_missing_namespace_is_an_emulation_error() -> None:
     with pytest.raises(_core.EmulationError, match="no-such-ns"):
-        _core.emu_start(
-            SCENARIO, "x.toml", "no-such-ns", {"s0": "a", "d0": "b"}, IPS, {}, [], 0
-        )
+        _core.emu_start(SCENARIO, "x.toml", "no-such-ns", {"s0": "a", "d0": "b"}, IPS, {}, [], 0)

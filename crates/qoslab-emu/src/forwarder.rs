@@ -108,6 +108,8 @@ pub struct EmuResult {
     pub series: Series,
     pub counters: Counters,
     pub timing: Timing,
+    /// The loop ran with real-time priority (SCHED_FIFO).
+    pub realtime: bool,
     /// Frames the ports' send buffers refused (should stay 0).
     pub tx_refused: u64,
     /// (path, frames) per capture written.
@@ -284,13 +286,20 @@ pub fn start(sc: &Scenario, spec: EmuSpec) -> Result<Handle, EmuError> {
     }
 }
 
+/// Frames for one port: one buffer and their (start, end) ranges.
+#[derive(Default)]
+struct Pending {
+    buf: Vec<u8>,
+    ranges: Vec<(usize, usize)>,
+}
+
 /// The [`Io`] of the real sockets.
 struct RealIo {
     /// Per node: index into `ports`.
     port_of: Vec<Option<usize>>,
     ports: Vec<PacketSocket>,
-    /// Per port: pending frames (one buffer, (start, end) ranges).
-    pending: Vec<(Vec<u8>, Vec<(usize, usize)>)>,
+    /// Per port: frames waiting for the next sendmmsg.
+    pending: Vec<Pending>,
     /// Per direction: the kernel socket it sends into.
     kernel_tx: Vec<Option<PacketSocket>>,
     captures: HashMap<(u32, Point), Capture>,
@@ -301,10 +310,10 @@ struct RealIo {
 impl Io for RealIo {
     fn deliver(&mut self, host: u32, _t_ns: u64, frame: &[u8]) {
         if let Some(p) = self.port_of[host as usize] {
-            let (buf, ranges) = &mut self.pending[p];
-            let at = buf.len();
-            buf.extend_from_slice(frame);
-            ranges.push((at, buf.len()));
+            let q = &mut self.pending[p];
+            let at = q.buf.len();
+            q.buf.extend_from_slice(frame);
+            q.ranges.push((at, q.buf.len()));
         }
     }
     fn kernel_send(&mut self, dir: u32, frame: &[u8]) -> bool {
@@ -331,11 +340,11 @@ impl Io for RealIo {
 
 impl RealIo {
     fn flush(&mut self) {
-        for (p, (buf, ranges)) in self.pending.iter_mut().enumerate() {
-            if ranges.is_empty() {
+        for (p, q) in self.pending.iter_mut().enumerate() {
+            if q.ranges.is_empty() {
                 continue;
             }
-            let frames: Vec<&[u8]> = ranges.iter().map(|&(a, b)| &buf[a..b]).collect();
+            let frames: Vec<&[u8]> = q.ranges.iter().map(|&(a, b)| &q.buf[a..b]).collect();
             match self.ports[p].send_batch(&frames) {
                 Ok(n) => self.tx_refused += n as u64,
                 Err(e) => {
@@ -344,8 +353,8 @@ impl RealIo {
                     });
                 }
             }
-            buf.clear();
-            ranges.clear();
+            q.buf.clear();
+            q.ranges.clear();
         }
     }
 }
@@ -368,6 +377,7 @@ fn run(
     let setup = || -> Result<_, String> {
         sys::enter_netns(&spec.netns)?;
         sys::precise_timers();
+        let rt = sys::realtime_priority();
         let mut ports = Vec::new();
         let mut port_of = vec![None; r.net.nodes.len()];
         for (n, ifname) in &r.ports {
@@ -387,9 +397,9 @@ fn run(
         for (d, p, path) in &r.captures {
             captures.insert((*d, *p), Capture::create(path, mtu + 14, offset)?);
         }
-        Ok((ports, port_of, kernel_tx, kernel_rx, captures, mtu))
+        Ok((ports, port_of, kernel_tx, kernel_rx, captures, mtu, rt))
     };
-    let (ports, port_of, kernel_tx, kernel_rx, captures, mtu) = match setup() {
+    let (ports, port_of, kernel_tx, kernel_rx, captures, mtu, realtime) = match setup() {
         Ok(x) => x,
         Err(e) => {
             let _ = ready.send(Err(EmuError(e.clone())));
@@ -405,7 +415,7 @@ fn run(
     let mut sources: Vec<(Source, PacketSocket)> = Vec::new();
     let mut io = RealIo {
         port_of,
-        pending: (0..ports.len()).map(|_| (Vec::new(), Vec::new())).collect(),
+        pending: (0..ports.len()).map(|_| Pending::default()).collect(),
         ports: Vec::new(),
         kernel_tx,
         captures,
@@ -433,24 +443,34 @@ fn run(
 
     let mut bufs = vec![vec![0u8; max_frame]; BATCH];
     let mut lens = vec![0usize; BATCH];
+    let mut stamps = vec![0u64; BATCH];
+    // Kernel receive stamps are CLOCK_REALTIME: shift them by the offset
+    // taken now (NTP slews it by parts per million at most during a run).
+    let real_minus_mono = i128::from(realtime_ns()) - i128::from(monotonic_ns());
     while !stop.load(Ordering::Relaxed) {
         let mut got = 0;
         for (src, sock) in &sources {
             for _ in 0..4 {
                 let n = sock
-                    .recv_batch(&mut bufs, &mut lens)
+                    .recv_batch(&mut bufs, &mut lens, &mut stamps)
                     .map_err(|e| EmuError(format!("reading '{}': {e}", sock.ifname)))?;
                 if n == 0 {
                     break;
                 }
-                let t = monotonic_ns();
-                model.advance(t, t, &mut io);
+                let wall = monotonic_ns();
                 for i in 0..n {
                     if lens[i] > max_frame {
                         model.counters.frames_in += 1;
                         model.counters.oversize += 1;
                         continue;
                     }
+                    // When the frame arrived: the kernel's stamp, never in
+                    // the future nor before what the model already ran.
+                    let t = match stamps[i] {
+                        0 => wall,
+                        s => ((i128::from(s) - real_minus_mono).max(0) as u64).min(wall),
+                    };
+                    model.advance(t, wall, &mut io);
                     let f = &bufs[i][..lens[i]];
                     match *src {
                         Source::Port(h) => model.ingress(t, h, f, &mut io),
@@ -498,6 +518,7 @@ fn run(
         series,
         counters,
         timing: Timing::of(&lateness),
+        realtime,
         tx_refused,
         captures: written,
     })

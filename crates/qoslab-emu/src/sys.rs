@@ -41,6 +41,17 @@ pub fn precise_timers() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0u64, 0u64, 0u64) };
 }
 
+/// Asks for real-time scheduling of this thread (sched(7) SCHED_FIFO,
+/// lowest real-time priority) so that busy neighbours on the machine do
+/// not delay its wake-ups; `false` when not allowed (the loop still runs,
+/// later). The kernel's RT throttling (`sched_rt_runtime_us`) keeps a few
+/// percent of each CPU for other tasks.
+pub fn realtime_priority() -> bool {
+    let p = libc::sched_param { sched_priority: 1 };
+    // SAFETY: plain syscall on this thread (tid 0 = caller).
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
+}
+
 /// An AF_PACKET SOCK_RAW socket bound to one interface.
 pub struct PacketSocket {
     fd: OwnedFd,
@@ -108,6 +119,11 @@ impl PacketSocket {
         }
         setsockopt_int(raw, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1)
             .map_err(|e| err("PACKET_IGNORE_OUTGOING (Linux >= 4.20)", e))?;
+        // The kernel's receive time of each frame (socket(7) SO_TIMESTAMPNS,
+        // CLOCK_REALTIME), so a frame is stamped when it arrived, not when
+        // a busy loop got round to reading it.
+        setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+            .map_err(|e| err("SO_TIMESTAMPNS", e))?;
         // SAFETY: all-zero is a valid sockaddr_ll.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
@@ -149,9 +165,16 @@ impl PacketSocket {
     }
 
     /// Receives up to `bufs.len()` frames without blocking; `lens[i]` is
-    /// each frame's real length (MSG_TRUNC: may exceed the buffer).
-    pub fn recv_batch(&self, bufs: &mut [Vec<u8>], lens: &mut [usize]) -> io::Result<usize> {
-        let n = bufs.len().min(lens.len());
+    /// each frame's real length (MSG_TRUNC: may exceed the buffer),
+    /// `stamps[i]` its kernel receive time (CLOCK_REALTIME ns; 0 if none).
+    pub fn recv_batch(
+        &self,
+        bufs: &mut [Vec<u8>],
+        lens: &mut [usize],
+        stamps: &mut [u64],
+    ) -> io::Result<usize> {
+        let n = bufs.len().min(lens.len()).min(stamps.len());
+        let mut control = vec![[0u64; CONTROL_WORDS]; n];
         let mut iov: Vec<libc::iovec> = bufs[..n]
             .iter_mut()
             .map(|b| libc::iovec {
@@ -161,9 +184,11 @@ impl PacketSocket {
             .collect();
         // SAFETY: all-zero mmsghdrs are valid; each points at one iovec.
         let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
-        for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
+        for ((m, v), c) in msgs.iter_mut().zip(iov.iter_mut()).zip(control.iter_mut()) {
             m.msg_hdr.msg_iov = v;
             m.msg_hdr.msg_iovlen = 1;
+            m.msg_hdr.msg_control = c.as_mut_ptr() as *mut libc::c_void;
+            m.msg_hdr.msg_controllen = std::mem::size_of_val(c);
         }
         // SAFETY: `msgs` and the buffers they point at live across the call.
         let r = unsafe {
@@ -184,6 +209,7 @@ impl PacketSocket {
         }
         for (i, m) in msgs[..r as usize].iter().enumerate() {
             lens[i] = m.msg_len as usize;
+            stamps[i] = rx_timestamp(&m.msg_hdr);
         }
         Ok(r as usize)
     }
@@ -258,6 +284,28 @@ impl PacketSocket {
         }
         Ok(refused)
     }
+}
+
+/// Control buffer per message, in u64 words (cmsg alignment): room for
+/// one SCM_TIMESTAMPNS.
+const CONTROL_WORDS: usize = 8;
+
+/// The SCM_TIMESTAMPNS of a received message, in ns, or 0.
+fn rx_timestamp(h: &libc::msghdr) -> u64 {
+    // SAFETY: the CMSG_* macros walk the control buffer the kernel filled,
+    // within `msg_controllen`; the timespec is read unaligned.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                return ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    0
 }
 
 fn if_mtu(fd: RawFd, ifname: &str) -> io::Result<u32> {

@@ -230,6 +230,7 @@ impl EmuHandle {
         t.set_item("p99_ns", r.timing.p99_ns)?;
         t.set_item("p999_ns", r.timing.p999_ns)?;
         t.set_item("max_ns", r.timing.max_ns)?;
+        t.set_item("realtime_priority", r.realtime)?;
         d.set_item("timing", t)?;
         let c = &r.counters;
         d.set_item("frames_in", c.frames_in)?;
