@@ -25,7 +25,7 @@ import pytest
 if not sys.platform.startswith("linux"):
     pytest.skip("the emulator is Linux only", allow_module_level=True)
 
-from qoslab import _core  # noqa: E402
+from qoslab import _core
 
 MISSING = [t for t in ("ip", "ethtool", "iperf3", "ping") if shutil.which(t) is None]
 pytestmark = pytest.mark.skipif(
