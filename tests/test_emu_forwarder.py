@@ -89,8 +89,21 @@ def net() -> Iterator[Net]:
             sh("ip", "-n", name, "link", "set", "lo", "up")
         macs = {}
         for h, ns in n.ns.items():
-            sh("ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name",
-               n.ports[h], "netns", n.fw)  # fmt: skip
+            sh(
+                "ip",
+                "-n",
+                ns,
+                "link",
+                "add",
+                "eth0",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                n.ports[h],
+                "netns",
+                n.fw,
+            )
             sh("ip", "-n", ns, "addr", "add", f"{IPS[h]}/24", "dev", "eth0")
             # Full-sized frames with real checksums: the forwarder copies
             # bytes, it cannot finish a checksum the stack left to hardware.
@@ -103,8 +116,20 @@ def net() -> Iterator[Net]:
         for h, ns in n.ns.items():
             for other in IPS:
                 if other != h:
-                    sh("ip", "-n", ns, "neigh", "add", IPS[other], "lladdr", macs[other],
-                       "dev", "eth0", "nud", "permanent")  # fmt: skip
+                    sh(
+                        "ip",
+                        "-n",
+                        ns,
+                        "neigh",
+                        "add",
+                        IPS[other],
+                        "lladdr",
+                        macs[other],
+                        "dev",
+                        "eth0",
+                        "nud",
+                        "permanent",
+                    )
         yield n
     finally:
         for p in n.procs:
@@ -192,8 +217,20 @@ def test_kernel_backend_runs_the_real_tbf(net: Net, tmp_path: Path) -> None:
     sh("ip", "-n", net.fw, "link", "add", "qk0a", "type", "veth", "peer", "name", "qk0b")
     for dev in ("qk0a", "qk0b"):
         sh("ip", "-n", net.fw, "link", "set", dev, "up")
-    sh("ip", "netns", "exec", net.fw, "tc", "qdisc", "add", "dev", "qk0a", "root",
-       kern["qdisc"], *kern["tc_args"])  # fmt: skip
+    sh(
+        "ip",
+        "netns",
+        "exec",
+        net.fw,
+        "tc",
+        "qdisc",
+        "add",
+        "dev",
+        "qk0a",
+        "root",
+        kern["qdisc"],
+        *kern["tc_args"],
+    )
     h = start(net, tmp_path, kernel_links={"r1->r2": ("qk0a", "qk0b")})
     try:
         bps = iperf_bps(net)
