@@ -224,7 +224,7 @@ impl EmuHandle {
         col(py, &sd, "color_dropped_bytes", &s.color_dropped_bytes)?;
         d.set_item("series", sd)?;
         let t = PyDict::new(py);
-        t.set_item("events", r.timing.count)?;
+        t.set_item("count", r.timing.count)?;
         t.set_item("mean_ns", r.timing.mean_ns)?;
         t.set_item("p50_ns", r.timing.p50_ns)?;
         t.set_item("p99_ns", r.timing.p99_ns)?;
