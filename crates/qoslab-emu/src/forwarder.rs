@@ -129,6 +129,12 @@ impl Handle {
         &self.live
     }
 
+    /// The loop is still running (it ends on `stop` or on an I/O error,
+    /// which `stop` then returns).
+    pub fn is_running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
     /// Stops the loop, joins the thread, returns the results.
     pub fn stop(&mut self) -> Result<EmuResult, EmuError> {
         self.stop.store(true, Ordering::Relaxed);

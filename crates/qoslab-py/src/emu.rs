@@ -159,8 +159,10 @@ fn col<'py, T: Element + Clone>(
 
 #[pymethods]
 impl EmuHandle {
-    /// Live counters: frames_in, frames_out, dropped, lost, unroutable,
-    /// oversize, policy_drops (list, per policy), running.
+    /// Live counters: running (false once stopped, or after an I/O error
+    /// that `stop()` will raise), frames_in, frames_out, dropped, lost,
+    /// unroutable, oversize, policy_drops (per policy, in policy_names
+    /// order), policy_names.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         let Some(h) = &self.inner else {
@@ -169,7 +171,7 @@ impl EmuHandle {
         };
         let l = h.live();
         let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-        d.set_item("running", true)?;
+        d.set_item("running", h.is_running())?;
         d.set_item("frames_in", g(&l.frames_in))?;
         d.set_item("frames_out", g(&l.frames_out))?;
         d.set_item("dropped", g(&l.dropped))?;
