@@ -450,6 +450,7 @@ fn run(
     let mut bufs = vec![vec![0u8; max_frame]; BATCH];
     let mut lens = vec![0usize; BATCH];
     let mut stamps = vec![0u64; BATCH];
+    let mut csum = vec![false; BATCH];
     // Kernel receive stamps are CLOCK_REALTIME: shift them by the offset
     // taken now (NTP slews it by parts per million at most during a run).
     let real_minus_mono = i128::from(realtime_ns()) - i128::from(monotonic_ns());
@@ -458,7 +459,7 @@ fn run(
         for (src, sock) in &sources {
             for _ in 0..4 {
                 let n = sock
-                    .recv_batch(&mut bufs, &mut lens, &mut stamps)
+                    .recv_batch(&mut bufs, &mut lens, &mut stamps, &mut csum)
                     .map_err(|e| EmuError(format!("reading '{}': {e}", sock.ifname)))?;
                 if n == 0 {
                     break;
@@ -477,7 +478,11 @@ fn run(
                         s => ((i128::from(s) - real_minus_mono).max(0) as u64).min(wall),
                     };
                     model.advance(t, wall, &mut io);
-                    let f = &bufs[i][..lens[i]];
+                    let f = &mut bufs[i][..lens[i]];
+                    if csum[i] && crate::frame::complete_l4_checksum(f) {
+                        model.counters.checksums_completed += 1;
+                    }
+                    let f = &*f;
                     match *src {
                         Source::Port(h) => model.ingress(t, h, f, &mut io),
                         Source::Kernel(d) => model.kernel_return(t, d, f, &mut io),

@@ -97,6 +97,8 @@ pub struct Counters {
     pub dropped: u64,
     pub lost: u64,
     pub loops: u64,
+    /// TCP/UDP checksums filled in for senders that left them to offload.
+    pub checksums_completed: u64,
 }
 
 /// The model.

@@ -124,6 +124,10 @@ impl PacketSocket {
         // a busy loop got round to reading it.
         setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
             .map_err(|e| err("SO_TIMESTAMPNS", e))?;
+        // packet(7) PACKET_AUXDATA: tells which frames still need their
+        // checksum (the sender left it to offload).
+        setsockopt_int(raw, libc::SOL_PACKET, libc::PACKET_AUXDATA, 1)
+            .map_err(|e| err("PACKET_AUXDATA", e))?;
         // SAFETY: all-zero is a valid sockaddr_ll.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
@@ -166,14 +170,16 @@ impl PacketSocket {
 
     /// Receives up to `bufs.len()` frames without blocking; `lens[i]` is
     /// each frame's real length (MSG_TRUNC: may exceed the buffer),
-    /// `stamps[i]` its kernel receive time (CLOCK_REALTIME ns; 0 if none).
+    /// `stamps[i]` its kernel receive time (CLOCK_REALTIME ns; 0 if none),
+    /// `csum[i]` whether its TCP/UDP checksum was left to offload.
     pub fn recv_batch(
         &self,
         bufs: &mut [Vec<u8>],
         lens: &mut [usize],
         stamps: &mut [u64],
+        csum: &mut [bool],
     ) -> io::Result<usize> {
-        let n = bufs.len().min(lens.len()).min(stamps.len());
+        let n = bufs.len().min(lens.len()).min(stamps.len()).min(csum.len());
         let mut control = vec![[0u64; CONTROL_WORDS]; n];
         let mut iov: Vec<libc::iovec> = bufs[..n]
             .iter_mut()
@@ -209,7 +215,7 @@ impl PacketSocket {
         }
         for (i, m) in msgs[..r as usize].iter().enumerate() {
             lens[i] = m.msg_len as usize;
-            stamps[i] = rx_timestamp(&m.msg_hdr);
+            (stamps[i], csum[i]) = control_data(&m.msg_hdr);
         }
         Ok(r as usize)
     }
@@ -287,25 +293,35 @@ impl PacketSocket {
 }
 
 /// Control buffer per message, in u64 words (cmsg alignment): room for
-/// one SCM_TIMESTAMPNS.
-const CONTROL_WORDS: usize = 8;
+/// one SCM_TIMESTAMPNS (32 B) and one PACKET_AUXDATA (40 B).
+const CONTROL_WORDS: usize = 16;
 
-/// The SCM_TIMESTAMPNS of a received message, in ns, or 0.
-fn rx_timestamp(h: &libc::msghdr) -> u64 {
+/// `TP_STATUS_CSUMNOTREADY` (linux/if_packet.h).
+const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
+
+/// The SCM_TIMESTAMPNS of a received message in ns (or 0), and whether
+/// its auxdata says the checksum is not ready.
+fn control_data(h: &libc::msghdr) -> (u64, bool) {
+    let (mut stamp, mut csum) = (0, false);
     // SAFETY: the CMSG_* macros walk the control buffer the kernel filled,
-    // within `msg_controllen`; the timespec is read unaligned.
+    // within `msg_controllen`; payloads are read unaligned.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(h);
         while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+            let (level, ty) = ((*c).cmsg_level, (*c).cmsg_type);
+            if level == libc::SOL_SOCKET && ty == libc::SCM_TIMESTAMPNS {
                 let ts: libc::timespec =
                     std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                return ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+                stamp = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+            } else if level == libc::SOL_PACKET && ty == libc::PACKET_AUXDATA {
+                // tpacket_auxdata begins with `__u32 tp_status`.
+                let status = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const u32);
+                csum = status & TP_STATUS_CSUMNOTREADY != 0;
             }
             c = libc::CMSG_NXTHDR(h, c);
         }
     }
-    0
+    (stamp, csum)
 }
 
 fn if_mtu(fd: RawFd, ifname: &str) -> io::Result<u32> {

@@ -242,6 +242,7 @@ impl EmuHandle {
         d.set_item("dropped", c.dropped)?;
         d.set_item("lost", c.lost)?;
         d.set_item("loops", c.loops)?;
+        d.set_item("checksums_completed", c.checksums_completed)?;
         d.set_item("tx_refused", r.tx_refused)?;
         let caps: Vec<(String, u64)> = r
             .captures
