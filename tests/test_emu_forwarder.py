@@ -28,7 +28,7 @@ if not sys.platform.startswith("linux"):
 from qoslab import _core
 
 MISSING = [t for t in ("ip", "ethtool", "iperf3", "ping") if shutil.which(t) is None]
-pytestmark = pytest.mark.skipif(
+needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or bool(MISSING),
     reason="needs root and ip/ethtool/iperf3/ping"
     + (f" (missing: {', '.join(MISSING)})" if MISSING else " (not root)"),
@@ -140,15 +140,15 @@ def net() -> Iterator[Net]:
             sh("ip", "netns", "del", name, check=False)
 
 
-def start(n: Net, tmp: Path, **kw: object) -> object:
+def start(n: Net, tmp: Path, **kw: object) -> _core.EmuHandle:
     return _core.emu_start(
         SCENARIO,
         "emu-test.toml",
         n.fw,
         n.ports,
         IPS,
-        kw.get("kernel_links", {}),
-        kw.get("captures", []),
+        kw.get("kernel_links", {}),  # type: ignore[arg-type]
+        kw.get("captures", []),  # type: ignore[arg-type]
         time.monotonic_ns(),
     )
 
@@ -174,6 +174,7 @@ def iperf_bps(n: Net) -> float:
     return float(json.loads(out)["end"]["sum_received"]["bits_per_second"])
 
 
+@needs_root
 def test_tcp_through_the_userspace_tbf_and_ping_through_the_delay(net: Net, tmp_path: Path) -> None:
     pcap = tmp_path / "r1-r2-egress.pcap"
     h = start(net, tmp_path, captures=[("r1->r2", "egress", str(pcap))])
@@ -211,6 +212,7 @@ def test_tcp_through_the_userspace_tbf_and_ping_through_the_delay(net: Net, tmp_
         assert "TCP" in t.stdout or "ICMP" in t.stdout, t.stdout
 
 
+@needs_root
 def test_kernel_backend_runs_the_real_tbf(net: Net, tmp_path: Path) -> None:
     plan = _core.emu_plan(SCENARIO, "emu-test.toml")
     (pol,) = plan["policies"]
@@ -247,3 +249,28 @@ def test_kernel_backend_runs_the_real_tbf(net: Net, tmp_path: Path) -> None:
 def test_missing_namespace_is_an_emulation_error() -> None:
     with pytest.raises(_core.EmulationError, match="no-such-ns"):
         _core.emu_start(SCENARIO, "x.toml", "no-such-ns", {"s0": "a", "d0": "b"}, IPS, {}, [], 0)
+
+
+def test_plan_lists_hosts_flows_and_the_tc_form_of_the_policy() -> None:
+    plan = _core.emu_plan(SCENARIO, "emu-test.toml")
+    assert plan["hosts"] == ["s0", "d0"]
+    (flow,) = plan["flows"]
+    assert flow["id"] == 0 and (flow["from"], flow["to"]) == ("s0", "d0")
+    assert flow["tcp"]["cc"] == "cubic" and flow["tcp"]["receive_window_bytes"] is None
+    (pol,) = plan["policies"]
+    assert pol["link"] == "r1->r2"
+    assert pol["kernel"] == {
+        "qdisc": "tbf",
+        "tc_args": ["rate", "10mbit", "burst", "10kb", "latency", "50ms"],
+    }
+    assert [x["name"] for x in plan["links"]][:2] == ["s0->r1", "r1->s0"]
+
+
+def test_plan_refuses_what_linux_cannot_do_at_the_key() -> None:
+    text = SCENARIO.replace('kind = "tcp-bulk"', 'kind = "tcp-bulk"\ndelayed_ack = "200ms"')
+    with pytest.raises(_core.ScenarioError) as e:
+        _core.emu_plan(text, "emu-test.toml")
+    assert e.value.path == "traffic[0].delayed_ack"
+    assert "Linux cannot" in e.value.message
+    line = 1 + text.splitlines().index('delayed_ack = "200ms"')
+    assert str(e.value).startswith(f"emu-test.toml:{line}:15: ")
