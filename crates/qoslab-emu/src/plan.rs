@@ -402,6 +402,55 @@ interval = "100ms"
     }
 
     #[test]
+    fn explicit_topology_hosts_are_the_nodes_traffic_names() {
+        let text = r#"
+[scenario]
+duration = "1s"
+[[node]]
+name = "a"
+[[node]]
+name = "r"
+[[node]]
+name = "b"
+[[node]]
+name = "c"
+[[link]]
+a = "a"
+b = "r"
+rate = "100mbit"
+delay = "1ms"
+[[link]]
+a = "r"
+b = "b"
+rate = "10mbit"
+delay = "5ms"
+[[link]]
+a = "r"
+b = "c"
+rate = "10mbit"
+delay = "5ms"
+[policy.r-b.egress]
+fifo = { limit = "20p" }
+[[traffic]]
+kind = "ping"
+from = "b"
+to = "a"
+"#;
+        let s = qoslab_scenario::parse(text, "e.toml").unwrap();
+        let p = plan(&s).unwrap();
+        assert_eq!(p.hosts, ["a", "b"]);
+        assert_eq!(p.policies.len(), 1);
+        assert_eq!(p.policies[0].link.as_deref(), Some("r->b"));
+        assert_eq!(
+            p.policies[0].kernel,
+            Some(KernelQdisc::Root {
+                qdisc: "pfifo".into(),
+                args: vec!["limit".into(), "20".into()]
+            })
+        );
+    }
+
+    #[test]
     fn windows_profile_and_unmappable_keys_are_refused_where_they_are() {
         let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nprofile = \"windows10\"\n");
         let e = plan(&s).unwrap_err();
