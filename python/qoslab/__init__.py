@@ -14,6 +14,7 @@ runs them over NumPy arrays and renders results::
 from qoslab._core import (
     Cancelled,
     ConfigError,
+    EmulationError,
     ScenarioError,
     TraceError,
     core_version,
@@ -42,6 +43,7 @@ __all__ = [
     "COLOR_NAMES",
     "Cancelled",
     "ConfigError",
+    "EmulationError",
     "PoliceResult",
     "ScenarioError",
     "ShapeResult",

@@ -30,6 +30,9 @@ class ScenarioError(ValueError):
 class Cancelled(KeyboardInterrupt):
     """A simulation was cancelled (Ctrl-C, or the progress callback returned False)."""
 
+class EmulationError(RuntimeError):
+    """The emulator could not run (namespace or interface missing, not root, I/O error)."""
+
 def core_version() -> str: ...
 def meter_kinds() -> list[tuple[str, str]]: ...
 def shaper_kinds() -> list[tuple[str, str]]: ...
@@ -58,3 +61,21 @@ def simulate_toml(
     seed: int | None = None,
     progress: Callable[[int, int, int], object] | None = None,
 ) -> dict[str, Any]: ...
+def emu_plan(text: str, filename: str = "<string>") -> dict[str, Any]: ...
+
+class EmuHandle:
+    """A running userspace forwarder (``emu_start``); dropping it stops the thread."""
+
+    def stats(self) -> dict[str, Any]: ...
+    def stop(self) -> dict[str, Any]: ...
+
+def emu_start(
+    text: str,
+    filename: str,
+    netns: str,
+    ports: dict[str, str],
+    host_ips: dict[str, str],
+    kernel_links: dict[str, tuple[str, str]],
+    captures: list[tuple[str, str, str]],
+    t0_ns: int,
+) -> EmuHandle: ...

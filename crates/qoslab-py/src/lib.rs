@@ -14,6 +14,8 @@
 //! `qoslab.TraceError` (a `ValueError` with `.index` and `.message`). Nothing
 //! here unwraps user data, so no panic can reach Python.
 
+#[cfg(target_os = "linux")]
+mod emu;
 mod sim;
 
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -249,6 +251,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Cancelled", py.get_type::<sim::Cancelled>())?;
     m.add_function(wrap_pyfunction!(sim::scenario_info, m)?)?;
     m.add_function(wrap_pyfunction!(sim::simulate_toml, m)?)?;
+    #[cfg(target_os = "linux")]
+    {
+        m.add("EmulationError", py.get_type::<emu::EmulationError>())?;
+        m.add_class::<emu::EmuHandle>()?;
+        m.add_function(wrap_pyfunction!(emu::emu_plan, m)?)?;
+        m.add_function(wrap_pyfunction!(emu::emu_start, m)?)?;
+    }
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(meter_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(shaper_kinds, m)?)?;

@@ -42,7 +42,7 @@ pub(crate) fn scenario_err(py: Python<'_>, e: CoreScenarioError) -> PyErr {
     err
 }
 
-fn parse(py: Python<'_>, text: &str, filename: &str) -> PyResult<Scenario> {
+pub(crate) fn parse(py: Python<'_>, text: &str, filename: &str) -> PyResult<Scenario> {
     qoslab_scenario::parse(text, filename).map_err(|e| scenario_err(py, e))
 }
 
@@ -67,7 +67,7 @@ pub(crate) fn scenario_info<'py>(
     Ok(d)
 }
 
-fn recorded(sc: &Scenario) -> Vec<&'static str> {
+pub(crate) fn recorded(sc: &Scenario) -> Vec<&'static str> {
     let r = &sc.config.record;
     let on = [
         r.goodput, r.rtt, r.cwnd, r.queue, r.tokens, r.colors, r.ping, r.segments,
@@ -168,7 +168,7 @@ fn flow_dict<'py>(py: Python<'py>, f: &FlowResult) -> PyResult<Bound<'py, PyDict
     Ok(d)
 }
 
-fn policy_dict<'py>(py: Python<'py>, p: &PolicyResult) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn policy_dict<'py>(py: Python<'py>, p: &PolicyResult) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("name", &p.name)?;
     d.set_item("kind", &p.kind)?;

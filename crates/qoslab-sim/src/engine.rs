@@ -76,7 +76,12 @@ impl<E: Copy> EventQueue<E> {
         Some((e.time_ns, e.ev))
     }
 
-    #[cfg(test)]
+    /// When the earliest pending event is due.
+    #[inline]
+    pub fn peek_time(&self) -> Option<u64> {
+        self.heap.peek().map(|e| e.time_ns)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }

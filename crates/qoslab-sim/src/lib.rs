@@ -17,17 +17,17 @@
 mod arena;
 pub mod cc;
 pub mod config;
-mod engine;
-mod link;
-mod net;
-mod policy;
+pub mod engine;
+pub mod link;
+pub mod net;
+pub mod policy;
 pub mod result;
 mod sim;
 mod stats;
 pub mod tcp;
 #[cfg(test)]
 mod testutil;
-mod timer;
+pub mod timer;
 mod traffic;
 pub mod tree;
 
@@ -65,6 +65,30 @@ pub struct Progress {
     pub sim_time_ns: u64,
     pub duration_ns: u64,
     pub events: u64,
+}
+
+/// One flow as the engine numbers it ([`result::FlowResult::id`] order):
+/// what the emulator (`qoslab-emu`) needs to start the same flow with real
+/// programs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedFlow {
+    pub id: u32,
+    /// Index of the `[[traffic]]` entry (`SimConfig::traffic`) it comes from.
+    pub traffic_index: u32,
+    /// `tcp`, `udp` or `ping`.
+    pub protocol: &'static str,
+    pub label: String,
+    pub from: String,
+    pub to: String,
+    pub start_ns: u64,
+    /// `None`: runs to the end.
+    pub stop_ns: Option<u64>,
+}
+
+/// Validates `config` exactly as [`run`] does and lists its flows (same
+/// ids, endpoints and schedule as the simulation would use).
+pub fn plan_flows(config: &SimConfig) -> Result<Vec<PlannedFlow>, SimError> {
+    Ok(sim::Sim::new(config)?.planned_flows(config))
 }
 
 /// Run `config` to completion. `progress` is called every few hundred

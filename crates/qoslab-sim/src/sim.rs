@@ -1143,6 +1143,35 @@ impl Sim {
         }
     }
 
+    /// The flows as built, with the `[[traffic]]` entry each came from
+    /// (entries expand to `flows` flows each, in order; ping to one).
+    pub fn planned_flows(&self, cfg: &SimConfig) -> Vec<crate::PlannedFlow> {
+        let origin = cfg.traffic.iter().enumerate().flat_map(|(i, t)| {
+            let n = match t {
+                TrafficSpec::TcpBulk { flows, .. }
+                | TrafficSpec::UdpCbr { flows, .. }
+                | TrafficSpec::OnOff { flows, .. } => *flows,
+                TrafficSpec::Ping { .. } => 1,
+            };
+            std::iter::repeat_n(i as u32, n as usize)
+        });
+        self.flows
+            .iter()
+            .zip(origin)
+            .enumerate()
+            .map(|(id, (f, ti))| crate::PlannedFlow {
+                id: id as u32,
+                traffic_index: ti,
+                protocol: f.protocol,
+                label: f.label.clone(),
+                from: self.node_names[f.from as usize].clone(),
+                to: self.node_names[f.to as usize].clone(),
+                start_ns: f.start_ns,
+                stop_ns: (f.stop_ns != u64::MAX).then_some(f.stop_ns),
+            })
+            .collect()
+    }
+
     /// Packets in flight or queued (arena slots in use).
     #[cfg(test)]
     pub fn packets_live(&self) -> usize {
