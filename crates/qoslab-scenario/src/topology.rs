@@ -12,9 +12,9 @@ use qoslab_core::params::{nearest, Params};
 use qoslab_core::parse::Limit;
 use qoslab_core::shaper::AnyShaper;
 use qoslab_core::Duration;
+use qoslab_policy::spec::{FifoLimit, FifoSpec, MeterSpec, PolicySpec, QdiscSpec, ShaperSpec};
 use qoslab_sim::config::{
-    DumbbellSpec, ExplicitTopology, FifoLimit, FifoSpec, LinkParams, LinkSpec, MeterSpec, NodeSpec,
-    PolicySpec, QdiscSpec, ShaperSpec, TimerSpec, Topology,
+    DumbbellSpec, ExplicitTopology, LinkParams, LinkSpec, NodeSpec, TimerSpec, Topology,
 };
 
 /// Linux's default device queue: `pfifo_fast` with txqueuelen 1000.
