@@ -153,6 +153,92 @@ pub fn shape_trace<S: Shaper>(
     sizes: &[u32],
     departures: &mut [u64],
 ) -> Result<ShapeSummary, TraceError> {
+    shape_trace_fields(shaper, times, sizes, &TraceFields::default(), departures)
+}
+
+/// Optional per-packet header fields of a trace, beyond time and size: a
+/// missing column leaves the field as [`Packet::new`] has it (flow 0,
+/// DSCP 0, green, an all-zero 5-tuple), so every filter that looks at it
+/// sees the same value for every packet and the default class gets them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TraceFields<'a> {
+    /// Incoming colour, 0 green, 1 yellow, 2 red.
+    pub colors: Option<&'a [u8]>,
+    /// Flow id: what SFQ, FQ-CoDel and fair-queue hash when the 5-tuple is
+    /// all zero ([`crate::classify::flow_hash`]).
+    pub flow: Option<&'a [u32]>,
+    /// DiffServ code point, 0..=63.
+    pub dscp: Option<&'a [u8]>,
+    pub src_addr: Option<&'a [u32]>,
+    pub dst_addr: Option<&'a [u32]>,
+    pub src_port: Option<&'a [u16]>,
+    pub dst_port: Option<&'a [u16]>,
+    pub protocol: Option<&'a [u8]>,
+}
+
+impl TraceFields<'_> {
+    fn check(&self, n: usize) -> Result<(), TraceError> {
+        let lens = [
+            ("color", self.colors.map(<[u8]>::len)),
+            ("flow", self.flow.map(<[u32]>::len)),
+            ("dscp", self.dscp.map(<[u8]>::len)),
+            ("src", self.src_addr.map(<[u32]>::len)),
+            ("dst", self.dst_addr.map(<[u32]>::len)),
+            ("src_port", self.src_port.map(<[u16]>::len)),
+            ("dst_port", self.dst_port.map(<[u16]>::len)),
+            ("proto", self.protocol.map(<[u8]>::len)),
+        ];
+        for (name, len) in lens {
+            if len.is_some_and(|l| l != n) {
+                return Err(TraceError {
+                    index: 0,
+                    message: format!("column {name} must have one entry per packet"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Packet `i` of `size_bytes` with the fields given.
+    fn packet(&self, i: usize, size_bytes: u32) -> Result<Packet, TraceError> {
+        let mut p = Packet::new(i as u64, size_bytes);
+        if let Some(c) = self.colors {
+            p.color = Color::from_u8(c[i]).ok_or_else(|| TraceError {
+                index: i,
+                message: format!("color {} is not 0 (green), 1 (yellow) or 2 (red)", c[i]),
+            })?;
+        }
+        if let Some(d) = self.dscp {
+            if d[i] > 63 {
+                return Err(TraceError {
+                    index: i,
+                    message: format!("dscp {} is above 63", d[i]),
+                });
+            }
+            p.dscp = d[i];
+        }
+        let pick32 = |c: Option<&[u32]>, d: u32| c.map_or(d, |v| v[i]);
+        let pick16 = |c: Option<&[u16]>, d: u16| c.map_or(d, |v| v[i]);
+        p.flow = pick32(self.flow, p.flow);
+        let t = &mut p.tuple;
+        t.src_addr = pick32(self.src_addr, t.src_addr);
+        t.dst_addr = pick32(self.dst_addr, t.dst_addr);
+        t.src_port = pick16(self.src_port, t.src_port);
+        t.dst_port = pick16(self.dst_port, t.dst_port);
+        t.protocol = self.protocol.map_or(t.protocol, |v| v[i]);
+        Ok(p)
+    }
+}
+
+/// [`shape_trace`] with packet header fields (colour, flow, DSCP, 5-tuple)
+/// from `fields`, for schedulers and filters that look at them.
+pub fn shape_trace_fields<S: Shaper>(
+    shaper: &mut S,
+    times: &[u64],
+    sizes: &[u32],
+    fields: &TraceFields<'_>,
+    departures: &mut [u64],
+) -> Result<ShapeSummary, TraceError> {
     check_trace(times, sizes)?;
     let n = times.len();
     if departures.len() != n {
@@ -161,6 +247,7 @@ pub fn shape_trace<S: Shaper>(
             message: "departures must have one entry per packet".into(),
         });
     }
+    fields.check(n)?;
     departures.fill(DROPPED);
     let mut r = Run {
         s: ShapeSummary::default(),
@@ -173,7 +260,7 @@ pub fn shape_trace<S: Shaper>(
         let now = Instant::from_ns(times[i]);
         r.release(shaper, Some(now));
         r.clock = r.clock.max(now);
-        let pkt = Packet::new(i as u64, sizes[i]);
+        let pkt = fields.packet(i, sizes[i])?;
         if let Err(d) = shaper.enqueue(now, pkt) {
             r.s.dropped_packets += 1;
             r.s.dropped_bytes += d.packet.size_bytes as u64;

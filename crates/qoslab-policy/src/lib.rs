@@ -26,7 +26,7 @@ pub mod policy;
 pub mod registry;
 pub mod result;
 pub mod spec;
-// pub mod trace;
+pub mod trace;
 pub mod tree;
 
 pub use policy::{EgressQueue, Policy};

@@ -337,6 +337,36 @@ impl core::ops::DerefMut for PolicyTree {
     }
 }
 
+/// The tree as a `Shaper` of its own (a trace driver, a link that drains
+/// [`Shaper::drain_dropped`]): its root, with the sink as the drops made
+/// outside `enqueue`.
+impl Shaper for PolicyTree {
+    #[inline]
+    fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
+        self.root.enqueue(now, pkt)
+    }
+    #[inline]
+    fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        self.root.dequeue(now)
+    }
+    #[inline]
+    fn next_ready(&self, now: Instant) -> Option<Instant> {
+        self.root.next_ready(now)
+    }
+    fn backlog_packets(&self) -> usize {
+        self.root.backlog_packets()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.root.backlog_bytes()
+    }
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        self.root.describe()
+    }
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        self.take_dropped(out);
+    }
+}
+
 /// Build state: the rows so far, the sink, seeds.
 struct Cx {
     rows: Vec<ClassRow>,
