@@ -73,7 +73,7 @@ impl TracePolicy {
             valid.push(TREE_KIND);
             return Err(PolicyError::new(
                 "kind",
-                registry::unknown_message("shape kind", kind, &valid),
+                registry::unknown_message("shaper", kind, &valid),
             ));
         };
         match k.family {

@@ -127,12 +127,14 @@
 //! `traffic`.
 
 pub mod error;
+mod policy_file;
 mod reader;
 mod topology;
 mod traffic;
 mod tree;
 
 pub use error::ScenarioError;
+pub use policy_file::{parse_policy, BASE as POLICY_BASE};
 
 use qoslab_core::Duration;
 use qoslab_sim::config::RecordSpec;

@@ -447,7 +447,7 @@ fn ingress(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<MeterSpec> {
 /// A link direction's policy: the flat forms (`police`, `shape`, `fifo`
 /// alone) or a policy tree (a root qdisc, its `class`es, `filter`s and
 /// child `qdisc`, optionally behind `police`).
-fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
+pub(crate) fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
     let mut t = f.table(cx)?;
     let police = t.get(cx, "police");
     let shape = t.get(cx, "shape");
