@@ -68,6 +68,13 @@ impl TracePolicy {
     /// (required), the link draining them. Errors name the parameter
     /// (`rate`, `limit`, `kind`) as their path.
     pub fn from_params(kind: &str, params: &[(String, String)]) -> Result<Self, PolicyError> {
+        if kind.trim().eq_ignore_ascii_case(TREE_KIND) {
+            return Err(PolicyError::new(
+                "kind",
+                "tree is a whole policy tree: give it as TOML ('qoslab shape tree --policy \
+                 FILE.toml', qoslab.shape_policy)",
+            ));
+        }
         let Some(k) = registry::lookup(kind) else {
             let mut valid = registry::qdisc_kinds();
             valid.push(TREE_KIND);
@@ -412,6 +419,8 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.message.contains("qoslab shape tree --policy"), "{e}");
+        let e = TracePolicy::from_params("tree", &[]).err().unwrap();
+        assert!(e.message.contains("--policy"), "{e}");
         let e = TracePolicy::from_params("srtcm", &[]).err().unwrap();
         assert!(e.message.contains("qoslab meter srtcm"), "{e}");
     }
