@@ -704,4 +704,95 @@ mod tests {
             meter_trace(&mut pol, &[5], &[1], Some(&[7]), &mut [0; 1], &mut [0; 1]).unwrap_err();
         assert!(e.message.contains("color 7"));
     }
+
+    /// The header columns reach the packets the shaper sees (a FIFO keeps
+    /// them as given), and bad values name their packet.
+    #[test]
+    fn trace_fields_set_the_packet_and_bad_values_name_it() {
+        struct Spy(Vec<Packet>);
+        impl Shaper for Spy {
+            fn enqueue(&mut self, _: Instant, p: Packet) -> Result<(), Dropped> {
+                self.0.push(p);
+                Ok(())
+            }
+            fn dequeue(&mut self, _: Instant) -> Option<Packet> {
+                (!self.0.is_empty()).then(|| self.0.remove(0))
+            }
+            fn next_ready(&self, now: Instant) -> Option<Instant> {
+                (!self.0.is_empty()).then_some(now)
+            }
+            fn backlog_packets(&self) -> usize {
+                self.0.len()
+            }
+            fn backlog_bytes(&self) -> u64 {
+                0
+            }
+            fn describe(&self) -> Vec<(&'static str, String)> {
+                Vec::new()
+            }
+        }
+        struct Log<S>(S, Vec<Packet>);
+        impl<S: Shaper> Shaper for Log<S> {
+            fn enqueue(&mut self, now: Instant, p: Packet) -> Result<(), Dropped> {
+                self.1.push(p);
+                self.0.enqueue(now, p)
+            }
+            fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+                self.0.dequeue(now)
+            }
+            fn next_ready(&self, now: Instant) -> Option<Instant> {
+                self.0.next_ready(now)
+            }
+            fn backlog_packets(&self) -> usize {
+                self.0.backlog_packets()
+            }
+            fn backlog_bytes(&self) -> u64 {
+                self.0.backlog_bytes()
+            }
+            fn describe(&self) -> Vec<(&'static str, String)> {
+                Vec::new()
+            }
+        }
+        let f = TraceFields {
+            colors: Some(&[0, 2]),
+            flow: Some(&[7, 8]),
+            dscp: Some(&[46, 0]),
+            src_addr: Some(&[0x0a00_0001, 0]),
+            dst_addr: Some(&[0x0a00_0002, 0]),
+            src_port: Some(&[1234, 0]),
+            dst_port: Some(&[5001, 0]),
+            protocol: Some(&[17, 6]),
+        };
+        let mut s = Log(Spy(Vec::new()), Vec::new());
+        let mut dep = [0; 2];
+        shape_trace_fields(&mut s, &[0, 1], &[100, 100], &f, &mut dep).unwrap();
+        let p = s.1[0];
+        assert_eq!((p.flow, p.dscp, p.color), (7, 46, Color::Green));
+        assert_eq!(
+            (
+                p.tuple.src_addr,
+                p.tuple.dst_addr,
+                p.tuple.src_port,
+                p.tuple.dst_port
+            ),
+            (0x0a00_0001, 0x0a00_0002, 1234, 5001)
+        );
+        assert_eq!((s.1[1].color, s.1[1].tuple.protocol), (Color::Red, 6));
+        let bad = TraceFields {
+            dscp: Some(&[0, 64]),
+            ..TraceFields::default()
+        };
+        let e = shape_trace_fields(&mut Spy(Vec::new()), &[0, 1], &[1, 1], &bad, &mut dep);
+        assert_eq!(e.unwrap_err().index, 1);
+        let short = TraceFields {
+            flow: Some(&[1]),
+            ..TraceFields::default()
+        };
+        let e = shape_trace_fields(&mut Spy(Vec::new()), &[0, 1], &[1, 1], &short, &mut dep);
+        assert!(e.unwrap_err().message.contains("column flow"));
+        // Without fields: the packets of shape_trace.
+        let mut s = Log(Spy(Vec::new()), Vec::new());
+        shape_trace(&mut s, &[0], &[100], &mut [0]).unwrap();
+        assert_eq!(s.1[0], Packet::new(0, 100));
+    }
 }
