@@ -29,9 +29,11 @@ from qoslab.api import (
     ShapeResult,
     color,
     describe,
+    kind_families,
     meter_kinds,
     police,
     shape,
+    shape_policy,
     shaper_kinds,
 )
 from qoslab.results import SimulationResult
@@ -52,12 +54,14 @@ __all__ = [
     "__version__",
     "color",
     "describe",
+    "kind_families",
     "meter_kinds",
     "parse_rate",
     "parse_size",
     "parse_time",
     "police",
     "shape",
+    "shape_policy",
     "shaper_kinds",
     "simulate",
 ]

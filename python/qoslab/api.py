@@ -12,8 +12,10 @@ packets run in Rust with the GIL released.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,14 +47,22 @@ _TIME_MAX = 2**63 - 1  # departures are returned as int64
 
 
 def meter_kinds() -> dict[str, str]:
-    """Meter kinds and their one-line descriptions."""
-    return dict(_core.meter_kinds())
+    """Meter kinds and their one-line descriptions (the kind registry's)."""
+    return {k: d for k, _family, d in _core.meter_kinds()}
 
 
 def shaper_kinds() -> dict[str, str]:
-    """Kinds ``shape`` runs and their one-line descriptions: the shapers, then
-    the AQMs (red, wred, rio, codel, pie), which also need ``rate``."""
-    return dict(_core.shaper_kinds())
+    """Kinds ``shape`` runs and their one-line descriptions, in the kind
+    registry's order: queues, AQMs, classless and classful schedulers,
+    shapers; all but the shapers also need ``rate`` (the link draining
+    them), and htb / drr need a whole tree (``shape_policy``)."""
+    return {k: d for k, _family, d in _core.shaper_kinds()}
+
+
+def kind_families() -> dict[str, str]:
+    """Every kind's family (meter, queue, aqm, classless scheduler, classful
+    scheduler, shaper; ``tree`` is a policy tree), from the kind registry."""
+    return {k: f for k, f, _ in [*_core.meter_kinds(), *_core.shaper_kinds()]}
 
 
 def _param_value(key: str, value: object) -> str:
@@ -165,11 +175,15 @@ class PoliceResult:
 @dataclass(frozen=True)
 class ShapeResult:
     """Per-packet departure time (ns; -1 when dropped), drop mask, totals
-    (``delay_ns`` max and mean of sent packets, the mean floored to whole ns)."""
+    (``delay_ns`` max and mean of sent packets, the mean floored to whole ns),
+    and, for a queue, scheduler or tree, one row per class (root first;
+    packets, bytes, drops, colours, largest queue)."""
 
     departure_ns: npt.NDArray[np.int64]
     dropped: npt.NDArray[np.bool_]
     summary: dict[str, Any]
+    classes: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, str] = field(default_factory=dict)
 
 
 def police(
@@ -205,20 +219,37 @@ def color(kind: str, times_ns: Any, sizes: Any, colors: Any = None, **params: ob
     return police(kind, times_ns, sizes, colors, **params).colors
 
 
-def shape(kind: str, times_ns: Any, sizes: Any, **params: object) -> ShapeResult:
-    """Runs a trace through shaper ``kind``: departure times (int64 ns, -1
-    for dropped packets), a drop mask and totals (sent, dropped, delays).
+#: Packet header columns ``shape`` takes: name -> (dtype, largest value).
+HEADER_COLUMNS: dict[str, tuple[type[np.unsignedinteger], int]] = {
+    "flow": (np.uint32, 2**32 - 1),
+    "dscp": (np.uint8, 63),
+    "src": (np.uint32, 2**32 - 1),
+    "dst": (np.uint32, 2**32 - 1),
+    "src_port": (np.uint16, 65535),
+    "dst_port": (np.uint16, 65535),
+    "proto": (np.uint8, 255),
+}
 
-    An AQM kind (red, wred, rio, codel, pie) has no service rate of its own:
-    it needs ``rate``, the link draining its queue, and a packet's departure
-    is when it leaves the queue for that link (its sojourn ends).
 
-    >>> r = shape("codel", [0, 0, 0], [1000, 1000, 1000], rate="8mbit")
-    >>> r.departure_ns.tolist()
-    [0, 1000000, 2000000]
-    """
-    t, s = _trace(times_ns, sizes)
-    dep, raw = _core.shape_trace(kind, _params(params), t, s)
+def _columns(columns: Mapping[str, Any] | None, n: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, values in (columns or {}).items():
+        if name == "color":
+            out[name] = _colors_array(values, n)
+            continue
+        if name not in HEADER_COLUMNS:
+            valid = ", ".join(["color", *HEADER_COLUMNS])
+            raise ValueError(f"unknown trace column '{name}'; columns: {valid}")
+        dtype, maximum = HEADER_COLUMNS[name]
+        a = as_uint_array(values, name, dtype, maximum)
+        if len(a) != n:
+            raise ValueError(f"{name} has {len(a)} entries but there are {n} packets")
+        out[name] = np.ascontiguousarray(a)
+    return out
+
+
+def _shape_result(t: Any, s: Any, out: tuple[Any, ...]) -> ShapeResult:
+    dep, raw, classes, described = out
     dropped = dep == np.uint64(2**64 - 1)
     departure = dep.astype(np.int64)
     departure[dropped] = -1
@@ -234,7 +265,74 @@ def shape(kind: str, times_ns: Any, sizes: Any, **params: object) -> ShapeResult
         },
         "max_backlog_packets": raw["max_backlog_packets"],
     }
-    return ShapeResult(departure, dropped, summary)
+    if raw["warnings"]:
+        summary["warnings"] = list(raw["warnings"])
+    return ShapeResult(departure, dropped, summary, list(classes), dict(described))
+
+
+def shape(
+    kind: str,
+    times_ns: Any,
+    sizes: Any,
+    columns: Mapping[str, Any] | None = None,
+    **params: object,
+) -> ShapeResult:
+    """Runs a trace through ``kind``: departure times (int64 ns, -1 for
+    dropped packets), a drop mask, totals (sent, dropped, delays) and, but
+    for a shaper or AQM, one row per class.
+
+    ``kind`` is a shaper (``tbf``, ``shape``, RAS), or an AQM, queue,
+    classless scheduler (``sfq``, ``fq_codel``, ``fair-queue``) or ``prio``,
+    which have no service rate of their own: they need ``rate``, the link
+    draining their queue, and a packet's departure is when it leaves the
+    queue for that link. ``columns`` are optional per-packet header fields
+    (``color``, ``flow``, ``dscp``, ``src``, ``dst``, ``src_port``,
+    ``dst_port``, ``proto``); a missing one is 0 for every packet.
+
+    >>> r = shape("codel", [0, 0, 0], [1000, 1000, 1000], rate="8mbit")
+    >>> r.departure_ns.tolist()
+    [0, 1000000, 2000000]
+    """
+    t, s = _trace(times_ns, sizes)
+    cols = _columns(columns, len(t))
+    return _shape_result(t, s, _core.shape_trace(kind, _params(params), t, s, cols))
+
+
+def shape_policy(
+    policy: str | os.PathLike[str],
+    times_ns: Any,
+    sizes: Any,
+    rate: str | None = None,
+    columns: Mapping[str, Any] | None = None,
+) -> ShapeResult:
+    """Runs a trace through a whole policy tree: ``policy`` is a TOML file or
+    TOML text holding what a scenario writes under ``[policy.LINK.DIR]``
+    (``htb = { default = "20" }``, ``[[class]]``, ``[[filter]]``, …).
+    ``rate`` is the link draining the tree, required unless its root paces
+    itself (a shaper or htb). Errors in the policy are ``ScenarioError``s
+    located in it. ``columns`` as for ``shape``: filters on 5-tuple fields
+    or DSCP see 0 where a column is missing, so such packets go to the
+    default class.
+
+    >>> r = shape_policy('prio = {}', [0, 0], [1000, 1000], rate="8mbit")
+    >>> r.departure_ns.tolist(), [c["name"] for c in r.classes]
+    ([0, 1000000], ['root', '1', '2', '3'])
+    """
+    text, file = policy_text(policy)
+    t, s = _trace(times_ns, sizes)
+    cols = _columns(columns, len(t))
+    return _shape_result(t, s, _core.shape_policy(text, file, rate, t, s, cols))
+
+
+def policy_text(policy: str | os.PathLike[str]) -> tuple[str, str]:
+    """(TOML text, name for errors) of ``policy``: a path to an existing
+    file, or TOML text (anything holding '=' that is not a file)."""
+    p = Path(policy)
+    if isinstance(policy, os.PathLike) or ("=" not in str(policy) and "\n" not in str(policy)):
+        return p.read_text(encoding="utf-8"), str(policy)
+    if "\n" not in str(policy) and p.is_file():
+        return p.read_text(encoding="utf-8"), str(policy)
+    return str(policy), "<policy>"
 
 
 def describe(kind: str, **params: object) -> dict[str, str]:

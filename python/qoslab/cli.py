@@ -2,7 +2,9 @@
 
 ``qoslab run SCENARIO`` simulates a scenario file (see ``qoslab.run``).
 ``qoslab meter KIND`` and ``qoslab shape KIND`` run a trace CSV through any
-meter, shaper or AQM kind of qoslab-core (an AQM behind a link of ``--rate``).
+kind of the registry (qoslab-policy): meters; shapers; AQMs, queues and
+schedulers behind a link of ``--rate``; ``qoslab shape tree --policy`` a
+whole policy tree.
 Options the command does not know (``--cir 20mbit``) become conditioner
 parameters, as does ``--param cir=20mbit``.
 
@@ -28,9 +30,17 @@ import numpy as np
 from qoslab import __version__, _core
 from qoslab import run as run_cmd
 from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
-from qoslab.api import ACTION_NAMES, COLOR_NAMES, _config_error, police, shape
+from qoslab.api import (
+    ACTION_NAMES,
+    COLOR_NAMES,
+    ShapeResult,
+    _config_error,
+    police,
+    shape,
+    shape_policy,
+)
 from qoslab.emulate.netns import EmulationSetupError
-from qoslab.traceio import TraceFile, TraceFileError, read_trace, write_csv
+from qoslab.traceio import TraceFile, TraceFileError, header_columns, read_trace, write_csv
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -62,15 +72,37 @@ examples:
 SHAPE_EPILOG = """\
 input CSV: header 'time_ns,size_bytes' (other columns are passed through).
 Output: the input columns plus 'departure_ns' (empty when dropped) and
-'dropped' (0/1). Parameters as for 'qoslab meter'. The AQM kinds (red, wred,
-rio, codel, pie) need --rate, the link draining their queue; departure_ns is
-when a packet leaves the queue for that link.
+'dropped' (0/1). Parameters as for 'qoslab meter'; 'qoslab shape --list'
+shows every kind with its family.
+
+Shapers (tbf, shape, srras, ...) pace packets themselves. Every other kind
+has no service rate of its own and needs --rate, the link draining it:
+queues (pfifo, bfifo, pfifo_head_drop), AQMs (red, wred, rio, codel, pie),
+classless schedulers (sfq, fq_codel, fair-queue) and prio; departure_ns is
+when a packet leaves the qdisc for that link.
+
+KIND 'tree' runs a whole policy tree: --policy FILE.toml, or the TOML inline,
+holding the table a scenario writes under [policy.LINK.DIR] (a root qdisc
+key such as htb = { default = "20" }, [[class]] and [[filter]] tables,
+[qdisc], police). htb and drr come this way (they need classes). --rate is
+the link draining the tree, required unless its root is a shaper or htb.
+
+Header columns a scheduler or filter reads, each optional: flow (the flow id
+sfq, fq_codel and fair-queue hash), dscp (0-63), src, dst (a.b.c.d), src_port,
+dst_port, proto (number or tcp/udp/icmp), color. Without them every packet is
+one flow with all those fields 0: filters on them never match (a 'dport 5001'
+filter does not), so such packets go to the default class.
+--json adds one row per class (root first): packets, bytes, drops, colours.
 
 examples:
   qoslab shape tbf --rate 1mbit --burst 3000B --limit 30000B \\
       --input examples/trace.csv --output /tmp/shaped.csv --json
   qoslab shape codel --rate 3mbit --target 5ms --interval 100ms \\
       --input examples/trace.csv --output /tmp/codel.csv --json
+  qoslab shape sfq --rate 2mbit --limit 50 --input examples/trace.csv --json
+  qoslab shape tree --policy examples/htb-two-classes.toml \\
+      --input examples/two-flows.csv --json
+  qoslab shape tree --policy 'prio = { bands = 3 }' --rate 2mbit --input examples/trace.csv
   qoslab shape --list
 """
 
@@ -101,7 +133,7 @@ def _build_parser() -> argparse.ArgumentParser:
     emulate_cli.add_emulate_parser(sub, fmt)
     for name, helptext, epilog in (
         ("meter", "colour (and police) a trace CSV with a meter", METER_EPILOG),
-        ("shape", "shape a trace CSV with a shaper", SHAPE_EPILOG),
+        ("shape", "shape a trace CSV with a shaper, queue, scheduler or policy tree", SHAPE_EPILOG),
     ):
         p = sub.add_parser(
             name,
@@ -122,6 +154,13 @@ def _build_parser() -> argparse.ArgumentParser:
             metavar="KEY=VALUE",
             help="a parameter (repeatable); '--KEY VALUE' works too",
         )
+        if name == "shape":
+            p.add_argument(
+                "--policy",
+                metavar="TOML",
+                help="KIND tree: a policy TOML file, or the TOML inline "
+                "(the table of a scenario's [policy.LINK.DIR])",
+            )
         p.add_argument("--input", metavar="CSV", help="the trace to read")
         p.add_argument("--output", metavar="CSV", help="where to write the per-packet result")
         p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -158,16 +197,18 @@ def _collect_params(pairs: Sequence[str], extras: Sequence[str]) -> dict[str, st
     return out
 
 
-def _list(kinds: list[tuple[str, str]], family: str, as_json: bool = False) -> int:
+def _list(kinds: list[tuple[str, str, str]], family: str, as_json: bool = False) -> int:
     if as_json:
-        print(json.dumps([{"kind": k, "description": d} for k, d in kinds], indent=2))
+        rows = [{"kind": k, "family": f, "description": d} for k, f, d in kinds]
+        print(json.dumps(rows, indent=2))
         return 0
     if not kinds:
         print(f"no {family} kinds are built into this qoslab")
         return 0
-    width = max(len(k) for k, _ in kinds)
-    for k, d in kinds:
-        print(f"{k:<{width}}  {d}")
+    width = max(len(k) for k, _, _ in kinds)
+    fwidth = max(len(f) for _, f, _ in kinds)
+    for k, f, d in kinds:
+        print(f"{k:<{width}}  {f:<{fwidth}}  {d}")
     return 0
 
 
@@ -233,14 +274,35 @@ def _append2(row: list[str], a: str, b: str) -> list[str]:
     return [*row, a, b]
 
 
+def _shape(args: argparse.Namespace, params: dict[str, str], tf: TraceFile) -> ShapeResult:
+    """Runs the trace through KIND, or through the --policy tree."""
+    columns = header_columns(tf)
+    if args.kind.lower() != "tree":
+        if args.policy is not None:
+            raise UsageError(f"shape: --policy goes with KIND tree, not '{args.kind}'")
+        return shape(args.kind, tf.times_ns, tf.sizes, columns, **params)
+    if args.policy is None:
+        raise UsageError(
+            "shape tree: --policy FILE.toml (or the TOML inline) is required "
+            "(see 'qoslab shape --help')"
+        )
+    rate = params.pop("rate", None)
+    if params:
+        extra = ", ".join(f"--{k}" for k in params)
+        raise UsageError(
+            f"shape tree: {extra}: a tree's parameters go in its --policy; "
+            "only --rate (the link draining it) is given here"
+        )
+    return shape_policy(args.policy, tf.times_ns, tf.sizes, rate, columns)
+
+
 def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
-    kind = args.kind
-    described = dict(_core.describe_shaper(kind, params))
     tf = read_trace(args.input)
     try:
-        r = shape(kind, tf.times_ns, tf.sizes, **params)
+        r = _shape(args, params, tf)
     except TraceError as e:
         raise _trace_error(tf, e) from None
+    described = r.params
     if args.output:
         for new in ("departure_ns", "dropped"):
             if new in (h.lower() for h in tf.header):
@@ -256,12 +318,16 @@ def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
     s = r.summary
     summary: dict[str, Any] = {
         "command": "shape",
-        "kind": described.get("kind", kind),
+        "kind": described.get("kind", args.kind),
         "params": described,
         "input": args.input,
         "output": args.output,
         **s,
     }
+    if args.policy is not None:
+        summary["policy"] = args.policy
+    if r.classes:
+        summary["classes"] = r.classes
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -276,9 +342,29 @@ def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
         f"delay   max {delay['max'] / 1e6:.3f} ms, mean {delay['mean'] / 1e6:.3f} ms; "
         f"max backlog {s['max_backlog_packets']} packets"
     )
+    if len(r.classes) > 1:
+        _print_classes(r.classes)
+    for w in s.get("warnings", []):
+        print(f"warning: {w}")
     if args.output:
         print(f"wrote {args.output}")
     return 0
+
+
+def _print_classes(classes: list[dict[str, Any]]) -> None:
+    """One line per class, indented under its parent (tc -s class show)."""
+    depth = [0] * len(classes)
+    for i, c in enumerate(classes):
+        if c["parent"] is not None:
+            depth[i] = depth[c["parent"]] + 1
+    names = [f"{'  ' * d}{c['name']}" for d, c in zip(depth, classes, strict=True)]
+    w = max(8, *(len(n) for n in names))
+    print(f"{'class':<{w}}  {'kind':<10}{'in':>9}{'sent':>9}{'dropped':>9}{'max queue':>11}")
+    for n, c in zip(names, classes, strict=True):
+        print(
+            f"{n:<{w}}  {c['kind']:<10}{c['packets_in']:>9}{c['packets_out']:>9}"
+            f"{c['packets_dropped']:>9}{c['max_queue_packets']:>11}"
+        )
 
 
 def _run(argv: Sequence[str] | None) -> int:
@@ -305,7 +391,7 @@ def _run(argv: Sequence[str] | None) -> int:
         raise UsageError(f"{args.command}: KIND is required {where}; kinds: 'qoslab meter --list'")
     if args.kind.startswith("-"):
         raise UsageError(f"{args.command}: KIND must come first {where}")
-    names = {k for k, _ in kinds}
+    names = {k for k, _, _ in kinds}
     late = [x for x in extras if x.lower() in names]
     if args.kind.lower() not in names and late:
         # `meter --cir 1mbit srtcm`: argparse took '1mbit' for KIND.

@@ -2,7 +2,10 @@
 
 Input: a header line naming at least ``time_ns`` and ``size_bytes`` (and
 optionally ``color``: green/yellow/red, g/y/r or 0/1/2), one packet per line.
-Other columns are kept and passed through to the output untouched.
+Other columns are kept and passed through to the output untouched; the header
+columns a scheduler or filter looks at (``flow``, ``dscp``, ``src``, ``dst``,
+``src_port``, ``dst_port``, ``proto``; see ``HEADER_COLUMNS``) are parsed on
+demand by ``header_columns`` (``qoslab shape``), never for ``qoslab meter``.
 
 The reader parses with the C ``csv`` module, then validates and converts each
 numeric column at once with NumPy; only when a column is bad does it look for
@@ -28,6 +31,20 @@ import numpy as np
 from qoslab.api import COLOR_NAMES, MAX_PACKET_BYTES
 
 REQUIRED = ("time_ns", "size_bytes")
+
+#: Optional packet header columns ``qoslab shape`` reads: name -> (NumPy
+#: dtype, largest value, what is expected). ``src``/``dst`` take a.b.c.d or
+#: an integer, ``proto`` a number or tcp/udp/icmp.
+HEADER_COLUMNS: dict[str, tuple[type[np.unsignedinteger], int, str]] = {
+    "flow": (np.uint32, 2**32 - 1, "a flow id, 0 to 4294967295"),
+    "dscp": (np.uint8, 63, "a DSCP, 0 to 63"),
+    "src": (np.uint32, 2**32 - 1, "an IPv4 address a.b.c.d"),
+    "dst": (np.uint32, 2**32 - 1, "an IPv4 address a.b.c.d"),
+    "src_port": (np.uint16, 65535, "a port, 0 to 65535"),
+    "dst_port": (np.uint16, 65535, "a port, 0 to 65535"),
+    "proto": (np.uint8, 255, "an IP protocol number or tcp, udp, icmp"),
+}
+_PROTOCOLS = {"icmp": "1", "tcp": "6", "udp": "17"}
 HEADER_HINT = "a header line 'time_ns,size_bytes[,color]'"
 
 
@@ -112,6 +129,37 @@ def _column_color(tf_path: str, text: str, values: list[str]) -> Any:
             f"column color: expected green, yellow, red or 0, 1, 2, got '{values[i]}'",
         )
     return codes
+
+
+def _ipv4(value: str) -> str:
+    """``a.b.c.d`` as its 32-bit integer in decimal; anything else unchanged
+    (the integer check then reports it)."""
+    parts = value.strip().split(".")
+    if len(parts) == 4 and all(p.isdigit() and int(p) <= 255 for p in parts):
+        return str(int.from_bytes(bytes(int(p) for p in parts), "big"))
+    return value
+
+
+def header_columns(tf: TraceFile) -> dict[str, Any]:
+    """The optional header columns ``tf`` has (``HEADER_COLUMNS``), as
+    contiguous arrays of their dtypes; a bad value is a ``TraceFileError``
+    naming its line. The ``color`` column is added when present."""
+    names = [h.lower() for h in tf.header]
+    out: dict[str, Any] = {}
+    for name, (dtype, maximum, what) in HEADER_COLUMNS.items():
+        if name not in names:
+            continue
+        j = names.index(name)
+        values = [r[j] for r in tf.rows]
+        if name in ("src", "dst"):
+            values = [_ipv4(v) for v in values]
+        elif name == "proto":
+            values = [_PROTOCOLS.get(v.strip().lower(), v) for v in values]
+        a = _column_uint(tf.path, tf._text, values, name, maximum, what)
+        out[name] = np.ascontiguousarray(a.astype(dtype))
+    if tf.colors is not None:
+        out["color"] = tf.colors
+    return out
 
 
 def read_trace(path: str) -> TraceFile:

@@ -153,6 +153,92 @@ pub fn shape_trace<S: Shaper>(
     sizes: &[u32],
     departures: &mut [u64],
 ) -> Result<ShapeSummary, TraceError> {
+    shape_trace_fields(shaper, times, sizes, &TraceFields::default(), departures)
+}
+
+/// Optional per-packet header fields of a trace, beyond time and size: a
+/// missing column leaves the field as [`Packet::new`] has it (flow 0,
+/// DSCP 0, green, an all-zero 5-tuple), so every filter that looks at it
+/// sees the same value for every packet and the default class gets them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TraceFields<'a> {
+    /// Incoming colour, 0 green, 1 yellow, 2 red.
+    pub colors: Option<&'a [u8]>,
+    /// Flow id: what SFQ, FQ-CoDel and fair-queue hash when the 5-tuple is
+    /// all zero ([`crate::classify::flow_hash`]).
+    pub flow: Option<&'a [u32]>,
+    /// DiffServ code point, 0..=63.
+    pub dscp: Option<&'a [u8]>,
+    pub src_addr: Option<&'a [u32]>,
+    pub dst_addr: Option<&'a [u32]>,
+    pub src_port: Option<&'a [u16]>,
+    pub dst_port: Option<&'a [u16]>,
+    pub protocol: Option<&'a [u8]>,
+}
+
+impl TraceFields<'_> {
+    fn check(&self, n: usize) -> Result<(), TraceError> {
+        let lens = [
+            ("color", self.colors.map(<[u8]>::len)),
+            ("flow", self.flow.map(<[u32]>::len)),
+            ("dscp", self.dscp.map(<[u8]>::len)),
+            ("src", self.src_addr.map(<[u32]>::len)),
+            ("dst", self.dst_addr.map(<[u32]>::len)),
+            ("src_port", self.src_port.map(<[u16]>::len)),
+            ("dst_port", self.dst_port.map(<[u16]>::len)),
+            ("proto", self.protocol.map(<[u8]>::len)),
+        ];
+        for (name, len) in lens {
+            if len.is_some_and(|l| l != n) {
+                return Err(TraceError {
+                    index: 0,
+                    message: format!("column {name} must have one entry per packet"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Packet `i` of `size_bytes` with the fields given.
+    fn packet(&self, i: usize, size_bytes: u32) -> Result<Packet, TraceError> {
+        let mut p = Packet::new(i as u64, size_bytes);
+        if let Some(c) = self.colors {
+            p.color = Color::from_u8(c[i]).ok_or_else(|| TraceError {
+                index: i,
+                message: format!("color {} is not 0 (green), 1 (yellow) or 2 (red)", c[i]),
+            })?;
+        }
+        if let Some(d) = self.dscp {
+            if d[i] > 63 {
+                return Err(TraceError {
+                    index: i,
+                    message: format!("dscp {} is above 63", d[i]),
+                });
+            }
+            p.dscp = d[i];
+        }
+        let pick32 = |c: Option<&[u32]>, d: u32| c.map_or(d, |v| v[i]);
+        let pick16 = |c: Option<&[u16]>, d: u16| c.map_or(d, |v| v[i]);
+        p.flow = pick32(self.flow, p.flow);
+        let t = &mut p.tuple;
+        t.src_addr = pick32(self.src_addr, t.src_addr);
+        t.dst_addr = pick32(self.dst_addr, t.dst_addr);
+        t.src_port = pick16(self.src_port, t.src_port);
+        t.dst_port = pick16(self.dst_port, t.dst_port);
+        t.protocol = self.protocol.map_or(t.protocol, |v| v[i]);
+        Ok(p)
+    }
+}
+
+/// [`shape_trace`] with packet header fields (colour, flow, DSCP, 5-tuple)
+/// from `fields`, for schedulers and filters that look at them.
+pub fn shape_trace_fields<S: Shaper>(
+    shaper: &mut S,
+    times: &[u64],
+    sizes: &[u32],
+    fields: &TraceFields<'_>,
+    departures: &mut [u64],
+) -> Result<ShapeSummary, TraceError> {
     check_trace(times, sizes)?;
     let n = times.len();
     if departures.len() != n {
@@ -161,6 +247,7 @@ pub fn shape_trace<S: Shaper>(
             message: "departures must have one entry per packet".into(),
         });
     }
+    fields.check(n)?;
     departures.fill(DROPPED);
     let mut r = Run {
         s: ShapeSummary::default(),
@@ -173,7 +260,7 @@ pub fn shape_trace<S: Shaper>(
         let now = Instant::from_ns(times[i]);
         r.release(shaper, Some(now));
         r.clock = r.clock.max(now);
-        let pkt = Packet::new(i as u64, sizes[i]);
+        let pkt = fields.packet(i, sizes[i])?;
         if let Err(d) = shaper.enqueue(now, pkt) {
             r.s.dropped_packets += 1;
             r.s.dropped_bytes += d.packet.size_bytes as u64;
@@ -616,5 +703,96 @@ mod tests {
         let e =
             meter_trace(&mut pol, &[5], &[1], Some(&[7]), &mut [0; 1], &mut [0; 1]).unwrap_err();
         assert!(e.message.contains("color 7"));
+    }
+
+    /// The header columns reach the packets the shaper sees (a FIFO keeps
+    /// them as given), and bad values name their packet.
+    #[test]
+    fn trace_fields_set_the_packet_and_bad_values_name_it() {
+        struct Spy(Vec<Packet>);
+        impl Shaper for Spy {
+            fn enqueue(&mut self, _: Instant, p: Packet) -> Result<(), Dropped> {
+                self.0.push(p);
+                Ok(())
+            }
+            fn dequeue(&mut self, _: Instant) -> Option<Packet> {
+                (!self.0.is_empty()).then(|| self.0.remove(0))
+            }
+            fn next_ready(&self, now: Instant) -> Option<Instant> {
+                (!self.0.is_empty()).then_some(now)
+            }
+            fn backlog_packets(&self) -> usize {
+                self.0.len()
+            }
+            fn backlog_bytes(&self) -> u64 {
+                0
+            }
+            fn describe(&self) -> Vec<(&'static str, String)> {
+                Vec::new()
+            }
+        }
+        struct Log<S>(S, Vec<Packet>);
+        impl<S: Shaper> Shaper for Log<S> {
+            fn enqueue(&mut self, now: Instant, p: Packet) -> Result<(), Dropped> {
+                self.1.push(p);
+                self.0.enqueue(now, p)
+            }
+            fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+                self.0.dequeue(now)
+            }
+            fn next_ready(&self, now: Instant) -> Option<Instant> {
+                self.0.next_ready(now)
+            }
+            fn backlog_packets(&self) -> usize {
+                self.0.backlog_packets()
+            }
+            fn backlog_bytes(&self) -> u64 {
+                self.0.backlog_bytes()
+            }
+            fn describe(&self) -> Vec<(&'static str, String)> {
+                Vec::new()
+            }
+        }
+        let f = TraceFields {
+            colors: Some(&[0, 2]),
+            flow: Some(&[7, 8]),
+            dscp: Some(&[46, 0]),
+            src_addr: Some(&[0x0a00_0001, 0]),
+            dst_addr: Some(&[0x0a00_0002, 0]),
+            src_port: Some(&[1234, 0]),
+            dst_port: Some(&[5001, 0]),
+            protocol: Some(&[17, 6]),
+        };
+        let mut s = Log(Spy(Vec::new()), Vec::new());
+        let mut dep = [0; 2];
+        shape_trace_fields(&mut s, &[0, 1], &[100, 100], &f, &mut dep).unwrap();
+        let p = s.1[0];
+        assert_eq!((p.flow, p.dscp, p.color), (7, 46, Color::Green));
+        assert_eq!(
+            (
+                p.tuple.src_addr,
+                p.tuple.dst_addr,
+                p.tuple.src_port,
+                p.tuple.dst_port
+            ),
+            (0x0a00_0001, 0x0a00_0002, 1234, 5001)
+        );
+        assert_eq!((s.1[1].color, s.1[1].tuple.protocol), (Color::Red, 6));
+        let bad = TraceFields {
+            dscp: Some(&[0, 64]),
+            ..TraceFields::default()
+        };
+        let e = shape_trace_fields(&mut Spy(Vec::new()), &[0, 1], &[1, 1], &bad, &mut dep);
+        assert_eq!(e.unwrap_err().index, 1);
+        let short = TraceFields {
+            flow: Some(&[1]),
+            ..TraceFields::default()
+        };
+        let e = shape_trace_fields(&mut Spy(Vec::new()), &[0, 1], &[1, 1], &short, &mut dep);
+        assert!(e.unwrap_err().message.contains("column flow"));
+        // Without fields: the packets of shape_trace.
+        let mut s = Log(Spy(Vec::new()), Vec::new());
+        shape_trace(&mut s, &[0], &[100], &mut [0]).unwrap();
+        assert_eq!(s.1[0], Packet::new(0, 100));
     }
 }

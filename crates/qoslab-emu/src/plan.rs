@@ -289,14 +289,20 @@ pub fn linux_tcp(sc: &Scenario, ti: usize, c: &TcpConfig) -> Result<TcpPlan, Sce
             .to_ascii_lowercase(),
         );
     }
+    // The forwarder always counts whole Ethernet frames (14 B more than the IP
+    // packet), as tc does on a veth; a scenario that already counts them in the
+    // simulator (66 = 52 + 14, 54 = 40 + 14) means the same real TCP.
     let timestamps = match c.header_bytes {
-        52 => true,
-        40 => false,
+        52 | 66 => true,
+        40 | 54 => false,
         n => {
             return refuse(
                 "header_bytes",
                 from_profile(&|p| p.header_bytes == n),
-                format!("header_bytes = {n} (only 52 with timestamps or 40 without)"),
+                format!(
+                    "header_bytes = {n} (Linux sends 52 with timestamps or 40 without; \
+                     66 or 54 with the Ethernet header counted)"
+                ),
             )
         }
     };

@@ -1,11 +1,13 @@
 //! Thin PyO3 bindings: convert, call qoslab-core, map errors, convert back.
 //! Scenarios and the simulator are bound in [`sim`].
 //!
-//! No logic lives here. Every kind of meter or shaper goes through
-//! `Policer::from_params` / `drive::TraceShaper::from_params` (the shapers,
-//! and the AQMs behind a link of `rate`) and the batch drivers in
-//! `qoslab_core::drive`, so a kind added to the core is usable from Python
-//! without touching this crate. Input validation that needs Python types
+//! No logic lives here. Every meter goes through `Policer::from_params`,
+//! every queue, scheduler, shaper or whole tree through
+//! `qoslab_policy::trace::TracePolicy` (behind a link of `rate` where the
+//! kind does not pace itself), and the batch drivers in
+//! `qoslab_core::drive`; kind lists come from `qoslab_policy::registry`, so
+//! a kind added to the core is usable from Python without touching this
+//! crate. Input validation that needs Python types
 //! (dtypes, negative numbers) is done in `python/qoslab`; this layer only
 //! accepts contiguous `uint64`/`uint32`/`uint8` arrays.
 //!
@@ -24,12 +26,15 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use qoslab_core::drive::{
-    self, MeterSummary, ShapeSummary, TraceError as CoreTraceError, TraceShaper,
+    self, MeterSummary, ShapeSummary, TraceError as CoreTraceError, TraceFields,
 };
-use qoslab_core::meter::{Policer, METER_KINDS};
+use qoslab_core::meter::Policer;
 use qoslab_core::params::{ConfigError as CoreConfigError, Params};
 use qoslab_core::parse;
 use qoslab_core::shaper::Shaper;
+use qoslab_policy::registry::{self, Family};
+use qoslab_policy::trace::{TracePolicy, DEFAULT_SEED};
+use qoslab_policy::{ClassResult, PolicyError};
 
 create_exception!(
     qoslab,
@@ -68,9 +73,18 @@ fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, what: &str) -> P
         .map_err(|_| PyValueError::new_err(format!("{what} must be a contiguous 1-D array")))
 }
 
+/// A policy error as a `ConfigError` whose `param` is the error's path.
+fn policy_err(py: Python<'_>, e: PolicyError) -> PyErr {
+    config_err(py, CoreConfigError::new(e.path, e.message))
+}
+
 /// Reads a `dict[str, str]` in insertion order (so the first bad key is the
 /// one reported).
 fn params(kind: &str, d: &Bound<'_, PyDict>) -> PyResult<Params> {
+    Ok(Params::new(kind, pairs(d)?))
+}
+
+fn pairs(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, String)>> {
     let mut pairs: Vec<(String, String)> = Vec::with_capacity(d.len());
     for (k, v) in d.iter() {
         let key: String = k
@@ -81,7 +95,7 @@ fn params(kind: &str, d: &Bound<'_, PyDict>) -> PyResult<Params> {
         })?;
         pairs.push((key, value));
     }
-    Ok(Params::new(kind, pairs))
+    Ok(pairs)
 }
 
 /// The core version these bindings were built from.
@@ -90,25 +104,30 @@ fn core_version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
-/// (kind, description) of every meter kind.
+/// (kind, family, description) of every meter kind (the registry's).
 #[pyfunction]
-fn meter_kinds() -> Vec<(&'static str, &'static str)> {
-    METER_KINDS.to_vec()
+fn meter_kinds() -> Vec<(&'static str, &'static str, &'static str)> {
+    registry::kinds()
+        .iter()
+        .filter(|k| k.family == Family::Meter)
+        .map(|k| (k.name, k.family.name(), k.description))
+        .collect()
 }
 
-/// (kind, description) of every kind `shape_trace` runs: the shapers, then
-/// the AQMs (which need `rate`, the link draining their queue).
+/// (kind, family, description) of every kind `shape_trace` runs, in
+/// registry order, then `tree` (`shape_policy`); each description says
+/// what the kind needs on a trace (`rate`, or a whole tree).
 #[pyfunction]
-fn shaper_kinds() -> Vec<(&'static str, String)> {
-    TraceShaper::kinds()
+fn shaper_kinds() -> Vec<(&'static str, &'static str, String)> {
+    TracePolicy::kinds()
 }
 
 fn build_policer(py: Python<'_>, kind: &str, p: &Bound<'_, PyDict>) -> PyResult<Policer> {
     Policer::from_params(kind, params(kind, p)?).map_err(|e| config_err(py, e))
 }
 
-fn build_shaper(py: Python<'_>, kind: &str, p: &Bound<'_, PyDict>) -> PyResult<TraceShaper> {
-    TraceShaper::from_params(kind, params(kind, p)?).map_err(|e| config_err(py, e))
+fn build_shaper(py: Python<'_>, kind: &str, p: &Bound<'_, PyDict>) -> PyResult<TracePolicy> {
+    TracePolicy::from_params(kind, &pairs(p)?).map_err(|e| policy_err(py, e))
 }
 
 fn owned(d: Vec<(&'static str, String)>) -> Vec<(String, String)> {
@@ -126,8 +145,8 @@ fn describe_meter(
     Ok(owned(build_policer(py, kind, params)?.describe()))
 }
 
-/// The effective parameters of shaper or AQM `kind`, including derived
-/// defaults (and, for an AQM, its link `rate`).
+/// The effective parameters of shaper, AQM, queue or scheduler `kind`,
+/// including derived defaults (and, but for a shaper, its link `rate`).
 #[pyfunction]
 fn describe_shaper(
     py: Python<'_>,
@@ -195,23 +214,163 @@ fn meter_trace<'py>(
     ))
 }
 
-/// Shapes a trace: returns (departure times in ns, `2**64 - 1` for a dropped
-/// packet; summary dict). The GIL is released during the run.
+/// The optional header columns of a trace (`color`, `flow`, `dscp`, `src`,
+/// `dst`, `src_port`, `dst_port`, `proto`) as contiguous arrays of their
+/// types (u8, u32, u8, u32, u32, u16, u16, u8); `python/qoslab` converts
+/// and checks them.
+struct Columns<'py> {
+    u8s: [Option<PyReadonlyArray1<'py, u8>>; 3],
+    u32s: [Option<PyReadonlyArray1<'py, u32>>; 3],
+    u16s: [Option<PyReadonlyArray1<'py, u16>>; 2],
+}
+
+impl<'py> Columns<'py> {
+    const U8: [&'static str; 3] = ["color", "dscp", "proto"];
+    const U32: [&'static str; 3] = ["flow", "src", "dst"];
+    const U16: [&'static str; 2] = ["src_port", "dst_port"];
+
+    fn read(d: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
+        let mut c = Columns {
+            u8s: [None, None, None],
+            u32s: [None, None, None],
+            u16s: [None, None],
+        };
+        let Some(d) = d else { return Ok(c) };
+        for (k, v) in d.iter() {
+            let key: String = k.extract()?;
+            let bad = || PyTypeError::new_err(format!("column {key}: wrong array type"));
+            if let Some(i) = Self::U8.iter().position(|n| *n == key) {
+                c.u8s[i] = Some(v.extract().map_err(|_| bad())?);
+            } else if let Some(i) = Self::U32.iter().position(|n| *n == key) {
+                c.u32s[i] = Some(v.extract().map_err(|_| bad())?);
+            } else if let Some(i) = Self::U16.iter().position(|n| *n == key) {
+                c.u16s[i] = Some(v.extract().map_err(|_| bad())?);
+            } else {
+                return Err(PyValueError::new_err(format!(
+                    "unknown trace column '{key}'; columns: color, flow, dscp, src, dst, src_port, dst_port, proto"
+                )));
+            }
+        }
+        Ok(c)
+    }
+
+    fn fields(&self) -> PyResult<TraceFields<'_>> {
+        fn sl<'a, T: numpy::Element>(
+            a: &'a Option<PyReadonlyArray1<'_, T>>,
+            n: &str,
+        ) -> PyResult<Option<&'a [T]>> {
+            a.as_ref().map(|a| slice(a, n)).transpose()
+        }
+        Ok(TraceFields {
+            colors: sl(&self.u8s[0], "color")?,
+            dscp: sl(&self.u8s[1], "dscp")?,
+            protocol: sl(&self.u8s[2], "proto")?,
+            flow: sl(&self.u32s[0], "flow")?,
+            src_addr: sl(&self.u32s[1], "src")?,
+            dst_addr: sl(&self.u32s[2], "dst")?,
+            src_port: sl(&self.u16s[0], "src_port")?,
+            dst_port: sl(&self.u16s[1], "dst_port")?,
+        })
+    }
+}
+
+fn class_rows<'py>(py: Python<'py>, rows: &[ClassResult]) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    rows.iter()
+        .map(|c| {
+            let d = PyDict::new(py);
+            d.set_item("name", &c.name)?;
+            d.set_item("kind", &c.kind)?;
+            d.set_item("parent", c.parent)?;
+            d.set_item("packets_in", c.packets_in)?;
+            d.set_item("bytes_in", c.bytes_in)?;
+            d.set_item("packets_out", c.packets_out)?;
+            d.set_item("bytes_out", c.bytes_out)?;
+            d.set_item("packets_dropped", c.packets_dropped)?;
+            d.set_item("bytes_dropped", c.bytes_dropped)?;
+            d.set_item("color_packets_in", c.color_packets_in.to_vec())?;
+            d.set_item("color_packets_out", c.color_packets_out.to_vec())?;
+            d.set_item("color_packets_dropped", c.color_packets_dropped.to_vec())?;
+            d.set_item("max_queue_packets", c.max_queue_packets)?;
+            d.set_item("max_queue_bytes", c.max_queue_bytes)?;
+            Ok(d)
+        })
+        .collect()
+}
+
+type ShapeOut<'py> = (
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyDict>,
+    Vec<Bound<'py, PyDict>>,
+    Vec<(String, String)>,
+);
+
+/// Runs a built policy over a trace (GIL released during the run).
+fn run_shape<'py>(
+    py: Python<'py>,
+    mut pol: TracePolicy,
+    times_ns: PyReadonlyArray1<'py, u64>,
+    sizes: PyReadonlyArray1<'py, u32>,
+    columns: Option<&Bound<'py, PyDict>>,
+) -> PyResult<ShapeOut<'py>> {
+    let t = slice(&times_ns, "times_ns")?;
+    let s = slice(&sizes, "sizes")?;
+    let cols = Columns::read(columns)?;
+    let fields = cols.fields()?;
+    let mut dep = vec![0u64; t.len()];
+    let describe = owned(pol.describe());
+    let res = py.detach(|| drive::shape_trace_fields(&mut pol, t, s, &fields, &mut dep));
+    let summary = res.map_err(|e| trace_err(py, e))?;
+    let d = shape_summary(py, &summary)?;
+    d.set_item("warnings", pol.warnings())?;
+    Ok((
+        PyArray1::from_vec(py, dep),
+        d,
+        class_rows(py, &pol.class_results())?,
+        describe,
+    ))
+}
+
+/// Shapes a trace through `kind` (a shaper, or an AQM, queue, classless
+/// scheduler or prio behind a link of `rate`): returns (departure times in
+/// ns, `2**64 - 1` for a dropped packet; summary dict; class rows; the
+/// effective parameters). `columns` holds the optional header columns.
+/// The GIL is released during the run.
 #[pyfunction]
+#[pyo3(signature = (kind, params, times_ns, sizes, columns=None))]
 fn shape_trace<'py>(
     py: Python<'py>,
     kind: &str,
     params: &Bound<'_, PyDict>,
     times_ns: PyReadonlyArray1<'py, u64>,
     sizes: PyReadonlyArray1<'py, u32>,
-) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyDict>)> {
-    let mut shaper = build_shaper(py, kind, params)?;
-    let t = slice(&times_ns, "times_ns")?;
-    let s = slice(&sizes, "sizes")?;
-    let mut dep = vec![0u64; t.len()];
-    let res = py.detach(|| drive::shape_trace(&mut shaper, t, s, &mut dep));
-    let summary = res.map_err(|e| trace_err(py, e))?;
-    Ok((PyArray1::from_vec(py, dep), shape_summary(py, &summary)?))
+    columns: Option<&Bound<'py, PyDict>>,
+) -> PyResult<ShapeOut<'py>> {
+    let pol = build_shaper(py, kind, params)?;
+    run_shape(py, pol, times_ns, sizes, columns)
+}
+
+/// Shapes a trace through a whole policy tree given as TOML (`text`, the
+/// table of a scenario's `[policy.LINK.DIR]`; `file` names it in errors,
+/// which are `ScenarioError`s located in it), behind a link of `rate`
+/// when given. Returns what `shape_trace` does.
+#[pyfunction]
+#[pyo3(signature = (text, file, rate, times_ns, sizes, columns=None))]
+fn shape_policy<'py>(
+    py: Python<'py>,
+    text: &str,
+    file: &str,
+    rate: Option<&str>,
+    times_ns: PyReadonlyArray1<'py, u64>,
+    sizes: PyReadonlyArray1<'py, u32>,
+    columns: Option<&Bound<'py, PyDict>>,
+) -> PyResult<ShapeOut<'py>> {
+    let spec = qoslab_scenario::parse_policy(text, file).map_err(|e| sim::scenario_err(py, e))?;
+    let rate = rate
+        .map(|r| parse::parse_rate(r).map_err(|e| unit_err(py, "rate", e)))
+        .transpose()?;
+    let pol = TracePolicy::from_tree(&spec, qoslab_scenario::POLICY_BASE, rate, DEFAULT_SEED)
+        .map_err(|e| policy_err(py, e))?;
+    run_shape(py, pol, times_ns, sizes, columns)
 }
 
 fn unit_err(py: Python<'_>, param: &str, e: parse::UnitError) -> PyErr {
@@ -265,6 +424,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe_shaper, m)?)?;
     m.add_function(wrap_pyfunction!(meter_trace, m)?)?;
     m.add_function(wrap_pyfunction!(shape_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(shape_policy, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_time, m)?)?;

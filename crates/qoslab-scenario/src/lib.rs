@@ -106,7 +106,7 @@
 //! / `"drop"` for Linux's behaviour), `ceil` < `rate`, a child's `burst` or
 //! `cburst` above its parent's, classes or filters on a classless qdisc,
 //! a filter mixing 5-tuple, DSCP and colour, and every parameter
-//! `qoslab-core` refuses. See `qoslab_sim::tree` for the model of each
+//! `qoslab-core` refuses. See `qoslab_policy::tree` for the model of each
 //! kind (fair-queue, shaper + child). Results get one row per class
 //! (`PolicyResult::classes`).
 //!
@@ -127,12 +127,14 @@
 //! `traffic`.
 
 pub mod error;
+mod policy_file;
 mod reader;
 mod topology;
 mod traffic;
 mod tree;
 
 pub use error::ScenarioError;
+pub use policy_file::{parse_policy, BASE as POLICY_BASE};
 
 use qoslab_core::Duration;
 use qoslab_sim::config::RecordSpec;

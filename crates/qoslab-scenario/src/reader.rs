@@ -187,7 +187,7 @@ pub(crate) struct Field<'a> {
 }
 
 impl<'a> Field<'a> {
-    fn from_item(path: String, key_at: usize, at: usize, item: &'a Item) -> Self {
+    pub(crate) fn from_item(path: String, key_at: usize, at: usize, item: &'a Item) -> Self {
         Field {
             path,
             key_at,

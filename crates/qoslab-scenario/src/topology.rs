@@ -12,9 +12,9 @@ use qoslab_core::params::{nearest, Params};
 use qoslab_core::parse::Limit;
 use qoslab_core::shaper::AnyShaper;
 use qoslab_core::Duration;
+use qoslab_policy::spec::{FifoLimit, FifoSpec, MeterSpec, PolicySpec, QdiscSpec, ShaperSpec};
 use qoslab_sim::config::{
-    DumbbellSpec, ExplicitTopology, FifoLimit, FifoSpec, LinkParams, LinkSpec, MeterSpec, NodeSpec,
-    PolicySpec, QdiscSpec, ShaperSpec, TimerSpec, Topology,
+    DumbbellSpec, ExplicitTopology, LinkParams, LinkSpec, NodeSpec, TimerSpec, Topology,
 };
 
 /// Linux's default device queue: `pfifo_fast` with txqueuelen 1000.
@@ -447,7 +447,7 @@ fn ingress(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<MeterSpec> {
 /// A link direction's policy: the flat forms (`police`, `shape`, `fifo`
 /// alone) or a policy tree (a root qdisc, its `class`es, `filter`s and
 /// child `qdisc`, optionally behind `police`).
-fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
+pub(crate) fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
     let mut t = f.table(cx)?;
     let police = t.get(cx, "police");
     let shape = t.get(cx, "shape");

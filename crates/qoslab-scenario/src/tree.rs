@@ -2,15 +2,15 @@
 //! child qdiscs, written so that someone who knows `tc` or Cisco MQC can
 //! read them (see the crate doc for the full syntax).
 //!
-//! The tree is checked here by building it with `qoslab-sim`'s builder
-//! ([`qoslab_sim::tree::build`], which in turn lets `qoslab-core`'s
+//! The tree is checked here by building it with `qoslab-policy`'s builder
+//! ([`qoslab_policy::tree::build`], which in turn lets `qoslab-core`'s
 //! constructors check every parameter); an error it reports under a path
 //! (`….class[2].ceil`) is pointed at that key's line.
 
 use crate::reader::{Cx, Field, Result, Section};
-use qoslab_sim::config::{ClassSpec, FilterSpec, MeterSpec, QdiscSpec, TreeSpec};
-use qoslab_sim::tree::{all_kinds, canonical_kind};
-use qoslab_sim::SimError;
+use qoslab_policy::spec::{ClassSpec, FilterSpec, MeterSpec, QdiscSpec, TreeSpec};
+use qoslab_policy::tree::{all_kinds, canonical_kind};
+use qoslab_policy::PolicyError;
 
 /// Keys of a qdisc table that are not the kind's parameters.
 const STRUCTURE: [&str; 4] = ["kind", "class", "filter", "qdisc"];
@@ -278,12 +278,11 @@ fn match_table(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<String> {
 
 /// Checks `spec` by building it; locates an error at the key it names.
 pub(crate) fn check(cx: &Cx<'_>, spec: &TreeSpec, base: &str, at: usize) -> Result<()> {
-    match qoslab_sim::tree::build(spec, base, 1) {
+    match qoslab_policy::tree::build(spec, base, 1) {
         Ok(_) => Ok(()),
-        Err(SimError::Config { path, message }) => {
+        Err(PolicyError { path, message }) => {
             Err(cx.err(locate(cx, &path).unwrap_or(at), &path, message))
         }
-        Err(SimError::Cancelled) => Ok(()),
     }
 }
 

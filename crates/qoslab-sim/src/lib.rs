@@ -12,6 +12,8 @@
 //! - [`result`] — what came out (summaries and the time series asked for).
 //! - [`cc`] — the congestion-control trait and its algorithms.
 //! - [`tcp`] — sans-I/O TCP sender and receiver state machines.
+//! - [`policy`], [`tree`] — the link conditioners, re-exported from
+//!   `qoslab-policy` under their old paths.
 //! - [`run`] — the entry point.
 
 mod arena;
@@ -58,6 +60,16 @@ impl fmt::Display for SimError {
 }
 
 impl std::error::Error for SimError {}
+
+/// A policy that cannot be built is a configuration error at its path.
+impl From<qoslab_policy::PolicyError> for SimError {
+    fn from(e: qoslab_policy::PolicyError) -> SimError {
+        SimError::Config {
+            path: e.path,
+            message: e.message,
+        }
+    }
+}
 
 /// How far a run has got, handed to the progress callback.
 #[derive(Clone, Copy, Debug, PartialEq)]

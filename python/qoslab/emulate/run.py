@@ -590,24 +590,21 @@ def _assemble(
     flow_list = [flows[i] for i in sorted(flows)]
     policies = list(fwd.get("policies", []))
     fseries = fwd.get("series", {})
-    queue = {k: list(v) for k, v in fseries.get("queue", {}).items()} or {
-        "time_ns": [],
-        "policy": [],
-        "packets": [],
-        "bytes": [],
-        "tokens_bytes": [],
+    # The forwarder's columns are named as qoslab_sim::result::Series fields.
+    queue = {
+        k: list(fseries.get(f"queue_{k}" if k != "tokens_bytes" else k, []))
+        for k in ("time_ns", "policy", "packets", "bytes", "tokens_bytes")
     }
-    colors = {k: list(v) for k, v in fseries.get("colors", {}).items()} or {
-        "time_ns": [],
-        "policy": [],
-        "green_bytes": [],
-        "yellow_bytes": [],
-        "red_bytes": [],
-        "dropped_bytes": [],
+    colors = {
+        k: list(fseries.get(f"color_{k}", []))
+        for k in ("time_ns", "policy", "green_bytes", "yellow_bytes", "red_bytes", "dropped_bytes")
     }
     if kernel:
         policies = _kernel_policies(plan, kernel, sampler, policies)
         if sampler is not None:
+            # every policy is in the kernel: its queue is what tc reported, not the
+            # forwarder's (empty) rows for it
+            queue = {k: [] for k in queue}
             for t, i, pk, by in sampler.rows:
                 for k, v in zip(
                     ("time_ns", "policy", "packets", "bytes", "tokens_bytes"),

@@ -9,3 +9,20 @@
 pub mod fifo;
 
 pub use fifo::{Fifo, FifoLimit};
+
+/// (kind, one-line description) of every queue kind: [`Fifo`] in its three
+/// Linux forms (`sch_fifo.c`).
+pub const QUEUE_KINDS: &[(&str, &str)] = &[
+    (
+        "pfifo",
+        "Linux pfifo (sch_fifo.c): tail drop at limit packets (default 1000, as txqueuelen)",
+    ),
+    (
+        "bfifo",
+        "Linux bfifo (sch_fifo.c): tail drop at limit bytes (default 1000 x 1514 B)",
+    ),
+    (
+        "pfifo_head_drop",
+        "Linux pfifo_head_drop (sch_fifo.c): drops the oldest packet at limit packets",
+    ),
+];

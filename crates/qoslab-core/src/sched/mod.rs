@@ -56,6 +56,40 @@ pub use sfq::Sfq;
 pub use tree::{pfifo, Child, Gate, Metered};
 pub use wfq::Wfq;
 
+/// (kind, one-line description) of the classless schedulers: one queue per
+/// flow (hash bucket or conversation), no classes of their own.
+pub const CLASSLESS_KINDS: &[(&str, &str)] = &[
+    (
+        "sfq",
+        "Stochastic Fairness Queueing (Linux sch_sfq.c): quantum, perturb, limit, divisor, flows, depth, headdrop, seed",
+    ),
+    (
+        "fq_codel",
+        "FQ-CoDel (RFC 8290, Linux sch_fq_codel.c): limit (10240), flows (1024), quantum (1514B), target (5ms), interval (100ms), ecn, drop-batch, seed",
+    ),
+    (
+        "fair-queue",
+        "Cisco flow-based WFQ (fair-queue): dynamic-queues (256), cdt|queue-limit (64), hold-queue (1000)",
+    ),
+];
+
+/// (kind, one-line description) of the classful schedulers: classes (each
+/// holding a child queue), filters and a default class.
+pub const CLASSFUL_KINDS: &[(&str, &str)] = &[
+    (
+        "htb",
+        "Hierarchical Token Bucket (Linux sch_htb.c, tc q_htb.c): r2q, direct-qlen, rounding, default; classes rate, ceil, burst, cburst, prio, quantum, mtu, mpu, parent",
+    ),
+    (
+        "prio",
+        "strict priority bands (Linux sch_prio.c): bands (3), priomap; classes \"1\"..\"N\" are the bands",
+    ),
+    (
+        "drr",
+        "Deficit Round Robin (Linux sch_drr.c): default; classes quantum",
+    ),
+];
+
 #[cfg(test)]
 pub(crate) mod testutil {
     //! Shared harness for the fairness tests.
