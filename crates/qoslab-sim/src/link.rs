@@ -41,8 +41,15 @@ pub struct Link {
     pub timer: TimerSpec,
     /// The transmitter is serializing until then.
     pub busy_until_ns: u64,
-    /// A `TxDone` event is pending.
-    pub pull_armed: bool,
+    /// When the one live `TxDone` event of this direction is due, or
+    /// [`NEVER_NS`]. A `TxDone` popped at any other time is stale (another
+    /// event already restarted the transmitter at that instant) and is
+    /// ignored: re-arming it would start a second chain of `TxDone`s that
+    /// lives as long as the link stays busy (issue 12).
+    pub tx_done_at_ns: u64,
+    /// `TxDone` events of this direction in the heap (debug check).
+    #[cfg(debug_assertions)]
+    pub tx_done_pending: u32,
     /// The pending shaper wake-up, or [`NEVER_NS`].
     pub wake_at_ns: u64,
     /// 8·10⁹ / rate when that is a whole number of ns per byte (fast path).
@@ -77,7 +84,9 @@ impl Link {
             ingress_policer: None,
             timer,
             busy_until_ns: 0,
-            pull_armed: false,
+            tx_done_at_ns: NEVER_NS,
+            #[cfg(debug_assertions)]
+            tx_done_pending: 0,
             wake_at_ns: NEVER_NS,
             ns_per_byte,
             tx_packets: 0,

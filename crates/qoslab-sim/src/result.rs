@@ -161,6 +161,12 @@ pub struct SimResult {
     pub jain_fairness: f64,
     /// Events processed (for the benchmark's events/s).
     pub events: u64,
+    /// Of those, `TxDone` events that were stale (another event had already
+    /// restarted the transmitter at that instant) and did nothing.
+    pub stale_events: u64,
+    /// Packets each link direction put on the wire, by direction index
+    /// (for events per bottleneck packet in the benchmark).
+    pub link_tx_packets: Vec<u64>,
 }
 
 /// Jain's fairness index (Σx)² / (n·Σx²); 1.0 for fewer than two values or

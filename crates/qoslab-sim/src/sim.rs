@@ -159,6 +159,9 @@ pub struct Sim {
     flow_dscp: Vec<u8>,
     pub counters: NetCounters,
     events: u64,
+    /// `TxDone` events that found another `TxDone` live (see
+    /// [`Link::tx_done_at_ns`]); each costs one heap pop and nothing else.
+    stale_events: u64,
     /// Every delivery (time, flow, wire bytes), for the tests' window checks.
     #[cfg(test)]
     pub deliveries: Vec<(u64, u32, u32)>,
@@ -290,6 +293,7 @@ impl Sim {
             flow_dscp: Vec::new(),
             counters: NetCounters::default(),
             events: 0,
+            stale_events: 0,
             #[cfg(test)]
             deliveries: Vec::new(),
         };
@@ -585,6 +589,25 @@ impl Sim {
     }
 }
 
+/// Schedules the `TxDone` of direction `d` for when its transmitter frees
+/// up; it becomes the one live `TxDone` of `d` (any other pending one is
+/// stale from now on). Debug builds check that stale ones never pile up:
+/// at most the live one and one stale one due now are ever pending.
+#[inline]
+fn arm_tx_done(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) {
+    l.tx_done_at_ns = l.busy_until_ns;
+    q.schedule(l.busy_until_ns, Ev::TxDone(d));
+    #[cfg(debug_assertions)]
+    {
+        l.tx_done_pending += 1;
+        debug_assert!(
+            l.tx_done_pending <= 2,
+            "link direction {d}: {} TxDone events pending (stale chains)",
+            l.tx_done_pending
+        );
+    }
+}
+
 /// Frees a packet lost in the network and charges it to its flow.
 #[inline]
 fn drop_from_flow(flows: &mut [FlowStat], pkts: &mut Arena<Pkt>, id: u32) {
@@ -659,11 +682,21 @@ impl Sim {
         while let Some((t, ev)) = self.q.pop_until(end) {
             self.now_ns = t;
             self.events += 1;
+
             match ev {
                 Ev::Arrive(d, id) => self.on_arrive(d, id),
                 Ev::TxDone(d) => {
-                    self.links[d as usize].pull_armed = false;
-                    self.kick(d);
+                    let l = &mut self.links[d as usize];
+                    #[cfg(debug_assertions)]
+                    {
+                        l.tx_done_pending -= 1;
+                    }
+                    if l.tx_done_at_ns == t {
+                        l.tx_done_at_ns = NEVER_NS;
+                        self.kick(d);
+                    } else {
+                        self.stale_events += 1;
+                    }
                 }
                 Ev::Wake(d) => {
                     let l = &mut self.links[d as usize];
@@ -794,9 +827,8 @@ impl Sim {
         let now = self.now_ns;
         let l = &mut self.links[d as usize];
         if now < l.busy_until_ns {
-            if !l.pull_armed {
-                l.pull_armed = true;
-                self.q.schedule(l.busy_until_ns, Ev::TxDone(d));
+            if l.tx_done_at_ns != l.busy_until_ns {
+                arm_tx_done(&mut self.q, l, d);
             }
             return;
         }
@@ -833,8 +865,7 @@ impl Sim {
                     );
                 }
                 if l.queue.backlog_packets() > 0 {
-                    l.pull_armed = true;
-                    self.q.schedule(l.busy_until_ns, Ev::TxDone(d));
+                    arm_tx_done(&mut self.q, l, d);
                 }
             }
             None => {
@@ -1184,6 +1215,7 @@ impl Sim {
             .filter(|f| f.protocol == "tcp")
             .map(|f| f.goodput_bps)
             .collect();
+        let link_tx_packets = self.links.iter().map(|l| l.tx_packets).collect();
         let mut policies: Vec<_> = Vec::with_capacity(self.policies.len());
         for p in self.policies {
             let mut res = p.res;
@@ -1204,6 +1236,8 @@ impl Sim {
             sum_goodput_bps,
             jain_fairness: crate::result::jain_fairness(&tcp),
             events: self.events,
+            stale_events: self.stale_events,
+            link_tx_packets,
         }
     }
 }
