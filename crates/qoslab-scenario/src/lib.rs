@@ -177,11 +177,12 @@ struct Parsed {
 pub fn parse(text: &str, file: &str) -> core::result::Result<Scenario, ScenarioError> {
     let mut cx = Cx::new(text, file);
     let parsed = parse_doc(&mut cx)?;
+    let lines = error::LineIndex::new(text);
     let located = cx
         .located
         .iter()
         .map(|(p, at)| {
-            let (l, c) = cx.src.line_col(*at);
+            let (l, c) = lines.line_col(text, *at);
             (p.clone(), l, c)
         })
         .collect();
