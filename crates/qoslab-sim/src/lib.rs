@@ -18,6 +18,7 @@ mod arena;
 pub mod cc;
 pub mod config;
 mod engine;
+mod hist;
 mod link;
 mod net;
 mod policy;

@@ -3,7 +3,10 @@
 //! asked for, stored column-wise so the bindings hand them to NumPy/pandas
 //! without a per-row conversion.
 
-/// Summary statistics of a set of RTT samples, in nanoseconds.
+/// Summary statistics of a set of RTT samples, in nanoseconds. Count,
+/// min, max and mean are exact; p50 / p95 are nearest-rank percentiles,
+/// exact when `exact`, else read from a log-bucket histogram within 0.4 %
+/// of the exact value ([`crate::hist`]; `[record] rtt_percentiles`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RttSummary {
     pub samples: u64,
@@ -12,6 +15,7 @@ pub struct RttSummary {
     pub p50_ns: u64,
     pub p95_ns: u64,
     pub max_ns: u64,
+    pub exact: bool,
 }
 
 /// One traffic flow (a TCP connection, a UDP source or a ping probe).

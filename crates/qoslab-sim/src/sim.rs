@@ -945,7 +945,7 @@ impl Sim {
                 f.packets_received += 1;
                 f.bytes_delivered += data.payload_bytes as u64;
                 let rtt = self.now_ns - data.sent_ns;
-                f.rtt_ns.push(rtt);
+                f.rtt.push(rtt, self.record.exact_rtt_percentiles);
                 if self.record.ping {
                     let s = &mut self.series;
                     s.ping_time_ns.push(self.now_ns);
@@ -1048,7 +1048,7 @@ impl Sim {
         if !io.rtt.is_empty() {
             let f = &mut self.flows[flow as usize];
             for r in io.rtt.drain(..) {
-                f.rtt_ns.push(r.as_ns());
+                f.rtt.push(r.as_ns(), self.record.exact_rtt_percentiles);
                 if self.record.rtt {
                     let s = &mut self.series;
                     s.rtt_time_ns.push(now);

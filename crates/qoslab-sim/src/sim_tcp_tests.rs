@@ -310,3 +310,28 @@ fn events_per_bottleneck_packet_stay_flat_at_whole_ns_per_byte_rates() {
         );
     }
 }
+
+/// The default RTT summary comes from the bounded histogram: same count,
+/// min, max and run as with every sample kept, percentiles within the
+/// 0.4 % the histogram promises (crate::hist).
+#[test]
+fn histogram_rtt_percentiles_match_the_exact_ones_within_the_stated_error() {
+    let hist = run(&policed_cubic(3, 5), &mut |_| true).unwrap();
+    let mut c = policed_cubic(3, 5);
+    c.record.exact_rtt_percentiles = true;
+    let exact = run(&c, &mut |_| true).unwrap();
+    assert_eq!(hist.events, exact.events);
+    for (h, e) in hist.flows.iter().zip(&exact.flows) {
+        let (h, e) = (h.rtt, e.rtt);
+        assert!(e.exact && !h.exact);
+        assert!(e.samples > 500, "{} samples", e.samples);
+        assert_eq!(
+            (h.samples, h.min_ns, h.max_ns),
+            (e.samples, e.min_ns, e.max_ns)
+        );
+        assert!((h.mean_ns - e.mean_ns).abs() <= e.mean_ns * 1e-9);
+        for (a, b) in [(h.p50_ns, e.p50_ns), (h.p95_ns, e.p95_ns)] {
+            assert!(a.abs_diff(b) * 1000 <= b * 4, "{a} vs exact {b}");
+        }
+    }
+}
