@@ -102,7 +102,8 @@ impl Pkt {
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
     TxDone(u32),
-    Arrive(u32, u32),
+    /// The head of direction `d`'s wire (`Link::in_flight`) arrives.
+    Arrive(u32),
     Wake(u32),
     Source(u32),
     TcpStart(u32),
@@ -684,7 +685,15 @@ impl Sim {
             self.events += 1;
 
             match ev {
-                Ev::Arrive(d, id) => self.on_arrive(d, id),
+                Ev::Arrive(d) => {
+                    let l = &mut self.links[d as usize];
+                    let (at, _, id) = l.in_flight.pop_front().expect("an arrival");
+                    debug_assert_eq!(at, t);
+                    if let Some(&(next, seq, _)) = l.in_flight.front() {
+                        self.q.schedule_seq(next, seq, Ev::Arrive(d));
+                    }
+                    self.on_arrive(d, id)
+                }
                 Ev::TxDone(d) => {
                     let l = &mut self.links[d as usize];
                     #[cfg(debug_assertions)]
@@ -859,10 +868,12 @@ impl Sim {
                     self.counters.lost_link += 1;
                     drop_from_flow(&mut self.flows, &mut self.pkts, id);
                 } else {
-                    self.q.schedule(
-                        l.busy_until_ns.saturating_add(l.delay_ns),
-                        Ev::Arrive(d, id),
-                    );
+                    let at = l.busy_until_ns.saturating_add(l.delay_ns);
+                    let seq = self.q.reserve_seq();
+                    if l.in_flight.is_empty() {
+                        self.q.schedule_seq(at, seq, Ev::Arrive(d));
+                    }
+                    l.in_flight.push_back((at, seq, id));
                 }
                 if l.queue.backlog_packets() > 0 {
                     arm_tx_done(&mut self.q, l, d);
