@@ -20,6 +20,7 @@ mod arena;
 pub mod cc;
 pub mod config;
 mod engine;
+mod hist;
 mod link;
 mod net;
 pub mod policy;
