@@ -169,6 +169,7 @@ def test_result_tables_and_summary() -> None:
         "p95": 9.0,
         "max": 12.0,
         "samples": 10,
+        "percentiles": "exact",
     }
     assert s["policies"][0]["drops"] == {"packets": 100, "bytes": 150_000}
     assert s["policies"][0]["colors"]["red"] == {"packets": 100, "bytes": 150_000}

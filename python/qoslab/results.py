@@ -42,6 +42,8 @@ def _rtt_ms(rtt: Mapping[str, Any]) -> dict[str, Any]:
         "p95": _ms(rtt["p95_ns"]),
         "max": _ms(rtt["max_ns"]),
         "samples": int(rtt["samples"]),
+        # "histogram" (p50/p95 within 0.4 %) or "exact" ([record] rtt_percentiles)
+        "percentiles": str(rtt.get("percentiles", "exact")),
     }
 
 

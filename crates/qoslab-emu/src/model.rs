@@ -268,8 +268,14 @@ impl Model {
             match ev {
                 Ev::Arrive(d, id) => self.on_arrive(d, id, io),
                 Ev::TxDone(d) => {
-                    self.dirs[d as usize].link.pull_armed = false;
-                    self.kick(d, io);
+                    // Only the one live TxDone restarts the transmitter; one made
+                    // stale by another event at the same instant is dropped (as
+                    // the simulator's `Link::tx_done_at_ns`, issue 12).
+                    let l = &mut self.dirs[d as usize].link;
+                    if l.tx_done_at_ns == t {
+                        l.tx_done_at_ns = NEVER_NS;
+                        self.kick(d, io);
+                    }
                 }
                 Ev::Wake(d) => {
                     let l = &mut self.dirs[d as usize].link;
@@ -407,8 +413,8 @@ impl Model {
         let now = self.now_ns;
         let l = &mut self.dirs[d as usize].link;
         if now < l.busy_until_ns {
-            if !l.pull_armed {
-                l.pull_armed = true;
+            if l.tx_done_at_ns != l.busy_until_ns {
+                l.tx_done_at_ns = l.busy_until_ns;
                 self.q.schedule(l.busy_until_ns, Ev::TxDone(d));
             }
             return;
@@ -435,7 +441,7 @@ impl Model {
                 let arrive = done.saturating_add(l.delay_ns);
                 let more = l.queue.backlog_packets() > 0;
                 if more {
-                    l.pull_armed = true;
+                    l.tx_done_at_ns = done;
                     self.q.schedule(done, Ev::TxDone(d));
                 }
                 if self.taps[d as usize][Point::Egress as usize] {

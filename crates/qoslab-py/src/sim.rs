@@ -145,6 +145,7 @@ fn rtt_dict<'py>(py: Python<'py>, r: &RttSummary) -> PyResult<Bound<'py, PyDict>
     d.set_item("p50_ns", r.p50_ns)?;
     d.set_item("p95_ns", r.p95_ns)?;
     d.set_item("max_ns", r.max_ns)?;
+    d.set_item("percentiles", if r.exact { "exact" } else { "histogram" })?;
     Ok(d)
 }
 

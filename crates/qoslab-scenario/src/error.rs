@@ -39,18 +39,39 @@ pub(crate) struct Source<'s> {
     pub file: &'s str,
 }
 
-impl Source<'_> {
-    /// 1-based (line, column) of byte `offset` (clamped to the text).
-    pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let mut offset = offset.min(self.text.len());
-        while !self.text.is_char_boundary(offset) {
+/// Byte offsets where the lines of a text start, so that locating a key is a
+/// binary search plus a scan of its own line (locating every key of a file
+/// is then linear in its size, not quadratic).
+pub(crate) struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    /// 1-based (line, column in characters) of byte `offset` of `text`
+    /// (the text this index was built from), clamped to the text.
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
             offset -= 1;
         }
-        let before = &self.text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let column = before[line_start..].chars().count() + 1;
+        // The last line start at or before `offset`.
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let column = text[self.starts[line - 1]..offset].chars().count() + 1;
         (line, column)
+    }
+}
+
+impl Source<'_> {
+    /// 1-based (line, column) of byte `offset` (clamped to the text). One
+    /// pass over the text: for many offsets build a [`LineIndex`] once.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        LineIndex::new(self.text).line_col(self.text, offset)
     }
 
     pub fn error(

@@ -45,6 +45,8 @@
 //! [record]
 //! interval = "100ms"
 //! series = ["goodput", "rtt", "cwnd", "queue", "tokens", "colors", "ping", "segments"]
+//! rtt_percentiles = "histogram"    # default: bounded memory, p50/p95 within 0.4 %;
+//!                                  # "exact": keep every RTT sample (memory grows)
 //! ```
 //!
 //! `[topology]` also takes `timer = "highres" | "highres:50us" | "hz:250" |
@@ -179,11 +181,12 @@ struct Parsed {
 pub fn parse(text: &str, file: &str) -> core::result::Result<Scenario, ScenarioError> {
     let mut cx = Cx::new(text, file);
     let parsed = parse_doc(&mut cx)?;
+    let lines = error::LineIndex::new(text);
     let located = cx
         .located
         .iter()
         .map(|(p, at)| {
-            let (l, c) = cx.src.line_col(*at);
+            let (l, c) = lines.line_col(text, *at);
             (p.clone(), l, c)
         })
         .collect();
@@ -416,6 +419,9 @@ fn opt_string(cx: &mut Cx<'_>, t: &mut Section<'_>, key: &'static str) -> Result
     }
 }
 
+/// `[record] rtt_percentiles`: how the flow summaries' p50 / p95 are kept.
+const RTT_PERCENTILES: [&str; 2] = ["histogram", "exact"];
+
 fn record(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<RecordSpec> {
     let mut t = f.table(cx)?;
     let mut r = RecordSpec::default();
@@ -439,7 +445,10 @@ fn record(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<RecordSpec> {
             r.goodput, r.rtt, r.cwnd, r.queue, r.tokens, r.colors, r.ping, r.segments,
         ] = on;
     }
-    t.finish(cx, "in [record] (interval, series)")?;
+    if let Some(pf) = t.get(cx, "rtt_percentiles") {
+        r.exact_rtt_percentiles = pf.choice(cx, &RTT_PERCENTILES)? == "exact";
+    }
+    t.finish(cx, "in [record] (interval, series, rtt_percentiles)")?;
     Ok(r)
 }
 

@@ -179,6 +179,7 @@ fn a_full_scenario_becomes_exactly_this_config() {
             colors: false,
             ping: false,
             segments: false,
+            exact_rtt_percentiles: false,
         },
     };
     assert_eq!(sc.config, expected);
@@ -620,4 +621,16 @@ fn loss_recovery_switches_override_the_profile() {
         path.ends_with("rakc") && msg.contains("rack"),
         "{path}: {msg}"
     );
+}
+
+#[test]
+fn rtt_percentiles_default_to_the_histogram_and_exact_is_a_choice() {
+    let sc = parse(&with("[record]\nseries = [\"rtt\"]\n"), "t.toml").unwrap();
+    assert!(!sc.config.record.exact_rtt_percentiles);
+    let sc = parse(&with("[record]\nrtt_percentiles = \"exact\"\n"), "t.toml").unwrap();
+    assert!(sc.config.record.exact_rtt_percentiles);
+    let (l, _, p, m) = err(&with("[record]\nrtt_percentiles = \"exakt\"\n"));
+    assert_eq!(p, "record.rtt_percentiles");
+    assert_eq!(l, MINIMAL.lines().count() + 2);
+    assert!(m.contains("did you mean \"exact\"?"), "{m}");
 }

@@ -1,10 +1,16 @@
 //! Engine benchmark (not a test): fixed scenarios, wall time, events/s,
-//! simulated seconds per wall second, peak RSS and aggregate goodput.
+//! events and CPU ns per bottleneck packet, peak RSS and aggregate goodput.
 //!
-//! `cargo run --release -p qoslab-sim --example bench [case]`
+//! `cargo run --release -p qoslab-sim --example bench [case]`: the cases
+//! a, b, c (issue 3) and r100m, r1g, r10g (issue 12: whole ns per byte, 10 s).
 //!
-//! Each case runs in its own child process so that its peak RSS
-//! (getrusage `ru_maxrss`) is its own.
+//! `cargo run --release -p qoslab-sim --example bench -- scaling [--write FILE]`:
+//! the scaling table (rate × duration × flows); with `--write` it replaces
+//! the table between the `<!-- scaling:begin -->` / `<!-- scaling:end -->`
+//! markers of FILE (docs/performance.md), atomically.
+//!
+//! Each run happens in its own child process so that its peak RSS
+//! (getrusage `ru_maxrss`) and CPU time are its own.
 
 use qoslab_core::{Duration, Rate};
 use qoslab_sim::config::*;
@@ -110,6 +116,78 @@ fn case(name: &str) -> Option<(SimConfig, &'static str)> {
     })
 }
 
+/// `flows` CUBIC flows for `secs` s through a `bps` FIFO bottleneck
+/// (1000 packets), every link at the bottleneck's rate (their transmitters
+/// share its clock: the worst case for same-instant events), RTT 5 ms.
+/// Up to 100 sender / receiver pairs (more flows share them: the routing
+/// table of 20,000 hosts would pass the engine's 1 GB limit). No series
+/// are recorded, so memory is the model's own.
+fn grid(bps: u64, secs: u64, flows: u32) -> SimConfig {
+    let d = dumbbell(flows.min(100), lp(bps, Duration::from_us(500), 1000), None);
+    let d = DumbbellSpec {
+        access: lp(bps, Duration::from_ms(1), 1000),
+        ..d
+    };
+    SimConfig {
+        name: "bench-grid".into(),
+        duration: Duration::from_secs(secs),
+        seed: 1,
+        topology: Topology::Dumbbell(d),
+        traffic: vec![TrafficSpec::TcpBulk {
+            flows,
+            endpoints: Endpoints::default(),
+            schedule: Schedule::default(),
+            bytes: None,
+            tcp: TcpConfig::profile("linux").unwrap(),
+            label: String::new(),
+        }],
+        record: RecordSpec {
+            goodput: false,
+            ..RecordSpec::default()
+        },
+    }
+}
+
+/// A named case, or a grid point `grid:BPS:SECS:FLOWS`.
+fn lookup(name: &str) -> Option<(SimConfig, String)> {
+    if let Some(spec) = name.strip_prefix("grid:") {
+        let v: Vec<u64> = spec.split(':').filter_map(|x| x.parse().ok()).collect();
+        let [bps, secs, flows] = v[..] else {
+            return None;
+        };
+        return Some((
+            grid(bps, secs, flows as u32),
+            format!("{flows} CUBIC flows, {} FIFO, {secs} s", fmt_rate(bps)),
+        ));
+    }
+    let rate = match name {
+        "r100m" => Some(100_000_000),
+        "r1g" => Some(1_000_000_000),
+        "r10g" => Some(10_000_000_000),
+        _ => None,
+    };
+    if let Some(bps) = rate {
+        return Some((
+            grid(bps, 10, 4),
+            format!(
+                "4 CUBIC flows, {} FIFO (all links at that rate), RTT 5 ms, 10 s",
+                fmt_rate(bps)
+            ),
+        ));
+    }
+    case(name).map(|(c, w)| (c, w.to_string()))
+}
+
+fn fmt_rate(bps: u64) -> String {
+    match bps {
+        b if b >= 1_000_000_000 && b % 1_000_000_000 == 0 => {
+            format!("{} Gbit/s", b / 1_000_000_000)
+        }
+        b if b % 1_000_000 == 0 => format!("{} Mbit/s", b / 1_000_000),
+        b => format!("{b} bit/s"),
+    }
+}
+
 #[repr(C)]
 struct Rusage {
     utime: [i64; 2],
@@ -122,7 +200,8 @@ extern "C" {
     fn getrusage(who: i32, usage: *mut Rusage) -> i32;
 }
 
-fn peak_rss_mb() -> f64 {
+/// (peak RSS in MB, user + system CPU seconds) of this process so far.
+fn usage() -> (f64, f64) {
     let mut u = Rusage {
         utime: [0; 2],
         stime: [0; 2],
@@ -133,41 +212,225 @@ fn peak_rss_mb() -> f64 {
     // Linux's 64-bit `struct rusage` (two timevals, then 14 longs).
     let rc = unsafe { getrusage(0, &mut u) };
     if rc != 0 {
-        return f64::NAN;
+        return (f64::NAN, f64::NAN);
     }
-    u.maxrss_kb as f64 / 1024.0
+    let secs = |t: [i64; 2]| t[0] as f64 + t[1] as f64 * 1e-6;
+    (u.maxrss_kb as f64 / 1024.0, secs(u.utime) + secs(u.stime))
+}
+
+/// What one run measured (the child prints it as one `RESULT` line).
+struct Measured {
+    wall_s: f64,
+    cpu_s: f64,
+    events: u64,
+    stale: u64,
+    packets: u64,
+    rss_mb: f64,
+    goodput_bps: f64,
+}
+
+impl Measured {
+    fn parse(line: &str) -> Option<Measured> {
+        let v: Vec<f64> = line
+            .strip_prefix("RESULT ")?
+            .split(' ')
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        let [wall_s, cpu_s, events, stale, packets, rss_mb, goodput_bps] = v[..] else {
+            return None;
+        };
+        Some(Measured {
+            wall_s,
+            cpu_s,
+            events: events as u64,
+            stale: stale as u64,
+            packets: packets as u64,
+            rss_mb,
+            goodput_bps,
+        })
+    }
+    fn ns_per_packet(&self) -> f64 {
+        self.cpu_s * 1e9 / self.packets.max(1) as f64
+    }
+    fn events_per_packet(&self) -> f64 {
+        self.events as f64 / self.packets.max(1) as f64
+    }
 }
 
 fn run_case(name: &str) {
-    let (cfg, what) = case(name).expect("known case");
+    let (cfg, what) = lookup(name).expect("known case");
+    let cpu0 = usage().1;
     let t0 = WallClock::now();
     let r = qoslab_sim::run(&cfg, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}"));
     let wall = t0.elapsed().as_secs_f64();
+    let (rss, cpu1) = usage();
+    // The bottleneck carries every flow's data: the busiest direction.
+    let packets = r.link_tx_packets.iter().copied().max().unwrap_or(0);
+    let m = Measured {
+        wall_s: wall,
+        cpu_s: cpu1 - cpu0,
+        events: r.events,
+        stale: r.stale_events,
+        packets,
+        rss_mb: rss,
+        goodput_bps: r.sum_goodput_bps,
+    };
     let sim_s = r.duration_ns as f64 / 1e9;
     println!(
-        "({name}) {what}\n    wall {wall:.3} s | {:.2} M events ({:.1} M events/s) | {:.0} sim s per wall s | peak RSS {:.1} MB | goodput {:.2} Mbit/s (Jain {:.3}, retransmits {})",
+        "({name}) {what}\n    wall {wall:.3} s | {:.2} M events ({:.1} M events/s, {:.2} per bottleneck packet, {} stale) | {:.0} ns CPU per bottleneck packet | {:.0} sim s per wall s | peak RSS {:.1} MB | goodput {:.2} Mbit/s (Jain {:.3}, retransmits {})",
         r.events as f64 / 1e6,
         r.events as f64 / wall / 1e6,
+        m.events_per_packet(),
+        m.stale,
+        m.ns_per_packet(),
         sim_s / wall,
-        peak_rss_mb(),
+        rss,
         r.sum_goodput_bps / 1e6,
         r.jain_fairness,
         r.flows.iter().map(|f| f.retransmits).sum::<u64>(),
     );
+    println!(
+        "RESULT {} {} {} {} {} {} {}",
+        m.wall_s, m.cpu_s, m.events, m.stale, m.packets, m.rss_mb, m.goodput_bps
+    );
+}
+
+/// Runs `name` in a child process; echoes its report, returns its figures.
+fn spawn(me: &std::path::Path, name: &str, echo: bool) -> Option<Measured> {
+    let out = Command::new(me).arg(name).output().expect("spawn a case");
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        eprintln!(
+            "case {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return None;
+    }
+    let mut m = None;
+    for line in text.lines() {
+        match Measured::parse(line) {
+            Some(x) => m = Some(x),
+            None if echo => println!("{line}"),
+            None => {}
+        }
+    }
+    m
+}
+
+/// (bottleneck bit/s, simulated s, flows).
+type GridPoint = (u64, u64, u64);
+
+/// The scaling table (markdown): each axis varied with the others fixed.
+fn scaling(me: &std::path::Path) -> String {
+    let (_, load) = (
+        0,
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default(),
+    );
+    let load = load.split(' ').next().unwrap_or("?").to_string();
+    let axes: [(&str, Vec<GridPoint>); 3] = [
+        (
+            "rate (4 flows, 10 s)",
+            [10_000_000, 100_000_000, 1_000_000_000, 10_000_000_000]
+                .map(|b| (b, 10, 4))
+                .to_vec(),
+        ),
+        (
+            "duration (4 flows, 10 Mbit/s)",
+            [1, 10, 100, 1000, 10_000]
+                .map(|s| (10_000_000, s, 4))
+                .to_vec(),
+        ),
+        (
+            "flows (1 Gbit/s, 10 s)",
+            [1, 10, 100, 1000, 10_000]
+                .map(|n| (1_000_000_000, 10, n))
+                .to_vec(),
+        ),
+    ];
+    let mut md = format!(
+        "Generated by `cargo run --release -p qoslab-sim --example bench -- scaling --write docs/performance.md` \
+         (load average {load} when it started; one run per row, each in its own process).\n\n\
+         | axis | rate | simulated | flows | bottleneck packets | events / packet | stale | ns CPU / packet | wall s | peak RSS MB | goodput Mbit/s |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n"
+    );
+    for (axis, points) in axes {
+        for (bps, secs, flows) in points {
+            let name = format!("grid:{bps}:{secs}:{flows}");
+            eprintln!("running {name}");
+            let Some(m) = spawn(me, &name, false) else {
+                md.push_str(&format!(
+                    "| {axis} | {} | {secs} s | {flows} | failed | | | | | | |\n",
+                    fmt_rate(bps)
+                ));
+                continue;
+            };
+            md.push_str(&format!(
+                "| {axis} | {} | {secs} s | {flows} | {} | {:.2} | {} | {:.0} | {:.2} | {:.1} | {:.1} |\n",
+                fmt_rate(bps),
+                m.packets,
+                m.events_per_packet(),
+                m.stale,
+                m.ns_per_packet(),
+                m.wall_s,
+                m.rss_mb,
+                m.goodput_bps / 1e6
+            ));
+        }
+    }
+    md
+}
+
+/// Replaces the text between the scaling markers of `path` (temp file +
+/// rename, so a failed run never leaves half a document).
+fn write_between_markers(path: &str, table: &str) -> Result<(), String> {
+    const BEGIN: &str = "<!-- scaling:begin -->";
+    const END: &str = "<!-- scaling:end -->";
+    let doc = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let (Some(a), Some(b)) = (doc.find(BEGIN), doc.find(END)) else {
+        return Err(format!("{path}: no {BEGIN} … {END} markers"));
+    };
+    if b < a {
+        return Err(format!("{path}: {END} comes before {BEGIN}"));
+    }
+    let new = format!("{}{BEGIN}\n{table}{}", &doc[..a], &doc[b..]);
+    let tmp = format!("{path}.tmp");
+    std::fs::write(&tmp, new).map_err(|e| format!("{tmp}: {e}"))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{path}: {e}"))
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(name) = args.first() {
-        run_case(name);
-        return;
-    }
-    println!("qoslab-sim engine benchmark (targets: a ≤ 0.06 s, c ≤ 1.2 s and < 32 MB)");
     let me = std::env::current_exe().expect("own path");
-    for name in ["a", "b", "c"] {
-        let st = Command::new(&me).arg(name).status().expect("spawn a case");
-        if !st.success() {
-            eprintln!("case {name} failed");
+    match args.first().map(String::as_str) {
+        Some("scaling") => {
+            let table = scaling(&me);
+            match args.get(1).map(String::as_str) {
+                Some("--write") => {
+                    let path = args.get(2).map_or("docs/performance.md", String::as_str);
+                    if let Err(e) = write_between_markers(path, &table) {
+                        eprintln!("bench: {e}");
+                        std::process::exit(2);
+                    }
+                    println!("{table}\nwritten to {path}");
+                }
+                _ => println!("{table}"),
+            }
+        }
+        Some(name) => {
+            if lookup(name).is_none() {
+                eprintln!("bench: unknown case {name} (a, b, c, r100m, r1g, r10g, grid:BPS:SECS:FLOWS, scaling)");
+                std::process::exit(2);
+            }
+            run_case(name)
+        }
+        None => {
+            println!(
+                "qoslab-sim engine benchmark (targets: a ≤ 0.06 s, c ≤ 1.2 s and < 32 MB; \
+                 ≤ 6 events per bottleneck packet; r10g ≤ 10 s wall)"
+            );
+            for name in ["a", "b", "c", "r100m", "r1g", "r10g"] {
+                spawn(&me, name, true);
+            }
         }
     }
 }

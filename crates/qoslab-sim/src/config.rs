@@ -442,6 +442,10 @@ pub struct RecordSpec {
     /// Sender-side segment log (time, flow, seq, len, retransmission) for
     /// time–sequence graphs.
     pub segments: bool,
+    /// Keep every RTT sample for exact p50 / p95 in the flow summaries
+    /// (memory grows with the run) instead of a bounded histogram (within
+    /// 0.4 %). The `rtt` series, when recorded, is per sample either way.
+    pub exact_rtt_percentiles: bool,
 }
 
 impl Default for RecordSpec {
@@ -456,6 +460,7 @@ impl Default for RecordSpec {
             colors: false,
             ping: true,
             segments: false,
+            exact_rtt_percentiles: false,
         }
     }
 }

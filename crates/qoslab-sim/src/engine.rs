@@ -62,6 +62,27 @@ impl<E: Copy> EventQueue<E> {
         self.seq += 1;
     }
 
+    /// Takes the insertion number the next [`EventQueue::schedule`] would
+    /// use, for an event that is put in the heap later with
+    /// [`EventQueue::schedule_seq`] (it then runs exactly where it would
+    /// have had it been scheduled now).
+    #[inline]
+    pub fn reserve_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq - 1
+    }
+
+    /// Schedules `ev` at `time_ns` under a number from
+    /// [`EventQueue::reserve_seq`]. The caller makes sure no event ordered
+    /// after `(time_ns, seq)` has run yet (a per-link FIFO of arrivals whose
+    /// head is always in the heap does).
+    #[inline]
+    pub fn schedule_seq(&mut self, time_ns: u64, seq: u64, ev: E) {
+        debug_assert!(seq < self.seq, "seq {seq} was not reserved");
+        debug_assert!(time_ns >= self.now_ns, "an arrival in the past");
+        self.heap.push(Entry { time_ns, seq, ev });
+    }
+
     /// Removes the earliest event if it is due at or before `until_ns`,
     /// advancing the clock to it.
     #[inline]
@@ -110,6 +131,17 @@ mod tests {
             out.push((t, e));
         }
         assert_eq!(out, [(10, 'a'), (10, 'b'), (20, 'x'), (30, 'c'), (30, 'd')]);
+    }
+
+    #[test]
+    fn a_reserved_seq_runs_where_it_was_reserved() {
+        let mut q = EventQueue::new();
+        q.schedule(10, 'a');
+        let s = q.reserve_seq();
+        q.schedule(10, 'c');
+        q.schedule_seq(10, s, 'b');
+        let out: Vec<char> = std::iter::from_fn(|| q.pop_until(u64::MAX).map(|e| e.1)).collect();
+        assert_eq!(out, ['a', 'b', 'c']);
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod arena;
 pub mod cc;
 pub mod config;
 pub mod engine;
+mod hist;
 pub mod link;
 pub mod net;
 pub mod policy;

@@ -18,6 +18,7 @@ use crate::config::TimerSpec;
 use crate::policy::EgressQueue;
 use qoslab_core::rng::Rng;
 use qoslab_core::{Bytes, Rate};
+use std::collections::VecDeque;
 
 /// "No wake-up armed".
 pub const NEVER_NS: u64 = u64::MAX;
@@ -41,12 +42,26 @@ pub struct Link {
     pub timer: TimerSpec,
     /// The transmitter is serializing until then.
     pub busy_until_ns: u64,
-    /// A `TxDone` event is pending.
-    pub pull_armed: bool,
+    /// When the one live `TxDone` event of this direction is due, or
+    /// [`NEVER_NS`]. A `TxDone` popped at any other time is stale (another
+    /// event already restarted the transmitter at that instant) and is
+    /// ignored: re-arming it would start a second chain of `TxDone`s that
+    /// lives as long as the link stays busy (issue 12).
+    pub tx_done_at_ns: u64,
+    /// `TxDone` events of this direction in the heap (debug check).
+    #[cfg(debug_assertions)]
+    pub tx_done_pending: u32,
     /// The pending shaper wake-up, or [`NEVER_NS`].
     pub wake_at_ns: u64,
     /// 8·10⁹ / rate when that is a whole number of ns per byte (fast path).
     ns_per_byte: Option<u64>,
+    /// Packets on the wire: (arrival time, event number, packet), in
+    /// arrival order (one delay, transmissions in order). Only the head has
+    /// an `Arrive` event in the heap, under the number it was given when
+    /// it left, so the heap holds one event per busy wire instead of one
+    /// per packet (issue 12: at 10 Gbit/s a wire holds thousands) and the
+    /// run is event for event the same.
+    pub in_flight: VecDeque<(u64, u64, u32)>,
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub lost_packets: u64,
@@ -77,9 +92,12 @@ impl Link {
             ingress_policer: None,
             timer,
             busy_until_ns: 0,
-            pull_armed: false,
+            tx_done_at_ns: NEVER_NS,
+            #[cfg(debug_assertions)]
+            tx_done_pending: 0,
             wake_at_ns: NEVER_NS,
             ns_per_byte,
+            in_flight: VecDeque::new(),
             tx_packets: 0,
             tx_bytes: 0,
             lost_packets: 0,

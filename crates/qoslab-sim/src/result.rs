@@ -6,7 +6,10 @@
 /// Policy and class rows live in `qoslab-policy`; re-exported here.
 pub use qoslab_policy::result::{ClassResult, PolicyResult};
 
-/// Summary statistics of a set of RTT samples, in nanoseconds.
+/// Summary statistics of a set of RTT samples, in nanoseconds. Count,
+/// min, max and mean are exact; p50 / p95 are nearest-rank percentiles,
+/// exact when `exact`, else read from a log-bucket histogram within 0.4 %
+/// of the exact value ([`crate::hist`]; `[record] rtt_percentiles`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RttSummary {
     pub samples: u64,
@@ -15,6 +18,7 @@ pub struct RttSummary {
     pub p50_ns: u64,
     pub p95_ns: u64,
     pub max_ns: u64,
+    pub exact: bool,
 }
 
 /// One traffic flow (a TCP connection, a UDP source or a ping probe).
@@ -113,6 +117,12 @@ pub struct SimResult {
     pub jain_fairness: f64,
     /// Events processed (for the benchmark's events/s).
     pub events: u64,
+    /// Of those, `TxDone` events that were stale (another event had already
+    /// restarted the transmitter at that instant) and did nothing.
+    pub stale_events: u64,
+    /// Packets each link direction put on the wire, by direction index
+    /// (for events per bottleneck packet in the benchmark).
+    pub link_tx_packets: Vec<u64>,
 }
 
 /// Jain's fairness index (Σx)² / (n·Σx²); 1.0 for fewer than two values or

@@ -102,7 +102,8 @@ impl Pkt {
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
     TxDone(u32),
-    Arrive(u32, u32),
+    /// The head of direction `d`'s wire (`Link::in_flight`) arrives.
+    Arrive(u32),
     Wake(u32),
     Source(u32),
     TcpStart(u32),
@@ -159,6 +160,9 @@ pub struct Sim {
     flow_dscp: Vec<u8>,
     pub counters: NetCounters,
     events: u64,
+    /// `TxDone` events that found another `TxDone` live (see
+    /// [`Link::tx_done_at_ns`]); each costs one heap pop and nothing else.
+    stale_events: u64,
     /// Every delivery (time, flow, wire bytes), for the tests' window checks.
     #[cfg(test)]
     pub deliveries: Vec<(u64, u32, u32)>,
@@ -290,6 +294,7 @@ impl Sim {
             flow_dscp: Vec::new(),
             counters: NetCounters::default(),
             events: 0,
+            stale_events: 0,
             #[cfg(test)]
             deliveries: Vec::new(),
         };
@@ -585,6 +590,25 @@ impl Sim {
     }
 }
 
+/// Schedules the `TxDone` of direction `d` for when its transmitter frees
+/// up; it becomes the one live `TxDone` of `d` (any other pending one is
+/// stale from now on). Debug builds check that stale ones never pile up:
+/// at most the live one and one stale one due now are ever pending.
+#[inline]
+fn arm_tx_done(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) {
+    l.tx_done_at_ns = l.busy_until_ns;
+    q.schedule(l.busy_until_ns, Ev::TxDone(d));
+    #[cfg(debug_assertions)]
+    {
+        l.tx_done_pending += 1;
+        debug_assert!(
+            l.tx_done_pending <= 2,
+            "link direction {d}: {} TxDone events pending (stale chains)",
+            l.tx_done_pending
+        );
+    }
+}
+
 /// Frees a packet lost in the network and charges it to its flow.
 #[inline]
 fn drop_from_flow(flows: &mut [FlowStat], pkts: &mut Arena<Pkt>, id: u32) {
@@ -659,11 +683,29 @@ impl Sim {
         while let Some((t, ev)) = self.q.pop_until(end) {
             self.now_ns = t;
             self.events += 1;
+
             match ev {
-                Ev::Arrive(d, id) => self.on_arrive(d, id),
+                Ev::Arrive(d) => {
+                    let l = &mut self.links[d as usize];
+                    let (at, _, id) = l.in_flight.pop_front().expect("an arrival");
+                    debug_assert_eq!(at, t);
+                    if let Some(&(next, seq, _)) = l.in_flight.front() {
+                        self.q.schedule_seq(next, seq, Ev::Arrive(d));
+                    }
+                    self.on_arrive(d, id)
+                }
                 Ev::TxDone(d) => {
-                    self.links[d as usize].pull_armed = false;
-                    self.kick(d);
+                    let l = &mut self.links[d as usize];
+                    #[cfg(debug_assertions)]
+                    {
+                        l.tx_done_pending -= 1;
+                    }
+                    if l.tx_done_at_ns == t {
+                        l.tx_done_at_ns = NEVER_NS;
+                        self.kick(d);
+                    } else {
+                        self.stale_events += 1;
+                    }
                 }
                 Ev::Wake(d) => {
                     let l = &mut self.links[d as usize];
@@ -794,9 +836,8 @@ impl Sim {
         let now = self.now_ns;
         let l = &mut self.links[d as usize];
         if now < l.busy_until_ns {
-            if !l.pull_armed {
-                l.pull_armed = true;
-                self.q.schedule(l.busy_until_ns, Ev::TxDone(d));
+            if l.tx_done_at_ns != l.busy_until_ns {
+                arm_tx_done(&mut self.q, l, d);
             }
             return;
         }
@@ -827,14 +868,15 @@ impl Sim {
                     self.counters.lost_link += 1;
                     drop_from_flow(&mut self.flows, &mut self.pkts, id);
                 } else {
-                    self.q.schedule(
-                        l.busy_until_ns.saturating_add(l.delay_ns),
-                        Ev::Arrive(d, id),
-                    );
+                    let at = l.busy_until_ns.saturating_add(l.delay_ns);
+                    let seq = self.q.reserve_seq();
+                    if l.in_flight.is_empty() {
+                        self.q.schedule_seq(at, seq, Ev::Arrive(d));
+                    }
+                    l.in_flight.push_back((at, seq, id));
                 }
                 if l.queue.backlog_packets() > 0 {
-                    l.pull_armed = true;
-                    self.q.schedule(l.busy_until_ns, Ev::TxDone(d));
+                    arm_tx_done(&mut self.q, l, d);
                 }
             }
             None => {
@@ -914,7 +956,7 @@ impl Sim {
                 f.packets_received += 1;
                 f.bytes_delivered += data.payload_bytes as u64;
                 let rtt = self.now_ns - data.sent_ns;
-                f.rtt_ns.push(rtt);
+                f.rtt.push(rtt, self.record.exact_rtt_percentiles);
                 if self.record.ping {
                     let s = &mut self.series;
                     s.ping_time_ns.push(self.now_ns);
@@ -1017,7 +1059,7 @@ impl Sim {
         if !io.rtt.is_empty() {
             let f = &mut self.flows[flow as usize];
             for r in io.rtt.drain(..) {
-                f.rtt_ns.push(r.as_ns());
+                f.rtt.push(r.as_ns(), self.record.exact_rtt_percentiles);
                 if self.record.rtt {
                     let s = &mut self.series;
                     s.rtt_time_ns.push(now);
@@ -1213,6 +1255,7 @@ impl Sim {
             .filter(|f| f.protocol == "tcp")
             .map(|f| f.goodput_bps)
             .collect();
+        let link_tx_packets = self.links.iter().map(|l| l.tx_packets).collect();
         let mut policies: Vec<_> = Vec::with_capacity(self.policies.len());
         for p in self.policies {
             let mut res = p.res;
@@ -1233,6 +1276,8 @@ impl Sim {
             sum_goodput_bps,
             jain_fairness: crate::result::jain_fairness(&tcp),
             events: self.events,
+            stale_events: self.stale_events,
+            link_tx_packets,
         }
     }
 }

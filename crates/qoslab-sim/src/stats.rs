@@ -7,7 +7,54 @@
 //! (iperf3's receiver figure).
 
 use crate::config::RecordSpec;
+use crate::hist::LogHistogram;
 use crate::result::{FlowResult, RttSummary, Series};
+
+/// A flow's RTT samples for its summary: nothing until the first sample
+/// (8 bytes in the flow), then a [`LogHistogram`] (bounded memory,
+/// percentiles within 0.4 %) or, when `[record] rtt_percentiles = "exact"`,
+/// every sample (memory grows with the run).
+#[derive(Clone, Debug, Default)]
+pub struct RttStat(Option<Box<RttSamples>>);
+
+#[derive(Clone, Debug)]
+enum RttSamples {
+    Histogram(LogHistogram),
+    Exact(Vec<u64>),
+}
+
+impl RttStat {
+    #[inline]
+    pub fn push(&mut self, rtt_ns: u64, exact: bool) {
+        let s = self.0.get_or_insert_with(|| {
+            Box::new(if exact {
+                RttSamples::Exact(Vec::new())
+            } else {
+                RttSamples::Histogram(LogHistogram::default())
+            })
+        });
+        match &mut **s {
+            RttSamples::Histogram(h) => h.record(rtt_ns),
+            RttSamples::Exact(v) => v.push(rtt_ns),
+        }
+    }
+
+    pub fn summary(&self) -> RttSummary {
+        match self.0.as_deref() {
+            None => RttSummary::default(),
+            Some(RttSamples::Exact(v)) => rtt_summary(v),
+            Some(RttSamples::Histogram(h)) => RttSummary {
+                samples: h.count(),
+                min_ns: h.min(),
+                mean_ns: h.mean(),
+                p50_ns: h.percentile(50),
+                p95_ns: h.percentile(95),
+                max_ns: h.max(),
+                exact: false,
+            },
+        }
+    }
+}
 
 /// Counters of one flow (TCP connection, UDP source or ping probe).
 #[derive(Clone, Debug)]
@@ -26,7 +73,7 @@ pub struct FlowStat {
     /// Packets of this flow dropped in the network (policies, loss, loops).
     pub packets_dropped: u64,
     pub bytes_delivered: u64,
-    pub rtt_ns: Vec<u64>,
+    pub rtt: RttStat,
     /// Delivered bytes at the last series sample.
     pub last_sample_bytes: u64,
     /// The TCP sender's retransmitted segments at the last series sample.
@@ -56,7 +103,7 @@ impl FlowStat {
             packets_received: 0,
             packets_dropped: 0,
             bytes_delivered: 0,
-            rtt_ns: Vec::new(),
+            rtt: RttStat::default(),
             last_sample_bytes: 0,
             last_sample_retransmits: 0,
             tcp: None,
@@ -89,7 +136,7 @@ impl FlowStat {
             packets_sent: self.packets_sent,
             retransmits: 0,
             packets_lost: self.packets_sent.saturating_sub(self.packets_received),
-            rtt: rtt_summary(&self.rtt_ns),
+            rtt: self.rtt.summary(),
             timeouts: 0,
             fast_recoveries: 0,
         }
@@ -111,6 +158,7 @@ pub fn rtt_summary(samples: &[u64]) -> RttSummary {
         p50_ns: rank(50),
         p95_ns: rank(95),
         max_ns: v[v.len() - 1],
+        exact: true,
     }
 }
 
@@ -218,6 +266,7 @@ mod tests {
             colors: false,
             ping: false,
             segments: false,
+            exact_rtt_percentiles: false,
         };
         // 10 samples x (2 flows x 28 + 2 conns x 29 + 1 policy x 36).
         assert_eq!(interval_series_bytes(&r, 1_000_000_000, 2, 2, 1), 10 * 150);
