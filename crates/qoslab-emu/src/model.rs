@@ -22,7 +22,7 @@ use qoslab_sim::config::RecordSpec;
 use qoslab_sim::engine::EventQueue;
 use qoslab_sim::link::NEVER_NS;
 use qoslab_sim::net::{Net, Routes, NO_ROUTE};
-use qoslab_sim::policy::{meter_tokens_bytes, EgressQueue, Policy};
+use qoslab_sim::policy::{EgressQueue, Policy};
 use qoslab_sim::result::{PolicyResult, Series};
 use qoslab_sim::timer::fire_time_ns;
 use std::collections::HashMap;
@@ -514,51 +514,10 @@ impl Model {
         let rel = t.saturating_sub(self.t0_ns);
         let now = Instant::from_ns(t);
         let r = self.record;
-        if r.queue || r.tokens {
-            for (i, p) in self.policies.iter().enumerate() {
-                let (qp, qb, tok) = match p.queue_dir {
-                    Some(d) => {
-                        let q: &EgressQueue = &self.dirs[d as usize].link.queue;
-                        let tok = match (&p.policer, q.tokens_bytes(now)) {
-                            (Some(pol), _) => meter_tokens_bytes(&pol.meter),
-                            (None, t) => t,
-                        };
-                        (q.backlog_packets() as u64, q.backlog_bytes(), tok)
-                    }
-                    None => (
-                        0,
-                        0,
-                        p.policer
-                            .as_ref()
-                            .and_then(|x| meter_tokens_bytes(&x.meter)),
-                    ),
-                };
-                let s = &mut self.series;
-                s.queue_time_ns.push(rel);
-                s.queue_policy.push(i as u32);
-                s.queue_packets.push(qp);
-                s.queue_bytes.push(qb);
-                s.tokens_bytes
-                    .push(if r.tokens { tok.unwrap_or(-1) } else { -1 });
-            }
-        }
-        if r.colors {
-            for (i, p) in self.policies.iter_mut().enumerate() {
-                let s = &mut self.series;
-                s.color_time_ns.push(rel);
-                s.color_policy.push(i as u32);
-                s.color_green_bytes
-                    .push(p.res.color_bytes[0] - p.last_color_bytes[0]);
-                s.color_yellow_bytes
-                    .push(p.res.color_bytes[1] - p.last_color_bytes[1]);
-                s.color_red_bytes
-                    .push(p.res.color_bytes[2] - p.last_color_bytes[2]);
-                s.color_dropped_bytes
-                    .push(p.res.bytes_dropped - p.last_bytes_dropped);
-                p.last_color_bytes = p.res.color_bytes;
-                p.last_bytes_dropped = p.res.bytes_dropped;
-            }
-        }
+        let dirs = &self.dirs;
+        qoslab_sim::sample_policies(&mut self.series, &r, &mut self.policies, now, rel, |d| {
+            &dirs[d as usize].link.queue
+        });
         self.q
             .schedule(t.saturating_add(r.interval.as_ns()), Ev::Sample);
     }

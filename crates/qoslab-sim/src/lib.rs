@@ -37,6 +37,7 @@ pub mod tree;
 pub use config::SimConfig;
 pub use net::MAX_NODES;
 pub use result::SimResult;
+pub use sim::sample_policies;
 
 use core::fmt;
 

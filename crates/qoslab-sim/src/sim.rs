@@ -1134,51 +1134,10 @@ impl Sim {
                 s.cwnd_state.push(c.sender.ca_state());
             }
         }
-        if r.queue || r.tokens {
-            for (i, p) in self.policies.iter().enumerate() {
-                let (qp, qb, tok) = match p.queue_dir {
-                    Some(d) => {
-                        let q = &self.links[d as usize].queue;
-                        let tok = match (&p.policer, q.tokens_bytes(now)) {
-                            (Some(pol), _) => policy::meter_tokens_bytes(&pol.meter),
-                            (None, t) => t,
-                        };
-                        (q.backlog_packets() as u64, q.backlog_bytes(), tok)
-                    }
-                    None => (
-                        0,
-                        0,
-                        p.policer
-                            .as_ref()
-                            .and_then(|x| policy::meter_tokens_bytes(&x.meter)),
-                    ),
-                };
-                let s = &mut self.series;
-                s.queue_time_ns.push(t);
-                s.queue_policy.push(i as u32);
-                s.queue_packets.push(qp);
-                s.queue_bytes.push(qb);
-                s.tokens_bytes
-                    .push(if r.tokens { tok.unwrap_or(-1) } else { -1 });
-            }
-        }
-        if r.colors {
-            for (i, p) in self.policies.iter_mut().enumerate() {
-                let s = &mut self.series;
-                s.color_time_ns.push(t);
-                s.color_policy.push(i as u32);
-                s.color_green_bytes
-                    .push(p.res.color_bytes[0] - p.last_color_bytes[0]);
-                s.color_yellow_bytes
-                    .push(p.res.color_bytes[1] - p.last_color_bytes[1]);
-                s.color_red_bytes
-                    .push(p.res.color_bytes[2] - p.last_color_bytes[2]);
-                s.color_dropped_bytes
-                    .push(p.res.bytes_dropped - p.last_bytes_dropped);
-                p.last_color_bytes = p.res.color_bytes;
-                p.last_bytes_dropped = p.res.bytes_dropped;
-            }
-        }
+        let links = &self.links;
+        sample_policies(&mut self.series, &r, &mut self.policies, now, t, |d| {
+            &links[d as usize].queue
+        });
         let next = t.saturating_add(r.interval.as_ns());
         if next <= self.duration_ns {
             self.q.schedule(next, Ev::Sample);
@@ -1278,6 +1237,66 @@ impl Sim {
             events: self.events,
             stale_events: self.stale_events,
             link_tx_packets,
+        }
+    }
+}
+
+/// One sample of every policy's queue length, bucket tokens and per-colour
+/// bytes since the last sample, at `t_ns` on the series' time axis (what
+/// `[record] queue / tokens / colors` ask for). `queue_of(d)` is link
+/// direction `d`'s egress queue. Shared by the simulator and the emulator's
+/// forwarder, so both report the same columns the same way.
+pub fn sample_policies<'a>(
+    series: &mut Series,
+    r: &crate::config::RecordSpec,
+    policies: &mut [Policy],
+    now: Instant,
+    t_ns: u64,
+    queue_of: impl Fn(u32) -> &'a EgressQueue,
+) {
+    if r.queue || r.tokens {
+        for (i, p) in policies.iter().enumerate() {
+            let (qp, qb, tok) = match p.queue_dir {
+                Some(d) => {
+                    let q = queue_of(d);
+                    let tok = match (&p.policer, q.tokens_bytes(now)) {
+                        (Some(pol), _) => policy::meter_tokens_bytes(&pol.meter),
+                        (None, t) => t,
+                    };
+                    (q.backlog_packets() as u64, q.backlog_bytes(), tok)
+                }
+                None => (
+                    0,
+                    0,
+                    p.policer
+                        .as_ref()
+                        .and_then(|x| policy::meter_tokens_bytes(&x.meter)),
+                ),
+            };
+            let s = &mut *series;
+            s.queue_time_ns.push(t_ns);
+            s.queue_policy.push(i as u32);
+            s.queue_packets.push(qp);
+            s.queue_bytes.push(qb);
+            s.tokens_bytes
+                .push(if r.tokens { tok.unwrap_or(-1) } else { -1 });
+        }
+    }
+    if r.colors {
+        for (i, p) in policies.iter_mut().enumerate() {
+            let s = &mut *series;
+            s.color_time_ns.push(t_ns);
+            s.color_policy.push(i as u32);
+            s.color_green_bytes
+                .push(p.res.color_bytes[0] - p.last_color_bytes[0]);
+            s.color_yellow_bytes
+                .push(p.res.color_bytes[1] - p.last_color_bytes[1]);
+            s.color_red_bytes
+                .push(p.res.color_bytes[2] - p.last_color_bytes[2]);
+            s.color_dropped_bytes
+                .push(p.res.bytes_dropped - p.last_bytes_dropped);
+            p.last_color_bytes = p.res.color_bytes;
+            p.last_bytes_dropped = p.res.bytes_dropped;
         }
     }
 }
