@@ -6,7 +6,11 @@ fn main() {
     let port = args.get(2).map(|p| p.parse::<u16>().expect("port"));
     let bytes = qoslab_capture::reader::decompress(std::fs::read(path).expect("read")).expect("xz");
     let (pk, _) = qoslab_capture::policing_input(&bytes, port).expect("capture");
-    let name = std::path::Path::new(path).file_name().unwrap().to_string_lossy().to_string();
+    let name = std::path::Path::new(path)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
     let stem = name.trim_end_matches(".xz").trim_end_matches(".pcap");
     for row in qoslab_capture::policing::detect_all(&pk) {
         if row.direction == "b2a" {

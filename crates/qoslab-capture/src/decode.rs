@@ -29,7 +29,11 @@ pub const ACK: u8 = 0x10;
 #[derive(Debug, Clone, Copy)]
 pub enum L4<'a> {
     Tcp(Tcp<'a>),
-    Udp { sport: u16, dport: u16, payload_len: u32 },
+    Udp {
+        sport: u16,
+        dport: u16,
+        payload_len: u32,
+    },
     Other(u8),
 }
 
@@ -80,17 +84,34 @@ pub fn decode(linktype: i32, data: &[u8]) -> Result<Decoded<'_>, Skip> {
         Some(LaxNetSlice::Ipv4(v4)) => {
             let h = v4.header();
             let total = h.total_len() as u32;
-            let hdr = h.ihl() as u32 * 4 + v4.extensions().auth.map_or(0, |a| a.slice().len() as u32);
+            let hdr =
+                h.ihl() as u32 * 4 + v4.extensions().auth.map_or(0, |a| a.slice().len() as u32);
             // total_len 0: segmentation offload left it unset; trust the captured bytes.
-            let l4 = if total == 0 { v4.payload().payload.len() as u32 } else { total.saturating_sub(hdr) };
-            (IpAddr::from(h.source_addr()), IpAddr::from(h.destination_addr()), l4)
+            let l4 = if total == 0 {
+                v4.payload().payload.len() as u32
+            } else {
+                total.saturating_sub(hdr)
+            };
+            (
+                IpAddr::from(h.source_addr()),
+                IpAddr::from(h.destination_addr()),
+                l4,
+            )
         }
         Some(LaxNetSlice::Ipv6(v6)) => {
             let h = v6.header();
             let plen = h.payload_length() as u32;
             let ext = v6.extensions().slice().len() as u32;
-            let l4 = if plen == 0 { v6.payload().payload.len() as u32 } else { plen.saturating_sub(ext) };
-            (IpAddr::from(h.source_addr()), IpAddr::from(h.destination_addr()), l4)
+            let l4 = if plen == 0 {
+                v6.payload().payload.len() as u32
+            } else {
+                plen.saturating_sub(ext)
+            };
+            (
+                IpAddr::from(h.source_addr()),
+                IpAddr::from(h.destination_addr()),
+                l4,
+            )
         }
         _ => return Err(Skip::NotIp),
     };
@@ -154,12 +175,16 @@ pub fn tcp_options(opts: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
 
 /// The MSS option's value, if any.
 pub fn mss_option(opts: &[u8]) -> Option<u16> {
-    tcp_options(opts).find(|(k, d)| *k == 2 && d.len() == 2).map(|(_, d)| u16::from_be_bytes([d[0], d[1]]))
+    tcp_options(opts)
+        .find(|(k, d)| *k == 2 && d.len() == 2)
+        .map(|(_, d)| u16::from_be_bytes([d[0], d[1]]))
 }
 
 /// The window-scale option's shift, if any (RFC 7323 §2.3: capped at 14).
 pub fn wscale_option(opts: &[u8]) -> Option<u8> {
-    tcp_options(opts).find(|(k, d)| *k == 3 && d.len() == 1).map(|(_, d)| d[0].min(14))
+    tcp_options(opts)
+        .find(|(k, d)| *k == 3 && d.len() == 1)
+        .map(|(_, d)| d[0].min(14))
 }
 
 /// Whether the timestamps option is present.
@@ -175,7 +200,12 @@ pub fn sack_blocks(opts: &[u8]) -> Option<Vec<(u32, u32)>> {
     }
     Some(
         d.chunks_exact(8)
-            .map(|c| (u32::from_be_bytes([c[0], c[1], c[2], c[3]]), u32::from_be_bytes([c[4], c[5], c[6], c[7]])))
+            .map(|c| {
+                (
+                    u32::from_be_bytes([c[0], c[1], c[2], c[3]]),
+                    u32::from_be_bytes([c[4], c[5], c[6], c[7]]),
+                )
+            })
             .collect(),
     )
 }

@@ -2,6 +2,7 @@
 //! Wireshark's TCP analysis does, and detect traffic policing with the
 //! detector of Flach et al., SIGCOMM 2016 ([`policing`]).
 
+pub mod analysis;
 pub mod decode;
 pub mod policing;
 pub mod reader;
@@ -16,7 +17,9 @@ pub struct CaptureError {
 
 impl CaptureError {
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self {
+            message: message.into(),
+        }
     }
 }
 
@@ -31,10 +34,15 @@ impl std::error::Error for CaptureError {}
 /// The TCP packets of a capture (IPv4 and IPv6), in captured order, as the
 /// policing detector takes them; `port` keeps only connections with that port
 /// at either end (the published rows were computed on captures cut down so).
-pub fn policing_input(bytes: &[u8], port: Option<u16>) -> Result<(Vec<policing::InPacket>, reader::ReadSummary), CaptureError> {
+pub fn policing_input(
+    bytes: &[u8],
+    port: Option<u16>,
+) -> Result<(Vec<policing::InPacket>, reader::ReadSummary), CaptureError> {
     let mut out = Vec::new();
     let summary = reader::read_records(bytes, |r| {
-        let Ok(d) = decode::decode(r.linktype, r.data) else { return };
+        let Ok(d) = decode::decode(r.linktype, r.data) else {
+            return;
+        };
         let decode::L4::Tcp(t) = d.l4 else { return };
         if let Some(p) = port {
             if t.sport != p && t.dport != p {

@@ -151,7 +151,11 @@ impl PolicingRow {
 
     /// Plain-language verdict for the all-losses run (qoslab extension).
     pub fn verdict(&self) -> String {
-        let d = if self.all_losses.code == Code::Policed { &self.all_losses } else { &self.cutoff2 };
+        let d = if self.all_losses.code == Code::Policed {
+            &self.all_losses
+        } else {
+            &self.cutoff2
+        };
         match (d.code, self.extension) {
             (Code::Policed, Some(e)) => format!(
                 "policed at ≈ {} (payload; ≈ {} on the wire), bucket ≈ {}; {:.0} % of segments lost",
@@ -356,7 +360,14 @@ impl Endpoint {
 }
 
 fn head_of(w: &Wire, dst: (IpAddr, u16)) -> Head {
-    Head { src: w.src, dst, seq: w.seq, ack: w.ack, flags: w.flags, mss_opt: w.mss_opt }
+    Head {
+        src: w.src,
+        dst,
+        seq: w.seq,
+        ack: w.ack,
+        flags: w.flags,
+        mss_opt: w.mss_opt,
+    }
 }
 
 /// One TCP flow (4-tuple, no connection reuse as in the published code).
@@ -372,19 +383,37 @@ struct Arena {
 
 impl Flow {
     fn new(h: &Head) -> Self {
-        Flow { a: Endpoint::new(h, true), b: Endpoint::new(h, false), packets: Vec::new() }
+        Flow {
+            a: Endpoint::new(h, true),
+            b: Endpoint::new(h, false),
+            packets: Vec::new(),
+        }
     }
 
     /// Add a captured packet with full processing (`TcpFlow.add_packet`, process_packet=True).
-    fn add_captured(&mut self, arena: &mut Arena, w: Wire, sacks: &[(i64, i64)], dst: (IpAddr, u16)) {
+    fn add_captured(
+        &mut self,
+        arena: &mut Arena,
+        w: Wire,
+        sacks: &[(i64, i64)],
+        dst: (IpAddr, u16),
+    ) {
         let from_a = self.a.addr == w.src;
         let h = head_of(&w, dst);
-        let (sender, receiver) = if from_a { (&mut self.a, &mut self.b) } else { (&mut self.b, &mut self.a) };
+        let (sender, receiver) = if from_a {
+            (&mut self.a, &mut self.b)
+        } else {
+            (&mut self.b, &mut self.a)
+        };
         if !sender.seq_initialized {
             sender.set_initial(&h, true);
         }
         if sender.mss == -1 {
-            sender.mss = if w.flags & SYN != 0 { w.mss_opt } else { tcp_mss_estimate(w.data_len) };
+            sender.mss = if w.flags & SYN != 0 {
+                w.mss_opt
+            } else {
+                tcp_mss_estimate(w.data_len)
+            };
         }
         let (ack_ts, ack_index, ack, flags) = (w.ts_us, w.index, w.ack, w.flags);
         for piece in split_at_mss(w, sender.mss) {
@@ -416,7 +445,11 @@ impl Flow {
     fn add_processed(&mut self, arena: &mut Arena, id: usize, dst: (IpAddr, u16)) {
         let w = &arena.wires[id];
         let h = head_of(w, dst);
-        let sender = if self.a.addr == w.src { &mut self.a } else { &mut self.b };
+        let sender = if self.a.addr == w.src {
+            &mut self.a
+        } else {
+            &mut self.b
+        };
         if !sender.seq_initialized {
             sender.set_initial(&h, true);
         }
@@ -463,7 +496,14 @@ fn find_previous_tx(arena: &mut Arena, sender: &Endpoint, seq: i64) {
 }
 
 /// `process_ack` on the endpoint whose data the ACK covers.
-fn process_ack(arena: &mut Arena, ep: &mut Endpoint, ack: i64, ts_us: i64, index: i64, sacks: &[(i64, i64)]) {
+fn process_ack(
+    arena: &mut Arena,
+    ep: &mut Endpoint,
+    ack: i64,
+    ts_us: i64,
+    index: i64,
+    sacks: &[(i64, i64)],
+) {
     if after(ack, ep.seq_acked) {
         ep.seq_acked = ack;
         ack_packets(arena, ep, ts_us, index, sacks);
@@ -488,7 +528,9 @@ fn ack_packets(arena: &mut Arena, ep: &mut Endpoint, ts_us: i64, index: i64, sac
     let seq_acked = ep.seq_acked;
     ep.unacked.retain(|&id| {
         let p = &mut arena.wires[id];
-        let sacked = sacks.iter().any(|&(s, e)| range_included(p.seq, p.seq_end, s, e));
+        let sacked = sacks
+            .iter()
+            .any(|&(s, e)| range_included(p.seq, p.seq_end, s, e));
         if !after(p.seq_end, seq_acked) || sacked {
             p.ack_index = index;
             // Whole milliseconds, floored (Python 2 integer division).
@@ -501,7 +543,11 @@ fn ack_packets(arena: &mut Arena, ep: &mut Endpoint, ts_us: i64, index: i64, sac
 }
 
 /// `split_flow_into_segments`: data from A then data from B make one segment.
-fn split_segments(arena: &mut Arena, flow: &Flow, dst_of: &dyn Fn((IpAddr, u16)) -> (IpAddr, u16)) -> Vec<Flow> {
+fn split_segments(
+    arena: &mut Arena,
+    flow: &Flow,
+    dst_of: &dyn Fn((IpAddr, u16)) -> (IpAddr, u16),
+) -> Vec<Flow> {
     let mut segments: Vec<Flow> = Vec::new();
     let Some(&first) = flow.packets.first() else {
         return segments;
@@ -518,7 +564,11 @@ fn split_segments(arena: &mut Arena, flow: &Flow, dst_of: &dyn Fn((IpAddr, u16))
             }
             continue;
         }
-        let current = if sender_is_a { flow.a.addr } else { flow.b.addr };
+        let current = if sender_is_a {
+            flow.a.addr
+        } else {
+            flow.b.addr
+        };
         if current != src {
             if sender_is_a {
                 sender_is_a = false;
@@ -622,7 +672,14 @@ const INFLATED_RTT_THRESHOLD: f64 = 1.3;
 const INFLATED_RTT_TOLERANCE: f64 = 0.2;
 
 fn fail(code: Code) -> (Detection, Option<Extension>) {
-    (Detection { code, rate_bps: 0.0, burst_bytes: 0 }, None)
+    (
+        Detection {
+            code,
+            rate_bps: 0.0,
+            burst_bytes: 0,
+        },
+        None,
+    )
 }
 
 /// `get_median_rtt_ms`: median ACK delay of packets never retransmitted.
@@ -686,7 +743,8 @@ fn detect(arena: &Arena, ep: &Endpoint, cutoff: usize) -> (Detection, Option<Ext
     let median_rtt_us = median_rtt_ms(arena, ep) * 1000.0;
     let loss_zero = ZERO_THRESHOLD_LOSS_RTT_MULTIPLIER * median_rtt_us * rate / 8e6;
     let pass_zero = ZERO_THRESHOLD_PASS_RTT_MULTIPLIER * median_rtt_us * rate / 8e6;
-    let y_intercept = pk(first).seq_relative as f64 - (rate * (pk(first).ts_us - pk(0).ts_us) as f64 / 8e6);
+    let y_intercept =
+        pk(first).seq_relative as f64 - (rate * (pk(first).ts_us - pk(0).ts_us) as f64 / 8e6);
     if y_intercept < -pass_zero {
         return fail(Code::NegativeFill);
     }
@@ -740,7 +798,8 @@ fn detect(arena: &Arena, ep: &Endpoint, cutoff: usize) -> (Detection, Option<Ext
             if rtts.len() > 1 {
                 let r = rtts[rtts.len() - 2] as f64;
                 if r >= np_percentile_sorted(&rtts_sorted, 50.0)
-                    && r > INFLATED_RTT_THRESHOLD * np_percentile_sorted(&rtts_sorted, INFLATED_RTT_PERCENTILE)
+                    && r > INFLATED_RTT_THRESHOLD
+                        * np_percentile_sorted(&rtts_sorted, INFLATED_RTT_PERCENTILE)
                     && r >= 20.0
                 {
                     inflated += 1;
@@ -772,12 +831,18 @@ fn detect(arena: &Arena, ep: &Endpoint, cutoff: usize) -> (Detection, Option<Ext
         return fail(Code::HigherFillOnLoss);
     }
     // 4b. The bucket is (roughly) empty at losses.
-    let out = on_loss.iter().filter(|&&t| (t - median_loss).abs() > loss_zero).count();
+    let out = on_loss
+        .iter()
+        .filter(|&&t| (t - median_loss).abs() > loss_zero)
+        .count();
     if on_loss.len() as f64 * ZERO_THRESHOLD_LOSS_OUT_OF_RANGE < out as f64 {
         return fail(Code::LossFillOutOfRange);
     }
     // 4c. The bucket is not overly negative when packets pass.
-    let out = on_pass.iter().filter(|&&t| t - median_loss < -pass_zero).count();
+    let out = on_pass
+        .iter()
+        .filter(|&&t| t - median_loss < -pass_zero)
+        .count();
     if on_pass.len() as f64 * ZERO_THRESHOLD_PASS_OUT_OF_RANGE < out as f64 {
         return fail(Code::PassFillOutOfRange);
     }
@@ -785,8 +850,16 @@ fn detect(arena: &Arena, ep: &Endpoint, cutoff: usize) -> (Detection, Option<Ext
     if inflated as f64 > INFLATED_RTT_TOLERANCE * all_rtt as f64 {
         return fail(Code::InflatedRtt);
     }
-    let data_packets = ep.packets.iter().filter(|&&id| arena.wires[id].data_len > 0).count();
-    let losses = ep.packets.iter().filter(|&&id| arena.wires[id].is_lost()).count();
+    let data_packets = ep
+        .packets
+        .iter()
+        .filter(|&&id| arena.wires[id].data_len > 0)
+        .count();
+    let losses = ep
+        .packets
+        .iter()
+        .filter(|&&id| arena.wires[id].is_lost())
+        .count();
     let wire_rate = if payload_bytes_between > 0 {
         rate * wire_bytes_between as f64 / payload_bytes_between as f64
     } else {
@@ -795,14 +868,28 @@ fn detect(arena: &Arena, ep: &Endpoint, cutoff: usize) -> (Detection, Option<Ext
     let ext = Extension {
         bucket_bytes: y_intercept.max(0.0),
         wire_rate_bps: wire_rate,
-        loss_fraction: if data_packets > 0 { losses as f64 / data_packets as f64 } else { 0.0 },
+        loss_fraction: if data_packets > 0 {
+            losses as f64 / data_packets as f64
+        } else {
+            0.0
+        },
     };
-    (Detection { code: Code::Policed, rate_bps: rate, burst_bytes: burst }, Some(ext))
+    (
+        Detection {
+            code: Code::Policed,
+            rate_bps: rate,
+            burst_bytes: burst,
+        },
+        Some(ext),
+    )
 }
 
 /// `goodput_for_range`: bits/s of packets not lost from `first` up to (not including) `last`.
 fn goodput_for_range(arena: &Arena, ep: &Endpoint, first: usize, last: usize) -> f64 {
-    let (pf, pl) = (&arena.wires[ep.packets[first]], &arena.wires[ep.packets[last]]);
+    let (pf, pl) = (
+        &arena.wires[ep.packets[first]],
+        &arena.wires[ep.packets[last]],
+    );
     if first == last || pf.ts_us == pl.ts_us {
         return 0.0;
     }
@@ -817,8 +904,11 @@ fn goodput_for_range(arena: &Arena, ep: &Endpoint, first: usize, last: usize) ->
 /// Run the detector over every TCP flow (4-tuple, in order of first packet) of
 /// the packets given, every segment and both directions.
 pub fn detect_all(packets: &[InPacket]) -> Vec<PolicingRow> {
-    let mut arena = Arena { wires: Vec::with_capacity(packets.len()) };
-    let mut keys: std::collections::HashMap<((IpAddr, u16), (IpAddr, u16)), usize> = Default::default();
+    let mut arena = Arena {
+        wires: Vec::with_capacity(packets.len()),
+    };
+    let mut keys: std::collections::HashMap<((IpAddr, u16), (IpAddr, u16)), usize> =
+        Default::default();
     let mut flows: Vec<(Flow, (IpAddr, u16), (IpAddr, u16))> = Vec::new();
     for (index, p) in packets.iter().enumerate() {
         // Python: int((sec + usec / 1e6) * 1e6), float rounding included.
@@ -874,11 +964,20 @@ pub fn detect_all(packets: &[InPacket]) -> Vec<PolicingRow> {
                     segment: si,
                     direction: dir,
                     data_packets: ep.num_data_packets,
-                    losses: ep.packets.iter().filter(|&&id| arena.wires[id].is_lost()).count(),
+                    losses: ep
+                        .packets
+                        .iter()
+                        .filter(|&&id| arena.wires[id].is_lost())
+                        .count(),
                     all_losses: d0,
                     cutoff2: d2,
                     extension: ext0.or(ext2),
-                    endpoints: (ep.addr.0, ep.addr.1, if ep.addr == a { b.0 } else { a.0 }, if ep.addr == a { b.1 } else { a.1 }),
+                    endpoints: (
+                        ep.addr.0,
+                        ep.addr.1,
+                        if ep.addr == a { b.0 } else { a.0 },
+                        if ep.addr == a { b.1 } else { a.1 },
+                    ),
                 });
             }
         }

@@ -85,12 +85,23 @@ fn read_pcap<'a>(
     let nanos = hdr.is_nanosecond_precision();
     let be = hdr.is_bigendian();
     let linktype = hdr.network.0;
-    let mut summary = ReadSummary { format: "pcap", ..Default::default() };
+    let mut summary = ReadSummary {
+        format: "pcap",
+        ..Default::default()
+    };
     while !rest.is_empty() {
-        let parsed = if be { parse_pcap_frame_be(rest) } else { parse_pcap_frame(rest) };
+        let parsed = if be {
+            parse_pcap_frame_be(rest)
+        } else {
+            parse_pcap_frame(rest)
+        };
         match parsed {
             Ok((next, block)) => {
-                let ts_nsec = if nanos { block.ts_usec } else { block.ts_usec.saturating_mul(1000) };
+                let ts_nsec = if nanos {
+                    block.ts_usec
+                } else {
+                    block.ts_usec.saturating_mul(1000)
+                };
                 if ts_nsec >= 1_000_000_000 {
                     summary.warnings.push(format!(
                         "record {}: sub-second timestamp {} out of range; record skipped",
@@ -138,9 +149,16 @@ fn read_pcapng<'a>(
         .map_err(|_| CaptureError::new("pcapng section header block is corrupted"))?;
     let mut be = shb.big_endian();
     let mut ifaces: Vec<Interface> = Vec::new();
-    let mut summary = ReadSummary { format: "pcapng", ..Default::default() };
+    let mut summary = ReadSummary {
+        format: "pcapng",
+        ..Default::default()
+    };
     while !rest.is_empty() {
-        let parsed = if be { parse_block_be(rest) } else { parse_block_le(rest) };
+        let parsed = if be {
+            parse_block_be(rest)
+        } else {
+            parse_block_le(rest)
+        };
         let (next, block) = match parsed {
             Ok(v) => v,
             Err(_) => {
