@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from qoslab import __version__, _core
+from qoslab import analyze as analyze_cmd
 from qoslab import run as run_cmd
 from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
 from qoslab.api import ACTION_NAMES, COLOR_NAMES, _config_error, police, shape
@@ -94,6 +95,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"qoslab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run_cmd.add_run_parser(sub, fmt)
+    analyze_cmd.add_analyze_parser(sub, fmt)
     _add_viz_parsers(sub, fmt)
     for name, helptext, epilog in (
         ("meter", "colour (and police) a trace CSV with a meter", METER_EPILOG),
@@ -287,6 +289,13 @@ def _run(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     if args.command in ("compare", "reproduce") or getattr(args, "report", None) is not None:
         return _run_viz(args, extras)
+    if args.command == "analyze":
+        if extras:
+            raise UsageError(f"analyze: unrecognized arguments: {' '.join(extras)}")
+        try:
+            return analyze_cmd.main(args)
+        except ValueError as e:
+            raise UsageError(f"analyze: {e}") from None
     if args.command == "run":
         if extras:
             raise UsageError(f"run: unrecognized arguments: {' '.join(extras)}")

@@ -11,7 +11,9 @@ fn main() {
     };
     let repeat: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20);
     let raw = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let bytes = qoslab_capture::reader::decompress(raw).expect("decompress");
+    let bytes = qoslab_capture::reader::decompress(&raw)
+        .expect("decompress")
+        .into_owned();
     let opts = qoslab_capture::analysis::Options::default();
     let mut records = 0u64;
     let t0 = Instant::now();

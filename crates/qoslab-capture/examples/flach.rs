@@ -4,7 +4,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = &args[1];
     let port = args.get(2).map(|p| p.parse::<u16>().expect("port"));
-    let bytes = qoslab_capture::reader::decompress(std::fs::read(path).expect("read")).expect("xz");
+    let bytes = qoslab_capture::reader::decompress(&std::fs::read(path).expect("read"))
+        .expect("xz")
+        .into_owned();
     let (pk, _) = qoslab_capture::policing_input(&bytes, port).expect("capture");
     let name = std::path::Path::new(path)
         .file_name()

@@ -1,8 +1,9 @@
 //! `cargo run -p qoslab-capture --example flows -- CAPTURE`: the per-flow analysis, debug-printed.
 fn main() {
     let path = std::env::args().nth(1).expect("usage: flows CAPTURE");
-    let bytes =
-        qoslab_capture::reader::decompress(std::fs::read(&path).expect("read")).expect("xz");
+    let bytes = qoslab_capture::reader::decompress(&std::fs::read(&path).expect("read"))
+        .expect("xz")
+        .into_owned();
     let a = qoslab_capture::analysis::analyze(&bytes, Default::default()).expect("analyze");
     println!(
         "records {} ip {} warnings {:?}",

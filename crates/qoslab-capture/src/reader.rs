@@ -6,6 +6,7 @@
 use pcap_parser::pcapng::{Block, SectionHeaderBlock};
 use pcap_parser::{parse_block_be, parse_block_le, parse_pcap_frame, parse_pcap_frame_be};
 use pcap_parser::{parse_pcap_header, parse_sectionheaderblock};
+use std::borrow::Cow;
 use std::io::Read;
 
 use crate::CaptureError;
@@ -44,15 +45,15 @@ pub struct ReadSummary {
 const XZ_MAGIC: &[u8] = &[0xFD, b'7', b'z', b'X', b'Z', 0x00];
 
 /// The file's bytes, decompressed if they are xz (`.pcap.xz` as published).
-pub fn decompress(bytes: Vec<u8>) -> Result<Vec<u8>, CaptureError> {
+pub fn decompress(bytes: &[u8]) -> Result<Cow<'_, [u8]>, CaptureError> {
     if !bytes.starts_with(XZ_MAGIC) {
-        return Ok(bytes);
+        return Ok(Cow::Borrowed(bytes));
     }
-    let mut out = Vec::with_capacity(bytes.len() * 8);
-    xz2::read::XzDecoder::new(&bytes[..])
+    let mut out = Vec::with_capacity(bytes.len().saturating_mul(8));
+    xz2::read::XzDecoder::new(bytes)
         .read_to_end(&mut out)
         .map_err(|e| CaptureError::new(format!("xz decompression failed: {e}")))?;
-    Ok(out)
+    Ok(Cow::Owned(out))
 }
 
 /// Walk every record of a pcap or pcapng capture held in memory.

@@ -14,6 +14,7 @@
 //! `qoslab.TraceError` (a `ValueError` with `.index` and `.message`). Nothing
 //! here unwraps user data, so no panic can reach Python.
 
+mod capture;
 mod sim;
 
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -259,5 +260,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_time, m)?)?;
+    capture::register(m)?;
     Ok(())
 }
