@@ -46,12 +46,11 @@ Flows are directions of TCP connections (a reused 4-tuple starts a new one)
 and UDP 4-tuples; times are seconds from the capture's first record.
 
 examples:
-  qoslab analyze tests/data/usc-nsl-policing/C=5-L=2000000-CD=1000-PCIR=1500000-PBC=100000-RTT=100-RTTV=0-RTTC=0%-LOSS=0%-TCP=cubic-T=1-CP=10047.pcap.xz
-  qoslab analyze capture.pcapng --port 5201 --json
-  qoslab analyze capture.pcap --bin 1s --out /tmp/capture-results --report
-  qoslab analyze tests/data/usc-nsl-policing/C=5-L=2000000-CD=1000-PCIR=1500000-PBC=100000-RTT=100-RTTV=0-RTTC=0%-LOSS=0%-TCP=cubic-T=1-CP=10047.pcap.xz \\
-      --port 10047 --policing --format flach-csv
-  tcpdump -r capture.pcap -w - 'tcp port 443' | qoslab analyze - --policing
+  qoslab analyze examples/policed-1.5mbit.pcap.xz
+  qoslab analyze examples/policed-1.5mbit.pcap.xz --port 10047 --policing --json
+  qoslab analyze examples/policed-1.5mbit.pcap.xz --bin 1s --out /tmp/capture-results --report
+  qoslab analyze examples/policed-1.5mbit.pcap.xz --port 10047 --policing --format flach-csv
+  xz -dc examples/policed-1.5mbit.pcap.xz | qoslab analyze - --port 10047 --policing
 """
 
 _EMPTY = {
@@ -286,7 +285,9 @@ def _pick(rows: Sequence[Mapping[str, Any]], direction: str) -> list[Mapping[str
 
 
 def render_policing(rows: Sequence[Mapping[str, Any]]) -> str:
-    lines = ["policing (Flach et al., SIGCOMM 2016; bucket, wire rate, verdict: qoslab extensions):"]
+    lines = [
+        "policing (Flach et al., SIGCOMM 2016; bucket, wire rate, verdict: qoslab extensions):"
+    ]
     shown = [r for r in rows if r["data_packets"] > 0]
     if not shown:
         lines.append("  no TCP data to analyse")

@@ -287,8 +287,6 @@ def _run(argv: Sequence[str] | None) -> int:
             raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see 'qoslab --help')")
         parser.print_help()
         return EXIT_USAGE
-    if args.command in ("compare", "reproduce") or getattr(args, "report", None) is not None:
-        return _run_viz(args, extras)
     if args.command == "analyze":
         if extras:
             raise UsageError(f"analyze: unrecognized arguments: {' '.join(extras)}")
@@ -296,6 +294,8 @@ def _run(argv: Sequence[str] | None) -> int:
             return analyze_cmd.main(args)
         except ValueError as e:
             raise UsageError(f"analyze: {e}") from None
+    if args.command in ("compare", "reproduce") or getattr(args, "report", None) is not None:
+        return _run_viz(args, extras)
     if args.command == "run":
         if extras:
             raise UsageError(f"run: unrecognized arguments: {' '.join(extras)}")
