@@ -231,7 +231,9 @@ struct Dir {
     last_ack_adv_ns: i64,
     acked_bytes: u64,
     unique_bytes: u64,
-    bins: Vec<[u64; 4]>, // acked, retransmits, wire, payload
+    /// IO bins (index, [acked, retransmits, wire, payload]) in arrival order,
+    /// sparse: a corrupted timestamp years away costs one entry, not years of bins.
+    bins: Vec<(u64, [u64; 4])>,
     rtts: Vec<u64>,
     out: FlowOut,
     proto_udp: bool,
@@ -242,11 +244,44 @@ impl Dir {
         (e - self.base.unwrap_or(e)).max(0) as u64
     }
     fn bin(&mut self, t: i64, bin_ns: u64) -> &mut [u64; 4] {
-        let i = (t.max(0) as u64 / bin_ns) as usize;
-        if self.bins.len() <= i {
-            self.bins.resize(i + 1, [0; 4]);
+        let i = t.max(0) as u64 / bin_ns;
+        if self.bins.last().is_none_or(|b| b.0 != i) {
+            self.bins.push((i, [0; 4]));
         }
-        &mut self.bins[i]
+        &mut self.bins.last_mut().expect("just pushed").1
+    }
+
+    /// The bins sorted and merged; every bin from the first to the last when
+    /// that span is at most `MAX_DENSE_BINS`, else only the non-empty ones.
+    fn dense_bins(&mut self) -> (Vec<(u64, [u64; 4])>, bool) {
+        let mut v = std::mem::take(&mut self.bins);
+        v.sort_by_key(|b| b.0);
+        let mut merged: Vec<(u64, [u64; 4])> = Vec::with_capacity(v.len());
+        for (i, b) in v {
+            match merged.last_mut() {
+                Some(last) if last.0 == i => {
+                    for (x, y) in last.1.iter_mut().zip(b) {
+                        *x += y;
+                    }
+                }
+                _ => merged.push((i, b)),
+            }
+        }
+        let (Some(first), Some(last)) = (merged.first(), merged.last()) else {
+            return (merged, true);
+        };
+        if last.0 - first.0 >= MAX_DENSE_BINS {
+            return (merged, false);
+        }
+        let mut dense = Vec::with_capacity((last.0 - first.0 + 1) as usize);
+        let mut it = merged.iter().peekable();
+        for i in first.0..=last.0 {
+            match it.peek() {
+                Some(b) if b.0 == i => dense.push(*it.next().expect("peeked")),
+                _ => dense.push((i, [0; 4])),
+            }
+        }
+        (dense, true)
     }
 }
 
@@ -275,16 +310,22 @@ struct State {
     start: Option<i64>,
     dirs: Vec<Dir>,
     conns: Vec<Conn>,
-    tcp_keys: HashMap<((IpAddr, u16), (IpAddr, u16)), usize>,
-    udp_keys: HashMap<((IpAddr, u16), (IpAddr, u16)), usize>,
+    tcp_keys: HashMap<(Endpoint, Endpoint), usize>,
+    udp_keys: HashMap<(Endpoint, Endpoint), usize>,
     rows: Rows,
     a: Analysis,
     unknown: HashMap<i32, u64>,
     last_ns: i64,
 }
 
+/// An address and port.
+type Endpoint = (IpAddr, u16);
+
 const FAST_RETRANS_WINDOW_NS: i64 = 20_000_000;
 const OOO_DEFAULT_NS: i64 = 3_000_000;
+const TIME_BOUND_NS: i64 = 1 << 60;
+/// Beyond this many bins in one flow's span, empty bins are left out of the series.
+const MAX_DENSE_BINS: u64 = 1_000_000;
 /// Wireshark's TCP_MAX_UNACKED_SEGMENTS.
 const MAX_UNACKED: usize = 10_000;
 
@@ -305,7 +346,8 @@ impl State {
     fn record(&mut self, r: &Record) {
         let t_abs = r.ts_ns();
         let start = *self.start.get_or_insert(t_abs);
-        let t = t_abs - start;
+        // Bounded so that differences of two times never overflow (corrupted timestamps).
+        let t = (t_abs - start).clamp(-TIME_BOUND_NS, TIME_BOUND_NS);
         self.last_ns = self.last_ns.max(t);
         let d = match decode::decode(r.linktype, r.data) {
             Ok(d) => d,
@@ -730,9 +772,16 @@ impl State {
                     ));
                 }
             }
-            let first_bin = (f.start_ns / bin_ns) as usize;
-            for (b, v) in dir.bins.iter().enumerate().skip(first_bin) {
-                a.series.goodput_time_ns.push((b as u64 + 1) * bin_ns);
+            let (bins, dense) = dir.dense_bins();
+            if !dense {
+                f.warnings.push(
+                    "the flow spans more than a million bins: empty bins are left out".into(),
+                );
+            }
+            for (b, v) in bins {
+                a.series
+                    .goodput_time_ns
+                    .push((b + 1).saturating_mul(bin_ns));
                 a.series.goodput_flow.push(fid);
                 a.series.goodput_bytes.push(v[0]);
                 a.series.goodput_retransmits.push(v[1]);

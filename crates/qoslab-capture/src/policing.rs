@@ -191,6 +191,9 @@ fn human_bytes(b: f64) -> String {
 
 const WRAP: i64 = 1 << 32;
 
+/// An address and port.
+type Addr = (IpAddr, u16);
+
 fn after(a: i64, b: i64) -> bool {
     (a > b && a - b < 0x7FFF_FFFF) || (a < b && b - a > 0x7FFF_FFFF)
 }
@@ -463,9 +466,14 @@ impl Flow {
     }
 }
 
+/// Most pieces an offloaded packet is split into (64 KiB at a 536-byte MSS is 123).
+const MAX_PIECES: i64 = 1024;
+
 /// `tcp_wire_packets`: split a larger-than-MSS packet into MSS-sized pieces.
 fn split_at_mss(w: Wire, mss: i64) -> Vec<Wire> {
-    if mss <= 0 || w.data_len <= mss {
+    // Beyond MAX_PIECES pieces the "MSS" is not one (a corrupted option); the
+    // published code would split anyway, here the packet stays whole.
+    if mss <= 0 || w.data_len <= mss || w.data_len / mss > MAX_PIECES {
         return vec![w];
     }
     let overhead = (w.wire_len - w.data_len).max(0);
@@ -907,9 +915,8 @@ pub fn detect_all(packets: &[InPacket]) -> Vec<PolicingRow> {
     let mut arena = Arena {
         wires: Vec::with_capacity(packets.len()),
     };
-    let mut keys: std::collections::HashMap<((IpAddr, u16), (IpAddr, u16)), usize> =
-        Default::default();
-    let mut flows: Vec<(Flow, (IpAddr, u16), (IpAddr, u16))> = Vec::new();
+    let mut keys: std::collections::HashMap<(Addr, Addr), usize> = Default::default();
+    let mut flows: Vec<(Flow, Addr, Addr)> = Vec::new();
     for (index, p) in packets.iter().enumerate() {
         // Python: int((sec + usec / 1e6) * 1e6), float rounding included.
         let ts = p.ts_sec as f64 + p.ts_usec as f64 / 1_000_000.0;

@@ -29,7 +29,10 @@ pub struct Record<'a> {
 impl Record<'_> {
     /// Timestamp in integer nanoseconds since the epoch.
     pub fn ts_ns(&self) -> i64 {
-        (self.ts_sec as i64).saturating_mul(1_000_000_000) + self.ts_nsec as i64
+        i64::try_from(self.ts_sec)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(self.ts_nsec as i64)
     }
 }
 
