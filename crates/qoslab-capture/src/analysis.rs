@@ -311,6 +311,7 @@ struct State {
     dirs: Vec<Dir>,
     conns: Vec<Conn>,
     tcp_keys: HashMap<(Endpoint, Endpoint), usize>,
+    last_tcp: Option<((Endpoint, Endpoint), usize)>,
     udp_keys: HashMap<(Endpoint, Endpoint), usize>,
     rows: Rows,
     a: Analysis,
@@ -427,7 +428,11 @@ impl State {
     ) -> (usize, usize, usize) {
         let key = if src <= dst { (src, dst) } else { (dst, src) };
         let is_syn = tcp.flags & SYN != 0 && tcp.flags & ACK == 0;
-        let existing = self.tcp_keys.get(&key).copied();
+        // Consecutive packets mostly belong to one connection: skip the hash then.
+        let existing = match self.last_tcp {
+            Some((k, ci)) if k == key => Some(ci),
+            _ => self.tcp_keys.get(&key).copied(),
+        };
         let reuse = match existing {
             Some(ci) => {
                 let c = &self.conns[ci];
@@ -460,6 +465,7 @@ impl State {
                 self.conns.len() - 1
             }
         };
+        self.last_tcp = Some((key, ci));
         let c = &mut self.conns[ci];
         if is_syn && c.isn_a.is_none() && c.ends[0] == src {
             c.isn_a = Some(tcp.seq);
@@ -841,6 +847,7 @@ pub fn analyze(bytes: &[u8], opts: Options) -> Result<Analysis, CaptureError> {
         dirs: Vec::new(),
         conns: Vec::new(),
         tcp_keys: HashMap::new(),
+        last_tcp: None,
         udp_keys: HashMap::new(),
         rows: Rows::default(),
         a: Analysis::default(),
