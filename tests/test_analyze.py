@@ -242,3 +242,28 @@ def test_capture_name() -> None:
     assert analyze_mod.capture_name("a/b/X=1.pcap.xz") == "X=1"
     assert analyze_mod.capture_name("X.pcapng", 80) == "X.filtered"
     assert analyze_mod.capture_name("-") == "stdin"
+
+
+@pytest.mark.parametrize("command", ["meter", "shape"])
+def test_meter_and_shape_take_a_capture_as_trace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    out_csv = tmp_path / "o.csv"
+    params = (
+        ["srtcm", "--cir", "1500kbit", "--cbs", "100000B", "--ebs", "100000B"]
+        if command == "meter"
+        else ["tbf", "--rate", "1500kbit", "--burst", "10000B", "--limit", "30000B"]
+    )
+    rc, _, err = run(capsys, command, *params, "--input", POLICED, "--output", out_csv)
+    assert rc == 0, err
+    # 18 frames of this capture carry a timestamp before their predecessor's.
+    assert "18 frames were timestamped before" in err
+    with out_csv.open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 12220
+    times = [int(r["time_ns"]) for r in rows]
+    assert times[0] == 0 and times == sorted(times)
+    frames = lzma.decompress(POLICED.read_bytes())
+    # The sizes are the frames' lengths: their sum is the file less the
+    # 24-byte header and a 16-byte record header per frame.
+    assert sum(int(r["size_bytes"]) for r in rows) == len(frames) - 24 - 16 * 12220

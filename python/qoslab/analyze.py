@@ -36,7 +36,7 @@ import pandas as pd
 from qoslab import _core
 from qoslab.results import SimulationResult, write_results
 from qoslab.run import fmt_bytes, fmt_rate
-from qoslab.traceio import TraceFileError
+from qoslab.traceio import TraceFile, TraceFileError
 
 __all__ = ["CaptureAnalysis", "add_analyze_parser", "analyze", "capture_name", "main", "policing"]
 
@@ -225,6 +225,39 @@ def policing(
         return list(_core.policing_capture(data, port))
     except _core.CaptureError as e:
         raise TraceFileError(source, 0, str(e)) from None
+
+
+class CaptureTraceFile(TraceFile):
+    """A capture read as a trace (``qoslab meter|shape --input X.pcap``):
+    columns ``time_ns`` (from the first record) and ``size_bytes`` (the
+    frame's length on the wire); problems are located by record number."""
+
+    def line_of(self, index: int) -> int:
+        return index + 1
+
+    def error(self, index: int, message: str) -> TraceFileError:
+        return TraceFileError(self.path, 0, f"record {index + 1}: {message}")
+
+
+def capture_trace_file(path: str, data: bytes) -> TraceFile:
+    try:
+        raw = _core.capture_trace(data)
+    except _core.CaptureError as e:
+        raise TraceFileError(path, 0, str(e)) from None
+    times = np.asarray(raw["time_ns"], dtype=np.uint64)
+    sizes = np.asarray(raw["size_bytes"], dtype=np.uint64)
+    for w in raw["warnings"]:
+        print(f"qoslab: warning: {path}: {w}", file=sys.stderr)
+    rows = [[str(t), str(s)] for t, s in zip(times.tolist(), sizes.tolist(), strict=True)]
+    return CaptureTraceFile(
+        path=path,
+        header=["time_ns", "size_bytes"],
+        rows=rows,
+        times_ns=times,
+        sizes=sizes,
+        colors=None,
+        _text="",
+    )
 
 
 # --- output ----------------------------------------------------------------

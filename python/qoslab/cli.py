@@ -49,6 +49,7 @@ METER_EPILOG = """\
 input CSV: header 'time_ns,size_bytes[,color]' (color: green/yellow/red or 0/1/2;
 other columns are passed through). Output: the input columns plus 'color' and
 'action' (transmit/drop/remark); an input 'color' column is kept as 'color_in'.
+A pcap/pcapng capture (also .xz) works as the input too: its frames' times and lengths.
 Parameters: any '--KEY VALUE' the command does not know, or '--param KEY=VALUE';
 units as in tc (1mbit, 3000B, 32kb, 50ms), see 'qoslab meter --list' for kinds.
 
@@ -60,7 +61,8 @@ examples:
 """
 
 SHAPE_EPILOG = """\
-input CSV: header 'time_ns,size_bytes' (other columns are passed through).
+input CSV: header 'time_ns,size_bytes' (other columns are passed through), or a
+pcap/pcapng capture (also .xz): its frames' times and lengths on the wire.
 Output: the input columns plus 'departure_ns' (empty when dropped) and
 'dropped' (0/1). Parameters as for 'qoslab meter'. The AQM kinds (red, wred,
 rio, codel, pie) need --rate, the link draining their queue; departure_ns is

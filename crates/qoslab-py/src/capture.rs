@@ -223,10 +223,41 @@ pub fn policing_capture<'py>(
     Ok(out)
 }
 
+/// A capture as a trace: every frame's time (ns from the first record) and
+/// its length on the wire, in time order; plus the reader's warnings.
+#[pyfunction]
+pub fn capture_trace<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let (times, sizes, warnings) = py
+        .detach(|| {
+            let bytes = reader::decompress(data)?;
+            let mut frames: Vec<(i64, u64)> = Vec::new();
+            let mut summary = reader::read_records(&bytes, |r| frames.push((r.ts_ns(), r.orig_len as u64)))?;
+            // Capture points timestamp out of order now and then; a trace is in time order.
+            let late = frames.windows(2).filter(|w| w[1].0 < w[0].0).count();
+            if late > 0 {
+                frames.sort_by_key(|f| f.0);
+                summary.warnings.push(format!(
+                    "{late} frames were timestamped before the frame captured ahead of them; frames sorted by time"
+                ));
+            }
+            let t0 = frames.first().map_or(0, |f| f.0);
+            let times: Vec<u64> = frames.iter().map(|f| (f.0 - t0) as u64).collect();
+            let sizes: Vec<u64> = frames.iter().map(|f| f.1).collect();
+            Ok::<_, CoreError>((times, sizes, summary.warnings))
+        })
+        .map_err(err)?;
+    let d = PyDict::new(py);
+    col(py, &d, "time_ns", &times)?;
+    col(py, &d, "size_bytes", &sizes)?;
+    d.set_item("warnings", warnings)?;
+    Ok(d)
+}
+
 /// Register the capture functions and `CaptureError` in `_core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CaptureError", m.py().get_type::<CaptureError>())?;
     m.add_function(wrap_pyfunction!(analyze_capture, m)?)?;
     m.add_function(wrap_pyfunction!(policing_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(capture_trace, m)?)?;
     Ok(())
 }
