@@ -157,13 +157,18 @@ impl PolicingRow {
             &self.cutoff2
         };
         match (d.code, self.extension) {
-            (Code::Policed, Some(e)) => format!(
-                "policed at ≈ {} (payload; ≈ {} on the wire), bucket ≈ {}; {:.0} % of segments lost",
+            (Code::Policed, Some(e)) => {
+                format!(
+                "policed at ≈ {} (payload; ≈ {} on the wire), {} ≈ {}; {:.0} % of segments lost",
                 human_rate(d.rate_bps),
                 human_rate(e.wire_rate_bps),
+                // Only the first segment starts with a full bucket; a later one
+                // starts with what the idle time between them refilled.
+                if self.segment == 0 { "bucket" } else { "tokens at the segment's start" },
                 human_bytes(e.bucket_bytes),
                 e.loss_fraction * 100.0
-            ),
+            )
+            }
             _ => format!("not policed ({})", self.all_losses.code.describe()),
         }
     }
