@@ -443,3 +443,45 @@ proptest! {
         }
     }
 }
+
+/// Big-endian pcap with nanosecond timestamps (magic a1b23c4d).
+fn pcap_be_ns(frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut out = 0xa1b2_3c4du32.to_be_bytes().to_vec();
+    out.extend_from_slice(&2u16.to_be_bytes());
+    out.extend_from_slice(&4u16.to_be_bytes());
+    for v in [0u32, 0, 65535, 1] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    for (t_ns, f) in frames {
+        let secs = 1_700_000_000 + t_ns / 1_000_000_000;
+        for v in [
+            secs as u32,
+            (t_ns % 1_000_000_000) as u32,
+            f.len() as u32,
+            f.len() as u32,
+        ] {
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+#[test]
+fn big_endian_nanosecond_pcap_keeps_nanoseconds() {
+    let segs = transfer(1000, 4);
+    // Times in ns, shifted by 7 ns so that a µs reader would lose them.
+    let frames: Vec<(u64, Vec<u8>)> = segs
+        .iter()
+        .map(|s| {
+            (
+                s.t_us * 1000 + if s.from_client { 7 } else { 0 },
+                ethernet(&ip_packet(s)),
+            )
+        })
+        .collect();
+    let a = run(&pcap_be_ns(&frames));
+    let f = server_flow(&a);
+    assert_eq!(f.packets_sent, 4);
+    assert_eq!(f.rtt.min_ns, 10_000_007);
+}
