@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from qoslab import __version__, _core
+from qoslab import analyze as analyze_cmd
 from qoslab import run as run_cmd
 from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
 from qoslab.api import (
@@ -59,6 +60,7 @@ METER_EPILOG = """\
 input CSV: header 'time_ns,size_bytes[,color]' (color: green/yellow/red or 0/1/2;
 other columns are passed through). Output: the input columns plus 'color' and
 'action' (transmit/drop/remark); an input 'color' column is kept as 'color_in'.
+A pcap/pcapng capture (also .xz) works as the input too: its frames' times and lengths.
 Parameters: any '--KEY VALUE' the command does not know, or '--param KEY=VALUE';
 units as in tc (1mbit, 3000B, 32kb, 50ms), see 'qoslab meter --list' for kinds.
 
@@ -70,7 +72,8 @@ examples:
 """
 
 SHAPE_EPILOG = """\
-input CSV: header 'time_ns,size_bytes' (other columns are passed through).
+input CSV: header 'time_ns,size_bytes' (other columns are passed through), or a
+pcap/pcapng capture (also .xz): its frames' times and lengths on the wire.
 Output: the input columns plus 'departure_ns' (empty when dropped) and
 'dropped' (0/1). Parameters as for 'qoslab meter'; 'qoslab shape --list'
 shows every kind with its family.
@@ -127,6 +130,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"qoslab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run_cmd.add_run_parser(sub, fmt)
+    analyze_cmd.add_analyze_parser(sub, fmt)
     _add_viz_parsers(sub, fmt)
     from qoslab.emulate import cli as emulate_cli
 
@@ -377,6 +381,13 @@ def _run(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     if args.command == "emulate":
         return _run_emulate(args, extras)
+    if args.command == "analyze":
+        if extras:
+            raise UsageError(f"analyze: unrecognized arguments: {' '.join(extras)}")
+        try:
+            return analyze_cmd.main(args)
+        except ValueError as e:
+            raise UsageError(f"analyze: {e}") from None
     if args.command in ("compare", "reproduce") or getattr(args, "report", None) is not None:
         return _run_viz(args, extras)
     if args.command == "run":

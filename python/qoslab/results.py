@@ -219,14 +219,18 @@ def check_out_dir(out_dir: str | os.PathLike[str]) -> Path:
 
 
 def write_results(
-    out_dir: str | os.PathLike[str], result: SimulationResult, scenario_text: str
+    out_dir: str | os.PathLike[str],
+    result: SimulationResult,
+    scenario_text: str,
+    extra_tables: Mapping[str, pd.DataFrame] | None = None,
 ) -> Path:
     """Writes ``results.json``, each non-empty series as CSV and Parquet, and
     ``scenario.toml`` into ``out_dir`` — atomically: everything is written to
     a temporary sibling directory which is renamed into place at the end, so
     ``out_dir`` is either complete or untouched (also on Ctrl-C). An existing
     ``out_dir`` from an earlier run (it holds ``results.json``) is replaced;
-    any other non-empty directory is refused.
+    any other non-empty directory is refused. ``extra_tables`` (e.g. a
+    capture's ``io``, ``acks``) are written beside the series, same formats.
     """
     out = check_out_dir(out_dir)
     parent = out.parent if str(out.parent) else Path(".")
@@ -236,7 +240,8 @@ def write_results(
     try:
         (tmp / "results.json").write_text(result.to_json() + "\n", encoding="utf-8")
         (tmp / "scenario.toml").write_text(scenario_text, encoding="utf-8")
-        for name, df in result.series().items():
+        tables = {**result.series(), **(extra_tables or {})}
+        for name, df in tables.items():
             df.to_csv(tmp / f"{name}.csv", index=False)
             df.to_parquet(tmp / f"{name}.parquet", index=False)
         if out.exists():

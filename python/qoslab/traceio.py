@@ -58,6 +58,16 @@ class TraceFileError(Exception):
         self.message = message
 
 
+#: First bytes of pcap (µs/ns, either byte order) and pcapng files.
+CAPTURE_MAGICS = (
+    b"\xd4\xc3\xb2\xa1",
+    b"\xa1\xb2\xc3\xd4",
+    b"\x4d\x3c\xb2\xa1",
+    b"\xa1\xb2\x3c\x4d",
+    b"\x0a\x0d\x0d\x0a",
+)
+
+
 @dataclass
 class TraceFile:
     path: str
@@ -163,8 +173,13 @@ def header_columns(tf: TraceFile) -> dict[str, Any]:
 
 
 def read_trace(path: str) -> TraceFile:
-    """Reads and validates a trace CSV (see the module doc)."""
+    """Reads and validates a trace CSV (see the module doc), or a pcap/pcapng
+    capture (also .xz): its frames' times and lengths on the wire."""
     data = Path(path).read_bytes()
+    if data[:4] in CAPTURE_MAGICS or data[:6] == b"\xfd7zXZ\x00":
+        from qoslab.analyze import capture_trace_file
+
+        return capture_trace_file(path, data)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -18,6 +18,7 @@
 
 #[cfg(target_os = "linux")]
 mod emu;
+mod capture;
 mod sim;
 
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -428,5 +429,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_time, m)?)?;
+    capture::register(m)?;
     Ok(())
 }

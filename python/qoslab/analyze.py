@@ -1,0 +1,453 @@
+"""``qoslab analyze CAPTURE``: a pcap/pcapng capture in, the flows out.
+
+The Rust crate ``qoslab-capture`` reads the capture (pcap or pcapng, also
+``.xz``-compressed; Ethernet, Linux cooked, raw IP), groups packets into flows
+(one per direction of a TCP connection or UDP 4-tuple) and analyses TCP as
+Wireshark's expert info does (retransmissions: fast / RTO-class / spurious,
+out-of-order, duplicate ACKs, SACK blocks, ``ack_rtt``, bytes in flight,
+receive window). The result has the schema of ``qoslab run``'s (flows with
+``goodput_bps``, ``retransmits``, ``rtt_ms``; series ``goodput``, ``rtt``,
+``segments``), so ``--out`` and ``--report`` work as for a simulation, plus a
+``capture`` section and the capture-only tables ``io`` (wire and payload
+bytes per bin), ``acks`` (ACK and receive-window lines), ``sacks`` and
+``inflight``. Times are nanoseconds from the capture's first record.
+
+``--policing`` runs the detector of Flach et al., "An Internet-Wide Analysis
+of Traffic Policing" (ACM SIGCOMM 2016) on every TCP flow, segment
+(request/response) and direction; ``--format flach-csv`` prints the authors'
+CSV rows (the file column is the capture's name without its extensions, plus
+``.filtered`` when ``--port`` cut it down to one connection, as the authors'
+files were named).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from qoslab import _core
+from qoslab.results import SimulationResult, write_results
+from qoslab.run import fmt_bytes, fmt_rate
+from qoslab.traceio import TraceFile, TraceFileError
+
+__all__ = ["CaptureAnalysis", "add_analyze_parser", "analyze", "capture_name", "main", "policing"]
+
+EPILOG = """\
+CAPTURE: a pcap or pcapng file (optionally .xz), or '-' for standard input.
+Flows are directions of TCP connections (a reused 4-tuple starts a new one)
+and UDP 4-tuples; times are seconds from the capture's first record.
+
+examples:
+  qoslab analyze examples/policed-1.5mbit.pcap.xz
+  qoslab analyze examples/policed-1.5mbit.pcap.xz --port 10047 --policing --json
+  qoslab analyze examples/policed-1.5mbit.pcap.xz --bin 1s --out /tmp/capture-results --report
+  qoslab analyze examples/policed-1.5mbit.pcap.xz --port 10047 --policing --format flach-csv
+  xz -dc examples/policed-1.5mbit.pcap.xz | qoslab analyze - --port 10047 --policing
+"""
+
+_EMPTY = {
+    "cwnd": ("time_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "state"),
+    "queue": ("time_ns", "policy", "packets", "bytes", "tokens_bytes"),
+    "colors": ("time_ns", "policy", "green_bytes", "yellow_bytes", "red_bytes", "dropped_bytes"),
+    "ping": ("time_ns", "flow", "seq", "rtt_ns"),
+}
+
+#: Capture-only tables written beside the run-schema series.
+CAPTURE_TABLES: tuple[str, ...] = ("io", "acks", "sacks", "inflight")
+
+_CAPTURE_SUFFIXES = (".xz", ".gz", ".pcapng", ".pcap", ".cap")
+
+
+def capture_name(path: str, port: int | None = None) -> str:
+    """The capture's file name without its capture/compression extensions
+    (``X.pcap.xz`` → ``X``); ``X.filtered`` when cut down to one port."""
+    name = "stdin" if path == "-" else Path(path).name
+    stripped = True
+    while stripped:
+        stripped = False
+        for suffix in _CAPTURE_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                stripped = True
+    return f"{name}.filtered" if port is not None else name
+
+
+def _read(capture: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
+    if isinstance(capture, bytes):
+        return capture, "<bytes>"
+    path = os.fspath(capture)
+    if path == "-":
+        return sys.stdin.buffer.read(), "-"
+    with open(path, "rb") as f:
+        return f.read(), path
+
+
+def _jain(values: Sequence[float]) -> float:
+    if len(values) < 2:
+        return 1.0
+    total = sum(values)
+    squares = sum(v * v for v in values)
+    return total * total / (len(values) * squares) if squares else 1.0
+
+
+@dataclass
+class CaptureAnalysis:
+    """One analysed capture: ``result`` (a :class:`SimulationResult` with
+    ``qoslab run``'s schema), ``raw`` (the Rust dict), capture-only tables."""
+
+    raw: dict[str, Any] = field(repr=False)
+    source: str
+    name: str
+    result: SimulationResult = field(init=False, repr=False)
+    tables: dict[str, pd.DataFrame] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        raw = self.raw
+        flows = [
+            {
+                "id": f["id"],
+                "protocol": f["protocol"],
+                "label": f"{f['from']} -> {f['to']}",
+                "from": f["from"],
+                "to": f["to"],
+                "start_ns": f["start_ns"],
+                "end_ns": f["end_ns"],
+                "bytes_delivered": f["bytes_delivered"],
+                "goodput_bps": f["goodput_bps"],
+                "packets_sent": f["packets_sent"],
+                "retransmits": f["retransmits"],
+                # A capture cannot see losses, only what the sender resent.
+                "packets_lost": f["retransmits"] - f["spurious_retransmits"],
+                "timeouts": f["timeouts"],
+                "fast_recoveries": f["fast_recoveries"],
+                "rtt": f["rtt"],
+            }
+            for f in raw["flows"]
+        ]
+        series = dict(raw["series"])
+        for name, cols in _EMPTY.items():
+            series[name] = {c: np.zeros(0, dtype=np.uint64) for c in cols}
+        sim_raw = {
+            "name": self.name,
+            "seed": 0,
+            "duration_ns": raw["duration_ns"],
+            "description": f"capture {self.source}: {raw['format']}, {raw['records']} records",
+            "source": self.source,
+            "record_interval_ns": raw["bin_ns"],
+            "recorded": ["goodput", "rtt", "segments"],
+            "sum_goodput_bps": sum(f["goodput_bps"] for f in flows),
+            "jain_fairness": _jain([f["goodput_bps"] for f in flows if f["protocol"] == "tcp"]),
+            "events": raw["records"],
+            "flows": flows,
+            "policies": [],
+            "series": series,
+        }
+        self.result = SimulationResult(sim_raw)
+        self.result.summary["capture"] = self._capture_summary()
+        self.tables = {}
+        for name in CAPTURE_TABLES:
+            df = pd.DataFrame({k: np.asarray(v) for k, v in raw["series"][name].items()})
+            df.insert(1, "time_s", df["time_ns"].to_numpy(dtype=np.float64) / 1e9)
+            self.tables[name] = df
+
+    def _capture_summary(self) -> dict[str, Any]:
+        raw = self.raw
+        keys = (
+            "connection",
+            "packets",
+            "wire_bytes",
+            "payload_bytes",
+            "fast_retransmits",
+            "rto_retransmits",
+            "spurious_retransmits",
+            "out_of_order",
+            "lost_segments",
+            "keep_alives",
+            "dup_acks",
+            "sack_blocks",
+            "zero_windows",
+            "max_bytes_in_flight",
+            "mss",
+            "wscale",
+            "warnings",
+        )
+        return {
+            "file": self.source,
+            "format": raw["format"],
+            "records": raw["records"],
+            "ip_packets": raw["ip_packets"],
+            "non_ip": raw["non_ip"],
+            "malformed": raw["malformed"],
+            "unknown_linktypes": [list(x) for x in raw["unknown_linktypes"]],
+            "start_epoch_s": raw["start_epoch_ns"] / 1e9,
+            "bin_s": raw["bin_ns"] / 1e9,
+            "warnings": list(raw["warnings"]),
+            "flows": [{"id": f["id"], **{k: f[k] for k in keys}} for f in raw["flows"]],
+        }
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.result.summary
+
+
+def analyze(
+    capture: str | os.PathLike[str] | bytes,
+    *,
+    bin: str | int = "100ms",
+    port: int | None = None,
+) -> CaptureAnalysis:
+    """Analyse a capture file (path, ``"-"`` for stdin, or its bytes).
+    ``bin`` is the IO-graph bin (``"100ms"`` or integer ns)."""
+    data, source = _read(capture)
+    bin_ns = bin if isinstance(bin, int) else _core.parse_time(bin)
+    try:
+        raw = _core.analyze_capture(data, bin_ns, port)
+    except _core.CaptureError as e:
+        raise TraceFileError(source, 0, str(e)) from None
+    return CaptureAnalysis(raw, source, capture_name(source, port))
+
+
+def policing(
+    capture: str | os.PathLike[str] | bytes, *, port: int | None = None
+) -> list[dict[str, Any]]:
+    """The policing detector's rows (Flach et al., SIGCOMM 2016), one per
+    TCP flow, segment and direction, with qoslab's labelled extensions."""
+    data, source = _read(capture)
+    try:
+        return list(_core.policing_capture(data, port))
+    except _core.CaptureError as e:
+        raise TraceFileError(source, 0, str(e)) from None
+
+
+class CaptureTraceFile(TraceFile):
+    """A capture read as a trace (``qoslab meter|shape --input X.pcap``):
+    columns ``time_ns`` (from the first record) and ``size_bytes`` (the
+    frame's length on the wire); problems are located by record number."""
+
+    def line_of(self, index: int) -> int:
+        return index + 1
+
+    def error(self, index: int, message: str) -> TraceFileError:
+        return TraceFileError(self.path, 0, f"record {index + 1}: {message}")
+
+
+def capture_trace_file(path: str, data: bytes) -> TraceFile:
+    try:
+        raw = _core.capture_trace(data)
+    except _core.CaptureError as e:
+        raise TraceFileError(path, 0, str(e)) from None
+    times = np.asarray(raw["time_ns"], dtype=np.uint64)
+    sizes = np.asarray(raw["size_bytes"], dtype=np.uint64)
+    for w in raw["warnings"]:
+        print(f"qoslab: warning: {path}: {w}", file=sys.stderr)
+    rows = [[str(t), str(s)] for t, s in zip(times.tolist(), sizes.tolist(), strict=True)]
+    return CaptureTraceFile(
+        path=path,
+        header=["time_ns", "size_bytes"],
+        rows=rows,
+        times_ns=times,
+        sizes=sizes,
+        colors=None,
+        _text="",
+    )
+
+
+# --- output ----------------------------------------------------------------
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.1f}"
+
+
+def render_table(ca: CaptureAnalysis) -> str:
+    raw = ca.raw
+    lines = [
+        f"capture {ca.source}: {raw['format']}, {raw['records']} records "
+        f"({raw['ip_packets']} IP), {raw['duration_ns'] / 1e9:.2f} s"
+    ]
+    if not raw["flows"]:
+        lines.append("no TCP or UDP flow with data")
+    else:
+        lines.append(
+            f"[ ID] {'Flow':<44} {'Interval':>13}      {'Transfer':>12}  {'Bitrate':>15}  Retr"
+        )
+        for f in raw["flows"]:
+            t0, t1 = f["start_ns"] / 1e9, f["end_ns"] / 1e9
+            flow = f"{f['protocol']} {f['from']} -> {f['to']}"
+            interval = f"{t0:6.2f}-{t1:<6.2f}"
+            lines.append(
+                f"[{f['id']:>3}] {flow:<44} {interval} sec  {fmt_bytes(f['bytes_delivered']):>12}  "
+                f"{fmt_rate(f['goodput_bps']):>15}  {f['retransmits']:>4}"
+            )
+        tcp = [f for f in raw["flows"] if f["protocol"] == "tcp"]
+        if tcp:
+            lines.append("loss and RTT (TCP, as Wireshark's expert info):")
+        for f in tcp:
+            r = f["rtt"]
+            share = 100.0 * f["retransmits"] / f["packets_sent"] if f["packets_sent"] else 0.0
+            rtt = (
+                f"RTT min/p50/p95/max {_ms(r['min_ns'])}/{_ms(r['p50_ns'])}/{_ms(r['p95_ns'])}/"
+                f"{_ms(r['max_ns'])} ms ({r['samples']} samples)"
+                if r["samples"]
+                else "no RTT samples"
+            )
+            lines.append(
+                f"[{f['id']:>3}] retransmits {f['retransmits']} ({share:.1f} % of "
+                f"{f['packets_sent']} data segments; fast {f['fast_retransmits']}, RTO-class "
+                f"{f['rto_retransmits']}, spurious {f['spurious_retransmits']}), out-of-order "
+                f"{f['out_of_order']}, dup ACKs {f['dup_acks']}, SACK blocks {f['sack_blocks']}; "
+                f"{rtt}; max in flight {f['max_bytes_in_flight']} B"
+            )
+            for w in f["warnings"]:
+                lines.append(f"[{f['id']:>3}] warning: {w}")
+    for w in raw["warnings"]:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def _pick(rows: Sequence[Mapping[str, Any]], direction: str) -> list[Mapping[str, Any]]:
+    return [r for r in rows if direction == "both" or r["direction"] == direction]
+
+
+def render_policing(rows: Sequence[Mapping[str, Any]]) -> str:
+    lines = [
+        "policing (Flach et al., SIGCOMM 2016; bucket, wire rate, verdict: qoslab extensions):"
+    ]
+    shown = [r for r in rows if r["data_packets"] > 0]
+    if not shown:
+        lines.append("  no TCP data to analyse")
+    for r in shown:
+        lines.append(
+            f"  flow {r['flow']} segment {r['segment']} {r['direction']} "
+            f"({r['from']} -> {r['to']}): {r['data_packets']} data packets, {r['losses']} lost: "
+            f"{r['verdict']}"
+        )
+    return "\n".join(lines)
+
+
+def flach_csv(rows: Sequence[Mapping[str, Any]], file: str, direction: str = "b2a") -> list[str]:
+    """The published CSV rows (``validation.csv`` of USC-NSL/policing-detection)."""
+    return [f"{file},{r['flach_csv']}" for r in _pick(rows, direction)]
+
+
+# --- CLI -------------------------------------------------------------------
+
+
+def _port(s: str) -> int:
+    try:
+        v = int(s, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got '{s}'") from None
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in 0..65535, got {v}")
+    return v
+
+
+def _bin(s: str) -> int:
+    try:
+        v = int(_core.parse_time(s))
+    except _core.ConfigError as e:
+        raise argparse.ArgumentTypeError(f"expected a time like 100ms, got '{s}' ({e})") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"the bin must be > 0, got '{s}'")
+    return v
+
+
+def add_analyze_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser(
+        "analyze",
+        help="analyse a pcap/pcapng capture (flows, TCP analysis, policing)",
+        description=(
+            "Read a capture and print an iperf3-style table per flow with its loss and RTT "
+            "analysis; detect traffic policing (Flach et al., SIGCOMM 2016)."
+        ),
+        epilog=EPILOG,
+        formatter_class=fmt,
+        allow_abbrev=False,
+    )
+    p.add_argument("capture", metavar="CAPTURE", help="pcap/pcapng file (.xz too), '-' for stdin")
+    p.add_argument("--port", type=_port, metavar="PORT", help="keep connections with this port")
+    p.add_argument("--bin", type=_bin, default=100_000_000, metavar="TIME", help="IO-graph bin")
+    p.add_argument("--policing", action="store_true", help="run the policing detector")
+    p.add_argument(
+        "--format",
+        choices=("table", "flach-csv"),
+        default="table",
+        help="flach-csv: the policing detector's published CSV rows (needs --policing)",
+    )
+    p.add_argument(
+        "--direction",
+        choices=("a2b", "b2a", "both"),
+        help="policing rows to show (default: b2a for flach-csv as published, else both)",
+    )
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--out", metavar="DIR", help="write results.json and the series here")
+    p.add_argument(
+        "--report",
+        nargs="?",
+        const="",
+        metavar="HTML",
+        help="write an HTML report (default: DIR/report.html with --out, else report.html)",
+    )
+
+
+def _as_run_text(ca: CaptureAnalysis) -> str:
+    return (
+        "# qoslab analyze: no scenario; these results were computed from the capture\n"
+        f"# {ca.source} ({ca.raw['format']}, {ca.raw['records']} records, "
+        f"bin {ca.raw['bin_ns']} ns)\n"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    """``qoslab analyze``: returns the exit status; errors propagate to the CLI
+    (``TraceFileError`` for an unreadable capture, ``ValueError`` for usage)."""
+    import json
+
+    if args.format == "flach-csv" and not args.policing:
+        raise ValueError("--format flach-csv prints the policing detector's rows: add --policing")
+    if args.format == "flach-csv" and (args.json or args.out or args.report is not None):
+        raise ValueError("--format flach-csv prints CSV only (no --json, --out or --report)")
+    data, source = _read(args.capture)
+    if args.format == "flach-csv":
+        rows = policing(data, port=args.port)
+        for line in flach_csv(rows, capture_name(source, args.port), args.direction or "b2a"):
+            print(line)
+        return 0
+    try:
+        raw = _core.analyze_capture(data, args.bin, args.port)
+    except _core.CaptureError as e:
+        raise TraceFileError(source, 0, str(e)) from None
+    ca = CaptureAnalysis(raw, source, capture_name(source, args.port))
+    rows: list[dict[str, Any]] = []
+    if args.policing:
+        rows = _pick(policing(data, port=args.port), args.direction or "both")
+        ca.summary["policing"] = rows
+    if args.out:
+        write_results(args.out, ca.result, _as_run_text(ca), extra_tables=ca.tables)
+    if args.report is not None:
+        from qoslab import report
+
+        path = args.report or str(Path(args.out or ".") / "report.html")
+        report.run_report(ca.result, _as_run_text(ca), title=f"qoslab analyze: {ca.name}").write(
+            path
+        )
+    if args.json:
+        print(json.dumps(ca.summary, indent=2))
+        return 0
+    print(render_table(ca))
+    if args.policing:
+        print(render_policing(rows))
+    if args.out:
+        print(f"wrote {args.out}")
+    if args.report is not None:
+        print(f"wrote {args.report or Path(args.out or '.') / 'report.html'}")
+    return 0
