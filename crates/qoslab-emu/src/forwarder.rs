@@ -308,7 +308,10 @@ struct RealIo {
     pending: Vec<Pending>,
     /// Per direction: the kernel socket it sends into.
     kernel_tx: Vec<Option<PacketSocket>>,
-    captures: HashMap<(u32, Point), Capture>,
+    /// Capture points → index in `capture_files`: several points may share a
+    /// file (both directions of a link in one pcap, as tcpdump on a port).
+    captures: HashMap<(u32, Point), usize>,
+    capture_files: Vec<Capture>,
     error: Option<String>,
     tx_refused: u64,
 }
@@ -336,8 +339,8 @@ impl Io for RealIo {
         }
     }
     fn capture(&mut self, dir: u32, point: Point, t_ns: u64, frame: &[u8]) {
-        if let Some(c) = self.captures.get_mut(&(dir, point)) {
-            if let Err(e) = c.write(t_ns, frame) {
+        if let Some(&i) = self.captures.get(&(dir, point)) {
+            if let Err(e) = self.capture_files[i].write(t_ns, frame) {
                 self.error.get_or_insert(e);
             }
         }
@@ -400,18 +403,35 @@ fn run(
         let mtu = ports.iter().map(|p| p.mtu).max().unwrap_or(1500);
         let offset = i128::from(realtime_ns()) - i128::from(monotonic_ns());
         let mut captures = HashMap::new();
+        let mut files: Vec<Capture> = Vec::new();
         for (d, p, path) in &r.captures {
-            captures.insert((*d, *p), Capture::create(path, mtu + 14, offset)?);
+            let i = match files.iter().position(|c| c.path() == path.as_path()) {
+                Some(i) => i,
+                None => {
+                    files.push(Capture::create(path, mtu + 14, offset)?);
+                    files.len() - 1
+                }
+            };
+            captures.insert((*d, *p), i);
         }
-        Ok((ports, port_of, kernel_tx, kernel_rx, captures, mtu, rt))
+        Ok((
+            ports,
+            port_of,
+            kernel_tx,
+            kernel_rx,
+            (captures, files),
+            mtu,
+            rt,
+        ))
     };
-    let (ports, port_of, kernel_tx, kernel_rx, captures, mtu, realtime) = match setup() {
-        Ok(x) => x,
-        Err(e) => {
-            let _ = ready.send(Err(EmuError(e.clone())));
-            return Err(EmuError(e));
-        }
-    };
+    let (ports, port_of, kernel_tx, kernel_rx, (captures, capture_files), mtu, realtime) =
+        match setup() {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = ready.send(Err(EmuError(e.clone())));
+                return Err(EmuError(e));
+            }
+        };
     let cond = conditioner::build(&cfg, &r.net, &kdirs).map_err(|e| EmuError(e.to_string()))?;
     let max_frame = mtu as usize + crate::frame::ETH_HEADER_BYTES;
     let mut model = Model::new(&r.net, cond, &r.ips, max_frame, cfg.record, spec.t0_ns);
@@ -425,6 +445,7 @@ fn run(
         ports: Vec::new(),
         kernel_tx,
         captures,
+        capture_files,
         error: None,
         tx_refused: 0,
     };
@@ -516,7 +537,7 @@ fn run(
     publish(&model, &live);
     let tx_refused = io.tx_refused;
     let mut written = Vec::new();
-    for ((_, _), c) in io.captures.drain() {
+    for c in io.capture_files.drain(..) {
         let n = c.packets;
         let p = c.path().to_path_buf();
         c.finish().map_err(EmuError)?;

@@ -16,9 +16,9 @@
 //! `qoslab.TraceError` (a `ValueError` with `.index` and `.message`). Nothing
 //! here unwraps user data, so no panic can reach Python.
 
+mod capture;
 #[cfg(target_os = "linux")]
 mod emu;
-mod capture;
 mod sim;
 
 use numpy::{PyArray1, PyReadonlyArray1};

@@ -27,13 +27,16 @@ the end, on an error, on Ctrl-C and on SIGTERM; after a SIGKILL, run --cleanup.
 pfifo, bfifo on a veth inside the emulated router), for a three-way comparison:
   qoslab compare SCENARIO --modes sim,emu,kernel
 --capture LINK[:ingress|egress]=FILE.pcap writes what the forwarder sees there
-(LINK as in the results, e.g. r1->r2; default egress).
+(LINK as in the results, e.g. r1->r2); without a side, both directions in one
+file as tcpdump on the upstream router's port would see them (LINK before its
+policy, the reverse direction after its transmitter), ready for 'qoslab analyze'.
 
 examples:
   sudo qoslab emulate scenarios/example.toml
   sudo qoslab emulate scenarios/isr4000-police.toml --out /tmp/emu --json
   sudo qoslab emulate scenarios/trees/linux-htb-pfifo.toml --backend kernel
-  sudo qoslab emulate scenarios/example.toml --capture 'r1->r2:egress=/tmp/r1r2.pcap'
+  sudo qoslab emulate scenarios/example.toml --capture 'r1->r2=/tmp/r1r2.pcap'
+  qoslab analyze /tmp/r1r2.pcap --policing
   qoslab emulate scenarios/example.toml --plan       # what would run (no root needed)
   sudo qoslab emulate --cleanup                      # remove what a killed run left
 """
@@ -81,18 +84,27 @@ def add_emulate_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
 
 
 def _captures(specs: list[str]) -> list[tuple[str, str, str]]:
+    """``LINK[:ingress|egress]=FILE`` → capture points; without a side, both
+    directions of the link in one file: LINK before its policy and the reverse
+    direction after its transmitter — what tcpdump on the upstream router's port
+    would see (the data before the policer, the ACKs coming back)."""
     out = []
     for spec in specs:
         where, eq, path = spec.partition("=")
         if not eq or not where or not path:
             raise ValueError(f"--capture expects LINK[:ingress|egress]=FILE, got '{spec}'")
         link, _, side = where.partition(":")
-        side = side or "egress"
-        if side not in ("ingress", "egress"):
-            raise ValueError(f"--capture {spec}: side must be ingress or egress, got '{side}'")
         parent = Path(path).resolve().parent
         if not parent.is_dir():
             raise FileNotFoundError(errno.ENOENT, "directory does not exist", str(parent))
+        if not side:
+            a, arrow, b = link.partition("->")
+            if not arrow or not a or not b:
+                raise ValueError(f"--capture {spec}: LINK is 'A->B', e.g. r1->r2")
+            out += [(link, "ingress", path), (f"{b}->{a}", "egress", path)]
+            continue
+        if side not in ("ingress", "egress"):
+            raise ValueError(f"--capture {spec}: side must be ingress or egress, got '{side}'")
         out.append((link, side, path))
     return out
 
