@@ -29,16 +29,18 @@ pfifo, bfifo on a veth inside the emulated router), for a three-way comparison:
 --capture LINK[:ingress|egress]=FILE.pcap writes what the forwarder sees there
 (LINK as in the results, e.g. r1->r2); without a side, both directions in one
 file as tcpdump on the upstream router's port would see them (LINK before its
-policy, the reverse direction after its transmitter), ready for 'qoslab analyze'.
+policy, the reverse direction after its transmitter), ready for
+'qoslab analyze FILE --policing'.
+--plan prints what would run (hosts, flows, policies with their tc form; no root
+needed); --cleanup removes what a killed run left.
 
 examples:
   sudo qoslab emulate scenarios/example.toml
   sudo qoslab emulate scenarios/isr4000-police.toml --out /tmp/emu --json
   sudo qoslab emulate scenarios/trees/linux-htb-pfifo.toml --backend kernel
   sudo qoslab emulate scenarios/example.toml --capture 'r1->r2=/tmp/r1r2.pcap'
-  qoslab analyze /tmp/r1r2.pcap --policing
-  qoslab emulate scenarios/example.toml --plan       # what would run (no root needed)
-  sudo qoslab emulate --cleanup                      # remove what a killed run left
+  qoslab emulate scenarios/example.toml --plan
+  sudo qoslab emulate --cleanup
 """
 
 
