@@ -539,6 +539,22 @@ def _assemble(
             receiver = st.get("receiver") or udp or {}
             sock = int(sender.get("socket", -1))
             port = c_ports.get(sock)
+            if udp is not None:
+                # iperf3's client reports UDP as sent; what arrived is in the
+                # server's own summary of the same stream (matched by port).
+                srv_sock = next((sk for sk, pt in s_ports.items() if pt == port), None)
+                srv = next(
+                    (
+                        x.get("udp", {})
+                        for x in server.get("end", {}).get("streams", [])
+                        if int(x.get("udp", {}).get("socket", -2)) == srv_sock
+                    ),
+                    None,
+                )
+                if srv:
+                    receiver = srv
+                else:
+                    notes.append(f"flow {f['id']}: no server summary; UDP bytes are as sent")
             seconds = float(receiver.get("seconds") or sender.get("seconds") or 0.0)
             nbytes = int(receiver.get("bytes", 0))
             row = _flow(f, p.launched_ns, p.launched_ns + int(seconds * 1e9), nbytes)
@@ -584,8 +600,9 @@ def _assemble(
                 else:
                     notes.append(f"flow {f['id']}: no tcp_info samples; RTO count unknown")
             else:
-                row["packets_sent"] = int(udp.get("packets", 0)) if udp else 0
-                row["packets_lost"] = int(udp.get("lost_packets", 0)) if udp else 0
+                # the receiver counts loss from the datagrams' sequence numbers
+                row["packets_sent"] = int(receiver.get("packets", 0))
+                row["packets_lost"] = int(receiver.get("lost_packets", 0))
             flows[f["id"]] = row
     flow_list = [flows[i] for i in sorted(flows)]
     policies = list(fwd.get("policies", []))
