@@ -11,10 +11,11 @@ The rules (stated in every output):
   effect over the seeds is within a factor ``EFFECT_FACTOR`` of the
   source's; a claim that holds on a clear majority with the wrong
   magnitude is *off*; anything less fails;
-- a **sanity** row holds only when it holds in every run;
-- every verdict is the worst over the assumptions' ranges (the chosen
-  value and every variant), and a measurement missing in any run fails
-  its row.
+- a **sanity** row holds only when it holds on every seed at the chosen
+  values (it checks our configuration, which the variants change);
+- every number and claim verdict is the worst over the assumptions'
+  ranges (the chosen value and every variant), and a measurement missing
+  in any run fails its row.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ RULES = (
     f"claims: hold on at least {MAJORITY:.0%} of the seeds and, where the source gives a "
     f"magnitude, a median effect within a factor {EFFECT_FACTOR:g} of the source's "
     "(right direction, wrong magnitude: off); sanity rows follow from our configuration "
-    "and must hold in every run; each verdict is the worst over the assumptions' ranges; "
+    "and must hold on every seed at the chosen values; each number and claim verdict is the "
+    "worst over the assumptions' ranges; "
     "a missing measurement fails its row"
 )
 
@@ -181,6 +183,8 @@ def aggregate(
         spec = chosen[0].specs[key]
         per_variant = []
         for label, checks in runs.items():
+            if spec.kind == "sanity" and label != "chosen":
+                continue
             obs = [c.obs.get(key, Obs(None, missing=True)) for c in checks]
             per_variant.append((label, obs))
         rows.append(_row(experiment, spec, per_variant, len(seeds)))

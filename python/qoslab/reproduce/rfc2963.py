@@ -38,8 +38,9 @@ def customer_rates(r: SimulationResult) -> dict[int, dict[str, float]]:
     if not len(col):
         return out
     col = col[col["time_ns"] > WARMUP_S * 1e9]
+    names = [p["name"] for p in r.summary["policies"]]  # the series' policy is an index
     for policy, d in col.groupby("policy"):
-        node = str(policy).split("->")[0]
+        node = names[int(policy)].split("->")[0]
         if node[:1] != "m" or not node[1:].isdigit() or int(node[1:]) not in out:
             continue
         marked = {k: float(d[f"{k}_bytes"].sum()) for k in COLOURS}
