@@ -25,7 +25,8 @@ HEADER = """\
 #
 # Source: O. Bonaventure, S. De Cnodder, "A Rate Adaptive Shaper for
 # Differentiated Services", RFC 2963, October 2000, Appendix A
-# (https://www.rfc-editor.org/rfc/rfc2963; published: qoslab/data/reference/rfc2963-appendix.toml, {tables}):
+# (https://www.rfc-editor.org/rfc/rfc2963; published:
+# qoslab/data/reference/rfc2963-appendix.toml, {tables}):
 # - ten customer LANs, each ten SACK-TCP workstations (MSS 1460 B, maximum
 #   window 64 KB) on an uncongested switched 10 Mbit/s LAN, 1 ms links;
 # - customer routers C1..C10, 34 Mbit/s 2.5 ms links to edge router ER1,
@@ -169,7 +170,12 @@ FILES = {f"rfc2963-{s}.toml": s for s in ("trras", "g-trras")}
 
 def main(argv: list[str]) -> int:
     root = (
-        Path(__file__).resolve().parent.parent / "python" / "qoslab" / "data" / "scenarios" / "reproduce"
+        Path(__file__).resolve().parent.parent
+        / "python"
+        / "qoslab"
+        / "data"
+        / "scenarios"
+        / "reproduce"
     )
     for name, shaper in FILES.items():
         (root / name).write_text(render(shaper), encoding="utf-8")

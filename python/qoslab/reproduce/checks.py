@@ -124,7 +124,12 @@ class Checks:
         )
 
     def sanity(
-        self, case: str, metric: str, expected: str, ours: str | None, holds: bool | None,
+        self,
+        case: str,
+        metric: str,
+        expected: str,
+        ours: str | None,
+        holds: bool | None,
         note: str = "",
     ) -> None:
         missing = ours is None or holds is None

@@ -110,7 +110,9 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(f"name experiments or give --all; experiments: {', '.join(experiments)}")
     unknown = [n for n in names if n not in experiments]
     if unknown:
-        raise ValueError(f"unknown experiment '{unknown[0]}'; experiments: {', '.join(experiments)}")
+        raise ValueError(
+            f"unknown experiment '{unknown[0]}'; experiments: {', '.join(experiments)}"
+        )
     if args.seeds < 1:
         raise ValueError(f"--seeds: expected a whole number >= 1, got {args.seeds}")
     # Bad output paths fail now, not after minutes of runs.

@@ -1,4 +1,4 @@
-""""Limit the speed of traffic. Policer or shaper, what to use on the net?"
+""" "Limit the speed of traffic. Policer or shaper, what to use on the net?"
 (Habr post 317048): a Cisco ISR 4000 policing or shaping four Windows 10
 iperf3 flows to 20 Mbit/s, with queue-limit 200, the default 83, and
 fair-queue."""

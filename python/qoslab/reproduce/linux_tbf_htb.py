@@ -1,9 +1,10 @@
-""""Linux QOS: testing traffic-control variants" (the author's wiki; TBF,
+""" "Linux QOS: testing traffic-control variants" (the author's wiki; TBF,
 HTB, SFQ): three VirtualBox VMs, 30 TCP + 30 UDP iperf flows through a
 router's tbf or htb, ping under load."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from qoslab.reproduce.checks import Checks
@@ -110,7 +111,7 @@ def _htb(c: Checks, ref: Reference, results: dict[str, SimulationResult]) -> Non
         "ping under HTB + pfifo grows as the rate falls",
         ref.claim("htb_ping_grows"),
         " > ".join(f"{ours[x]:.0f}" for x in order) if have else None,
-        all(ours[a] > ours[b] for a, b in zip(order, order[1:], strict=False)) if have else None,  # type: ignore[operator]
+        all(ours[a] > ours[b] for a, b in itertools.pairwise(order)) if have else None,  # type: ignore[operator]
         lo / hi if have and hi else None,  # type: ignore[operator]
     )
     med, _, _ = ping_stats(results["htb-bfifo"])

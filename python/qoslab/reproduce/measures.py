@@ -92,7 +92,6 @@ def ping_stats(r: SimulationResult) -> tuple[float | None, int, int]:
     return med, len(p), sent
 
 
-
 def rel(a: float, b: float) -> float:
     """(a - b) / b: the relative gain of ``a`` over ``b``."""
     return (a - b) / b if b else float("inf")

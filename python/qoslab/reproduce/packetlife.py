@@ -113,7 +113,11 @@ EXPERIMENT = Experiment(
             "40 packets (IOS hold-queue 40 out)",
             "our knowledge of IOS; affects only the unrestricted case",
             "40-1000 packets",
-            (Variant("router queue 1000 p", (("*", ("topology.bottleneck.queue_limit", "1000p")),)),),
+            (
+                Variant(
+                    "router queue 1000 p", (("*", ("topology.bottleneck.queue_limit", "1000p")),)
+                ),
+            ),
         ),
     ),
 )

@@ -49,7 +49,10 @@ def table_rows(rows: Sequence[Row], width: int | None = 70) -> list[list[str]]:
 
 def counts(rows: Sequence[Row]) -> dict[str, dict[str, int]]:
     return {
-        k: {v: sum(1 for r in rows if r.kind == k and r.verdict == v) for v in ("holds", "off", "fails")}
+        k: {
+            v: sum(1 for r in rows if r.kind == k and r.verdict == v)
+            for v in ("holds", "off", "fails")
+        }
         for k in KINDS
     }
 
@@ -179,11 +182,7 @@ def _opening(reps: Sequence[Reproduction]) -> list[str]:
     missed = not_reproduced(rows)
     lines = [
         "**What reproduces:** "
-        + (
-            ", ".join(f"{r.experiment} {r.case}: {r.metric}" for r in held)
-            if held
-            else "nothing"
-        )
+        + (", ".join(f"{r.experiment} {r.case}: {r.metric}" for r in held) if held else "nothing")
         + ".",
         "",
         "**What does not** (off: right direction or within ±50 %, wrong size; fails: "

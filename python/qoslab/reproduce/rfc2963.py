@@ -84,9 +84,7 @@ def check(c: Checks, ref: Reference, results: dict[str, SimulationResult]) -> No
     for run, name in (("trras", "trRAS"), ("g_trras", "G-trRAS")):
         rr = rates[run]
         t_s, t_u = _sum(rr, "total", SHAPED), _sum(rr, "total", UNSHAPED)
-        every = [
-            (rr.get(i + 5, {}).get("total"), rr.get(i, {}).get("total")) for i in UNSHAPED
-        ]
+        every = [(rr.get(i + 5, {}).get("total"), rr.get(i, {}).get("total")) for i in UNSHAPED]
         ok = all(a is not None and b is not None for a, b in every)
         c.claim(
             f"{run} vs unshaped",
@@ -157,8 +155,8 @@ EXPERIMENT = Experiment(
     "RFC 2963 Appendix A: trTCM vs trRAS vs G-trRAS, three-colour RIO at 70 Mbit/s",
     "rfc2963-appendix.toml",
     (
-        Case("trras", "rfc2963-trras.toml", quick_s=30, series=("colors",)),
-        Case("g_trras", "rfc2963-g-trras.toml", quick_s=30, series=("colors",)),
+        Case("trras", "rfc2963-trras.toml", quick_s=15, series=("colors",)),
+        Case("g_trras", "rfc2963-g-trras.toml", quick_s=15, series=("colors",)),
     ),
     check,
     (
@@ -168,8 +166,7 @@ EXPERIMENT = Experiment(
             "not published; RFC 2963 §2.2 ties the thresholds to CBS/PBS",
             "buffer 32-128 KB",
             tuple(
-                Variant(f"RAS buffer {b}", (("*", _ras_buffer(b)),))
-                for b in ("32768B", "131072B")
+                Variant(f"RAS buffer {b}", (("*", _ras_buffer(b)),)) for b in ("32768B", "131072B")
             ),
         ),
         Assumption(
