@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: takes more than a minute; still runs in CI")
     config.addinivalue_line(
         "markers",
         "release: full-length runs, skipped unless QOSLAB_RELEASE=1 (the release checklist "

@@ -3,6 +3,7 @@ cases an assumption touches again at each other value of its range."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -97,6 +98,7 @@ class Reproduction:
     seeds: list[int]
     quick: bool
     runs: int  # simulations run
+    elapsed_s: float = 0.0  # wall time of the runs and checks
 
 
 def variants(exp: Experiment) -> list[tuple[str, str, dict[str, list[Edit]]]]:
@@ -123,6 +125,7 @@ def reproduce(
 
     if seeds < 1:
         raise ValueError(f"--seeds: expected at least 1, got {seeds}")
+    t0 = time.monotonic()
     exp = EXPERIMENTS[name]
     ref = Reference.load(exp.reference)
     seed_list = list(range(1, seeds + 1))
@@ -159,4 +162,5 @@ def reproduce(
     rows = aggregate(exp.name, runs, seed_list)
     first = {c.name: done[("chosen", c.name, 1)] for c in exp.cases}
     texts = {c.name: scenario_text(c, quick, 1) for c in exp.cases}
-    return Reproduction(exp, rows, first, texts, seed_list, quick, len(plan))
+    took = time.monotonic() - t0
+    return Reproduction(exp, rows, first, texts, seed_list, quick, len(plan), took)

@@ -78,7 +78,7 @@ def run_line(reps: Sequence[Reproduction]) -> str:
     q = " (--quick: shortened runs)" if reps[0].quick else ""
     return (
         f"seeds {seeds[0]}..{seeds[-1]} ({len(seeds)} per case){q}; "
-        f"{sum(x.runs for x in reps)} simulations"
+        f"{sum(x.runs for x in reps)} simulations in {sum(x.elapsed_s for x in reps) / 60:.1f} min"
     )
 
 
