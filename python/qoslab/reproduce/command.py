@@ -32,7 +32,7 @@ exit status: 0 when every experiment ran (whatever the verdicts); with
 examples:
   qoslab reproduce --all
   qoslab reproduce isr4000 packetlife --json
-  qoslab reproduce --all --quick --seeds 3 --report /tmp/reproduce.html
+  qoslab reproduce isr4000 --quick --seeds 2 --report /tmp/reproduce.html
   qoslab reproduce --all --markdown docs/reproductions.md
 """
 )
