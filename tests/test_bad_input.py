@@ -29,7 +29,7 @@ from qoslab.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted(
     p
-    for d in ("scenarios", "scenarios/trees", "scenarios/reproduce")
+    for d in ("scenarios", "scenarios/trees", "python/qoslab/data/scenarios/reproduce")
     for p in (ROOT / d).glob("*.toml")
 )
 TRACE = ROOT / "examples" / "trace.csv"

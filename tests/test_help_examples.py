@@ -76,8 +76,7 @@ def test_quick_example_runs(capsys, monkeypatch, tmp_path, example: str) -> None
     argv = [a.replace("/tmp/", f"{tmp_path}/out/") for a in shlex.split(example)[1:]]
     rc = main(argv)
     out, err = capsys.readouterr()
-    # reproduce exits 1 when a published number is not met: still a run.
-    assert rc == 0 or (rc == 1 and argv[0] == "reproduce"), (example, err)
+    assert rc == 0, (example, err)  # reproduce: 1 only with --strict
     assert "Traceback" not in err
     if "--json" in argv:
         json.loads(out)

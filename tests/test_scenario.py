@@ -115,6 +115,5 @@ def test_every_shipped_scenario_parses_and_names_its_source(path: Path) -> None:
     info = scenario_info(text, str(path))
     assert info["description"]
     if path.name != "example.toml":
-        assert info["source"].startswith("shared/sources/"), info["source"]
-        if (ROOT.parent / "shared").is_dir():  # shared/ sits beside the repository
-            assert (ROOT.parent / info["source"]).exists(), info["source"]
+        # a publication (title, author or site, date), never a path outside the repository
+        assert len(info["source"]) > 20 and "shared/" not in info["source"], info["source"]
