@@ -16,7 +16,7 @@
 //! duration = "20s"                 # required
 //! seed = 1                         # default 1
 //! description = "..."              # free text
-//! source = "shared/sources/..."    # where the set-up comes from
+//! source = "Title, Author, URL, date"  # the publication the set-up comes from
 //!
 //! [topology]                       # the dumbbell s0.. — r1 — r2 — d0..
 //! senders = 4                      # default 1

@@ -11,7 +11,7 @@ name = "full"
 duration = "20s"
 seed = 7
 description = "every section"
-source = "shared/sources/x.txt"
+source = "An article, its author, https://example.org/x, 2020"
 
 [topology]
 senders = 2
@@ -79,7 +79,10 @@ fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
 fn a_full_scenario_becomes_exactly_this_config() {
     let sc = parse(FULL, "full.toml").unwrap();
     assert_eq!(sc.description, "every section");
-    assert_eq!(sc.source, "shared/sources/x.txt");
+    assert_eq!(
+        sc.source,
+        "An article, its author, https://example.org/x, 2020"
+    );
     let mut w10 = TcpConfig::profile("windows10").unwrap();
     w10.cc = CcKind::NewReno;
     w10.recovery = RecoveryKind::NewReno;

@@ -157,7 +157,8 @@ fn reno_under_random_loss_follows_mathis() {
 
 #[test]
 fn isr4000_shape_gives_each_windows_flow_awnd_over_rtt() {
-    // shared/reference/cisco-isr4000-20mbit.toml [shape]: 4 × 4.83 Mbit/s.
+    // The ISR 4000 source's shaper result (python/qoslab/data/reference/
+    // cisco-isr4000-20mbit.toml [shape]): 4 × 4.83 Mbit/s.
     let mut d = dumbbell(
         4,
         lp(1_000_000_000, Duration::from_us(1250)),

@@ -5,8 +5,9 @@
 //! CF = 1, the committed tokens that overflow C go to E. This is the
 //! Bandwidth Profile Algorithm of MEF 10.3 §10 for an envelope holding one
 //! flow (n = 1), which is MEF 10.2's two-bucket algorithm; transcribed from
-//! `shared/research/prior-art.md` §6, where it is marked as recalled, not
-//! re-read from the PDF (the PDF was not in this project's store). For a
+//! MEF 10.3, "Ethernet Services Attributes Phase 3" (MEF Forum, October
+//! 2013) §10 as recalled in our research notes, not re-read from the PDF
+//! (the PDF was not in this project's store). For a
 //! frame of l bytes at t_j, with Δ = t_j − t_{j−1}:
 //!
 //! ```text

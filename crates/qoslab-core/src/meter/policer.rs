@@ -18,8 +18,7 @@
 //! [`Srtcm`] (not duplicated). When a violate-action is given without `be`,
 //! Be defaults to Bc, as IOS shows it: `show policy-map` prints
 //! `police cir 50000000 bc 1562500 be 1562500` for a three-colour
-//! single-rate policer (ENCOR study notes, see
-//! `shared/research/prior-art.md` §5; CCIE study list: "Be = Bc, if not
+//! single-rate policer (ENCOR study notes; CCIE study list: "Be = Bc, if not
 //! specified"). Choice where the sources are silent: `be` > 0 *without* a
 //! violate-action also selects three colours (the user sized a second
 //! bucket; with the default exceed-action drop it changes nothing, with
@@ -28,8 +27,9 @@
 //! **Default Bc** when `bc` is omitted: CIR/32 bytes (= 250 ms at CIR,
 //! CIR/8 bytes/s × 0.25 s), rounded down, never below 1500 bytes. Pinned by
 //! two device outputs: a 3725's `police cir 1000000` shows `bc 31250`, an
-//! ISR 4000's `police 20000000` shows `bc 625000` (`shared/sources/`). Other
-//! platforms differ (Cisco 10000: 9216 bytes) — see prior-art §5.
+//! ISR 4000's `police 20000000` shows `bc 625000` (the article "Limit the speed
+//! of traffic. Policer or shaper, what to use on the net?", ISR 4000 lab).
+//! Other platforms differ (Cisco 10000: 9216 bytes).
 //!
 //! Guarantee (pinned by property tests): over any interval T, green bytes
 //! ≤ Bc + CIR·T (two colours) — and the srTCM bounds in three colours.

@@ -2,7 +2,7 @@
 //! is handed out per interval rather than continuously (kind `shape`).
 //!
 //! Token model (Cisco's class-based / generic traffic shaping terms Bc, Be,
-//! Tc = Bc/CIR, as summarised in `shared/research/prior-art.md` §5 from
+//! Tc = Bc/CIR, as summarised from
 //! secondary sources — networkjutsu, oznetnerd, routing-bits — and checked
 //! against the packetlife 3725 and ISR 4000 outputs; no primary Cisco page
 //! with the algorithm was in the store): time is cut into intervals of

@@ -1,8 +1,8 @@
 //! Rate Adaptive Shapers, RFC 2963: srRAS and trRAS (§2), and the green
 //! variants G-srRAS and G-trRAS (§3).
 //!
-//! No other software implements these shapers (see
-//! `shared/research/prior-art.md` §8), so this file is the reference: every
+//! No other software implements these shapers (the open-source RFC 2697 /
+//! 2698 meters we surveyed stop at the markers), so this file is the reference: every
 //! formula below names the RFC section it comes from, and every point where
 //! the RFC is silent says what we chose and why.
 //!
