@@ -56,12 +56,27 @@ CASES = [
         "validation/emulate/police10-bc12k-1cubic.toml",
         "police 10 Mbit/s Bc 12.5 kB, 1 CUBIC, RTT 50 ms",
     ),
+    (
+        "validation/emulate/police1500k-bc100k-1cubic.toml",
+        "police 1.5 Mbit/s Bc 100 kB, 1 CUBIC, RTT 100 ms (the USC-NSL lab set-up)",
+    ),
 ]
 
 # What we found when a sim–emu gap exceeded 10 %: the diagnosis, per case and figure.
 # Written after reading the runs (captures, nstat, the simulator's traces), never a
 # reason to tune a parameter.
-DIAGNOSES: dict[str, str] = {}
+DIAGNOSES: dict[str, str] = {
+    "police10-bc12k-1cubic": (
+        "Here the simulator is *harsher* than real Linux, not more forgiving: simulated"
+        " CUBIC keeps cwnd at 10-19 kB for the whole run (34 fast recoveries in 15 s, each"
+        " after a loss, and between them cwnd grows about one segment per second, where"
+        " Linux's TCP-friendly region adds several per second), while the real sender"
+        " settles near 7.8 Mbit/s with 20 drops. Suspects, not yet confirmed: the"
+        " simulated CUBIC growth right after a loss at a small W_max (cc/cubic.rs), and"
+        " the burst the simulated sender emits when it leaves recovery against an 8-frame"
+        " bucket. This is the policer-fidelity issue's work; nothing was tuned here."
+    ),
+}
 
 
 def figures(summary: dict[str, Any]) -> dict[str, Any]:
@@ -69,11 +84,8 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
     data = [f for f in flows if f["protocol"] in ("tcp", "udp")]
     tcp = [f for f in flows if f["protocol"] == "tcp"]
     ping = [f for f in flows if f["protocol"] == "ping"]
-    if summary.get("mode") == "emulate":
-        hosts = summary["emulation"]["hosts"].values()
-        rtos = sum(h.get("TcpExtTCPTimeouts", 0) for h in hosts)
-    else:
-        rtos = sum(f["timeouts"] for f in tcp)
+    # per connection: the simulator's count, or the kernel's tcpi_total_rto
+    rtos = sum(f["timeouts"] for f in tcp)
     return {
         "goodput_mbps": round(sum(f["goodput_bps"] for f in data) / 1e6, 3),
         "tcp_goodput_mbps": round(sum(f["goodput_bps"] for f in tcp) / 1e6, 3),
@@ -84,9 +96,7 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
         else None,
         "drops": sum(p["drops"]["packets"] for p in summary["policies"]),
         "forwarder_late_p99_us": (
-            (summary.get("emulation", {}).get("forwarder", {}).get("timing") or {}).get(
-                "late_p99_ns", 0
-            )
+            (summary.get("emulation", {}).get("forwarder", {}).get("timing") or {}).get("p99_ns", 0)
             / 1e3
             if summary.get("mode") == "emulate"
             else None

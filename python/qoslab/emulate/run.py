@@ -552,7 +552,15 @@ def _assemble(
                     None,
                 )
                 if srv:
-                    receiver = srv
+                    # iperf3 3.12's server leaves `bytes` 0 in its UDP summary: the
+                    # bytes it received are the sum of its intervals for the stream
+                    got = sum(
+                        int(x.get("bytes", 0))
+                        for iv in server.get("intervals", [])
+                        for x in iv.get("streams", [])
+                        if int(x.get("socket", -2)) == srv_sock
+                    )
+                    receiver = {**srv, "bytes": int(srv.get("bytes") or got)}
                 else:
                     notes.append(f"flow {f['id']}: no server summary; UDP bytes are as sent")
             seconds = float(receiver.get("seconds") or sender.get("seconds") or 0.0)
