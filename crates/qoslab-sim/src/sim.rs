@@ -938,6 +938,7 @@ impl Sim {
             Kind::Udp => {
                 f.packets_received += 1;
                 f.bytes_delivered += data.payload_bytes as u64;
+                f.last_rx_ns = self.now_ns;
                 self.pkts.free(id);
             }
             Kind::PingRequest => {
@@ -955,6 +956,7 @@ impl Sim {
             Kind::PingReply => {
                 f.packets_received += 1;
                 f.bytes_delivered += data.payload_bytes as u64;
+                f.last_rx_ns = self.now_ns;
                 let rtt = self.now_ns - data.sent_ns;
                 f.rtt.push(rtt, self.record.exact_rtt_percentiles);
                 if self.record.ping {
@@ -974,7 +976,11 @@ impl Sim {
                 let conn = &mut self.conns[c as usize];
                 let side = if data.kind == Kind::TcpToReceiver {
                     conn.receiver.on_segment(now, &data.tcp, &mut io);
-                    f.bytes_delivered = conn.receiver.delivered_bytes();
+                    let delivered = conn.receiver.delivered_bytes();
+                    if delivered > f.bytes_delivered {
+                        f.last_rx_ns = self.now_ns;
+                    }
+                    f.bytes_delivered = delivered;
                     Side::Receiver
                 } else {
                     conn.sender.on_segment(now, &data.tcp, &mut io);

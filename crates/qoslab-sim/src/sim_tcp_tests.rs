@@ -335,3 +335,29 @@ fn histogram_rtt_percentiles_match_the_exact_ones_within_the_stated_error() {
         }
     }
 }
+
+/// A flow that stops at 2 s of a 6 s run, through a 1 Mbit/s tbf with a
+/// deep queue: its queued bytes arrive after `stop`, and its goodput (iperf3's
+/// receiver bytes over receiver time) cannot exceed the shaped rate. Counting
+/// those bytes over [start, stop] gave 1.49 Mbit/s before.
+#[test]
+fn goodput_of_a_flow_stopped_early_stays_below_the_shaped_rate() {
+    let mut d = dumbbell(
+        1,
+        lp(100_000_000, Duration::from_ms(1)),
+        lp(100_000_000, Duration::from_ms(10)),
+    );
+    d.bottleneck_egress = Some(PolicySpec::Shape(ShaperSpec {
+        kind: "tbf".into(),
+        params: kv(&[("rate", "1mbit"), ("burst", "5000"), ("limit", "200000")]),
+    }));
+    let mut t = bulk(1, tcp_profile("linux", CcKind::Cubic), None);
+    if let TrafficSpec::TcpBulk { schedule, .. } = &mut t {
+        schedule.stop = Some(Duration::from_secs(2));
+    }
+    let r = run(&cfg(Topology::Dumbbell(d), vec![t], 6), &mut |_| true).unwrap();
+    let f = &r.flows[0];
+    assert!(f.end_ns > 2_000_000_000, "end {} ns", f.end_ns);
+    assert!(f.goodput_bps <= 1_000_000.0, "goodput {}", f.goodput_bps);
+    assert!(f.goodput_bps > 900_000.0, "goodput {}", f.goodput_bps);
+}

@@ -307,7 +307,9 @@ fn two_runs_of_the_same_config_are_identical_and_seeds_matter() {
         ("s0", "d0")
     );
     assert_eq!(a.flows[2].start_ns, 200_000_000);
-    assert_eq!(a.flows[0].end_ns, 2_000_000_000);
+    // Goodput time runs to the last byte received, after the 2 s stop
+    // (the shaper's queue drains), never past the run.
+    assert!((2_000_000_000..=3_000_000_000).contains(&a.flows[0].end_ns));
     let names: Vec<&str> = a.policies.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["r1 ingress", "r1->r2 egress"]);
     let mut c2 = c.clone();
