@@ -148,6 +148,12 @@ pub trait CongestionControl: Send {
     /// Growth only when `!ack.in_recovery && ack.cwnd_limited`.
     fn on_ack(&mut self, state: &mut CcState, ack: &AckSample);
 
+    /// Fewest segments per TSO burst (Linux `ca_ops->min_tso_segs`, else
+    /// sysctl `tcp_min_tso_segs` = 2; net/ipv4/tcp_output.c `tcp_tso_segs`).
+    fn min_tso_segs(&self, _state: &CcState) -> u32 {
+        crate::tcp::tso::MIN_TSO_SEGS
+    }
+
     /// Loss detected by duplicate ACKs / SACK: return the new ssthresh
     /// (Linux `ssthresh` op). The sender then runs its recovery algorithm.
     fn ssthresh(&mut self, state: &CcState, bytes_in_flight: u64, now: Instant) -> u64;

@@ -151,12 +151,14 @@
 //!   kept (a due probe goes before the RTO it replaced, the head
 //!   retransmission re-arms the RTO and cancels the probe).
 //! - `min_rtt` is the lifetime minimum (Linux: a 300 s window,
-//!   `tcp_min_rtt_wlen`). No TSO/GSO: one segment per "skb", so
-//!   `tcp_tso_should_defer` and packet-count rounding do not apply.
+//!   `tcp_min_rtt_wlen`). Segments are kept one by one, but a paced sender
+//!   releases them in skbs of Linux's TSO autosize ([`super::tso`]);
+//!   `tcp_tso_should_defer` and packet-count rounding are not modelled.
 //! - The RTO is RFC 6298 unless [`TcpConfig::linux_rto`] (on in the
 //!   `linux` profile) selects Linux's estimator.
 
 use super::pacing::{default_pacing_rate, Pacer};
+use super::tso::tso_autosize_segs;
 use super::rack::{Rack, TIMEOUT_MIN};
 use super::rate::{RateAccumulator, RateEstimator};
 use super::rtt::RttEstimator;
@@ -1455,7 +1457,13 @@ impl TcpSender {
         }
         if paced {
             if let Some(rate) = self.pacing_rate() {
-                self.pacer.on_send(now, len, rate);
+                let quantum = tso_autosize_segs(
+                    rate,
+                    self.rtt.min_rtt(),
+                    self.mss() as u64,
+                    self.cc.min_tso_segs(&self.state),
+                );
+                self.pacer.on_send(now, len, rate, quantum);
             }
         }
         if self.rto_at.is_none() {
@@ -1931,11 +1939,13 @@ mod tests {
         h.start();
         h.run_until(at_ms(30));
         // SRTT 20 ms, cwnd 10 000 B, slow start: 2 × 10 000 B / 20 ms =
-        // 8 Mbit/s → one 1000-byte segment per ms.
+        // 8 Mbit/s → one 1000-byte segment per ms, sent in skbs of
+        // `tcp_min_tso_segs` = 2 (1 ms at 8 Mbit/s is 976 B < 2 segments):
+        // two segments every 2 ms.
         let data = h.data_sent();
         assert!(data.len() >= 10);
         for (i, d) in data.iter().take(10).enumerate() {
-            assert_eq!(d.0, at_ms(20 + i as u64), "segment {i}");
+            assert_eq!(d.0, at_ms(20 + 2 * (i as u64 / 2)), "segment {i}");
         }
         h.run_to_done(at_ms(10_000));
         assert!(h.sender.is_done());
