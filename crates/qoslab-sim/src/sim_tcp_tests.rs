@@ -324,7 +324,8 @@ fn histogram_rtt_percentiles_match_the_exact_ones_within_the_stated_error() {
     for (h, e) in hist.flows.iter().zip(&exact.flows) {
         let (h, e) = (h.rtt, e.rtt);
         assert!(e.exact && !h.exact);
-        assert!(e.samples > 500, "{} samples", e.samples);
+        // Enough samples for the percentiles to mean something.
+        assert!(e.samples > 400, "{} samples", e.samples);
         assert_eq!(
             (h.samples, h.min_ns, h.max_ns),
             (e.samples, e.min_ns, e.max_ns)

@@ -657,6 +657,11 @@ def _assemble(
                         "TcpExtTCPRenoRecovery",
                         "TcpRetransSegs",
                         "TcpOutSegs",
+                        # Which CUBIC HyStart detector ended slow start.
+                        "TcpExtTCPHystartTrainDetect",
+                        "TcpExtTCPHystartTrainCwnd",
+                        "TcpExtTCPHystartDelayDetect",
+                        "TcpExtTCPHystartDelayCwnd",
                     )
                 }
                 for h in plan["hosts"]

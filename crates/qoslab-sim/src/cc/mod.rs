@@ -81,11 +81,6 @@ impl AckRounds {
         }
     }
 
-    /// Start a new round now: it ends once `bytes_in_flight` more bytes
-    /// have been acknowledged (Linux re-arms HyStart this way on an RTO).
-    pub(crate) fn restart(&mut self, bytes_in_flight: u64) {
-        self.round_end_bytes = self.acked_total_bytes + bytes_in_flight;
-    }
 }
 
 /// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation,
@@ -118,6 +113,16 @@ pub struct AckSample {
     pub acked_bytes: u64,
     /// RTT measured by this ACK (Karn's rule applied), if any.
     pub rtt: Option<Duration>,
+    /// RTT of the newest segment this ACK newly covers (Linux `ca_rtt_us`,
+    /// passed to the algorithm as `ack_sample.rtt_us`; SACKed segments
+    /// first, the timestamp RTT when no segment gives one).
+    pub ca_rtt: Option<Duration>,
+    /// Linux `sk_pacing_rate`, which exists whether or not the sender
+    /// paces (net/ipv4/tcp_input.c `tcp_update_pacing_rate`).
+    pub sk_pacing_rate: Option<Rate>,
+    /// The sender paces (Linux `sk_pacing_status != SK_PACING_NONE`: fq
+    /// or internal pacing).
+    pub paced: bool,
     /// Smallest RTT seen on the connection.
     pub min_rtt: Option<Duration>,
     /// RFC 6298 smoothed RTT.
@@ -241,6 +246,9 @@ pub(crate) mod testkit {
             now: Instant::from_ns(now_ns),
             acked_bytes,
             rtt,
+            ca_rtt: rtt,
+            sk_pacing_rate: None,
+            paced: false,
             min_rtt: rtt,
             srtt: rtt,
             bytes_in_flight: 0,

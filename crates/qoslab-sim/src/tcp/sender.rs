@@ -659,6 +659,10 @@ impl TcpSender {
         let mut orig_acked = false;
         let mut reordered = false;
         let mut sack_rtt_from: Option<Instant> = None;
+        // Newest original transmission newly SACKed / cumulatively acked
+        // (Linux `last_sackt` / `last_ackt`, the source of `ca_rtt_us`).
+        let mut last_sackt: Option<Instant> = None;
+        let mut last_ackt: Option<Instant> = None;
         let min_rtt = self.rtt.min_rtt();
         let ts_ecr = if self.timestamps { h.ts_ecr } else { 0 };
         let prior_fack = self.sb.highest_sacked_end();
@@ -690,6 +694,8 @@ impl TcpSender {
                         if !seg.ever_retransmitted {
                             sack_rtt_from =
                                 Some(sack_rtt_from.map_or(seg.sent_at, |t| t.min(seg.sent_at)));
+                            last_sackt =
+                                Some(last_sackt.map_or(seg.sent_at, |t| t.max(seg.sent_at)));
                         }
                     });
             }
@@ -716,6 +722,9 @@ impl TcpSender {
                 } else if first_ackt.is_none() {
                     first_ackt = Some(seg.sent_at);
                 }
+                if !seg.ever_retransmitted && !seg.sacked {
+                    last_ackt = Some(seg.sent_at);
+                }
                 if !seg.sacked {
                     if !seg.ever_retransmitted && seg.end() <= high_seq {
                         orig_acked = true;
@@ -741,8 +750,19 @@ impl TcpSender {
         if rtt.is_none() {
             rtt = sack_rtt_from.map(|t| now.saturating_since(t));
         }
+        // Linux `ca_rtt_us` (tcp_clean_rtx_queue), handed to the algorithm
+        // as `rate_sample.rtt_us`: the RTT of the newest segment this ACK
+        // covers, SACKed ones first; the timestamp RTT when nothing else.
+        let mut ca_rtt = None;
+        if advanced && !retrans_acked {
+            ca_rtt = last_ackt.map(|t| now.saturating_since(t));
+        }
+        if let Some(t) = last_sackt {
+            ca_rtt = Some(now.saturating_since(t));
+        }
         if rtt.is_none() && advanced && self.timestamps && h.ts_ecr != 0 {
             rtt = Some(now.saturating_since(Instant::from_ns(h.ts_ecr)));
+            ca_rtt = rtt;
         }
         if let Some(r) = rtt {
             self.rtt.sample_at(r, self.snd_una, self.snd_nxt);
@@ -792,6 +812,16 @@ impl TcpSender {
                 now,
                 acked_bytes: delivered,
                 rtt,
+                ca_rtt,
+                sk_pacing_rate: self.pacing_rate().or_else(|| {
+                    default_pacing_rate(
+                        self.state.cwnd_bytes,
+                        self.state.ssthresh_bytes,
+                        self.flight_size_bytes(),
+                        self.rtt.srtt()?,
+                    )
+                }),
+                paced: self.pacing_rate().is_some(),
                 min_rtt: self.rtt.min_rtt(),
                 srtt: self.rtt.srtt(),
                 bytes_in_flight: self.sb.pipe(),
