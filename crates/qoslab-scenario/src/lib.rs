@@ -35,7 +35,7 @@
 //! [[traffic]]
 //! kind = "tcp-bulk"                # tcp-bulk | udp | onoff | ping
 //! flows = 4
-//! profile = "windows10"            # linux (default) | windows10 | windows-xp
+//! profile = "windows10"            # linux (default) | windows10 | windows7 | windows-xp
 //! # any TcpConfig override: cc, recovery, sack, mss, header_bytes,
 //! # initial_window, initial_ssthresh, window (awnd), window_scaling,
 //! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing,

@@ -39,6 +39,7 @@ recovery = "newreno"
 sack = false
 delayed_ack = false
 window = "128kb"
+window_scaling = true
 initial_ssthresh = "infinite"
 label = "bulk"
 
@@ -86,6 +87,7 @@ fn a_full_scenario_becomes_exactly_this_config() {
     w10.sack = false;
     w10.delayed_ack = None;
     w10.receive_window_bytes = 128 * 1024;
+    w10.window_scaling = true;
     w10.initial_ssthresh_bytes = None;
     let expected = SimConfig {
         name: s("full"),
@@ -534,14 +536,14 @@ fn engine_errors_are_located_at_the_key_they_name() {
     let located = sc.locate(&e).unwrap();
     assert_eq!(
         located.to_string(),
-        "full.toml:43:6: traffic[1].to: no route"
+        "full.toml:44:6: traffic[1].to: no route"
     );
     // A path below what the file gave falls back to its nearest parent.
     let e = SimError::Config {
         path: s("traffic[3].payload"),
         message: s("x"),
     };
-    assert_eq!(sc.locate(&e).unwrap().line, 54);
+    assert_eq!(sc.locate(&e).unwrap().line, 55);
     let e = SimError::Config {
         path: s("simulator"),
         message: s("the engine is not built yet"),
@@ -633,4 +635,39 @@ fn rtt_percentiles_default_to_the_histogram_and_exact_is_a_choice() {
     assert_eq!(p, "record.rtt_percentiles");
     assert_eq!(l, MINIMAL.lines().count() + 2);
     assert!(m.contains("did you mean \"exact\"?"), "{m}");
+}
+
+/// RFC 7323 §2.2: a window above 65535 B without window scaling is an
+/// error at the key that asked for it, never a silent cap.
+#[test]
+fn a_window_above_64k_without_scaling_is_a_located_error() {
+    let head = "[scenario]\nname = \"w\"\nduration = \"1s\"\n[topology]\nsenders = 1\n\
+                receivers = 1\naccess = { rate = \"1gbit\", delay = \"1ms\" }\n\
+                bottleneck = { rate = \"10mbit\", delay = \"1ms\" }\n[[traffic]]\n";
+    let e = parse(
+        &format!("{head}kind = \"tcp-bulk\"\nprofile = \"windows-xp\"\nwindow = \"128kb\"\n"),
+        "w.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("w.toml:12:"), "{e}");
+    assert!(e.contains("window_scaling = true"), "{e}");
+    let e = parse(
+        &format!("{head}kind = \"tcp-bulk\"\nwindow_scaling = false\n"),
+        "w.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("w.toml:11:"), "{e}");
+    // Within 65535 B, or with scaling, it is fine.
+    parse(
+        &format!("{head}kind = \"tcp-bulk\"\nprofile = \"windows-xp\"\nwindow = \"65535B\"\n"),
+        "w.toml",
+    )
+    .unwrap();
+    parse(
+        &format!("{head}kind = \"tcp-bulk\"\nprofile = \"windows7\"\n"),
+        "w.toml",
+    )
+    .unwrap();
 }

@@ -638,6 +638,13 @@ fn check_tcp(t: &crate::config::TcpConfig, path: &str) -> Result<(), SimError> {
     if t.receive_window_bytes < t.mss as u64 {
         return bad("receive_window_bytes", "must hold at least one MSS");
     }
+    if !t.window_scaling && t.receive_window_bytes > 65_535 {
+        // RFC 7323 §2.2: never a silent cap at 65535 B.
+        return bad(
+            "receive_window_bytes",
+            "above 65535 B needs window_scaling = true (RFC 7323 §2.2)",
+        );
+    }
     if t.min_rto.as_ns() == 0 || t.min_rto > t.max_rto || t.initial_rto.as_ns() == 0 {
         return bad("min_rto", "need 0 < min_rto <= max_rto and initial_rto > 0");
     }
