@@ -23,6 +23,8 @@
 //! receivers = 1                    # default 1
 //! access = { rate = "1gbit", delay = "1ms", loss = 0.0, queue_limit = "1000p" }
 //! bottleneck = { rate = "1gbit", delay = "0.5ms" }
+//! # delay_reverse = "20ms"         # on any link: the b -> a (ACK-ward) delay, when it
+//! #                                # differs from `delay` (which is then a -> b only)
 //! sender_delays = ["1ms", "10ms"]  # per-sender access delay overrides
 //!
 //! [policy.bottleneck.egress]       # r1 toward r2; `reverse` = r2 toward r1
@@ -113,7 +115,8 @@
 //! (`PolicyResult::classes`).
 //!
 //! Explicit topologies use `[[node]]` (`name`, `timer`, `routes`) and
-//! `[[link]]` (`a`, `b`, `name`, `rate`, `delay`, `loss`, `queue_limit`)
+//! `[[link]]` (`a`, `b`, `name`, `rate`, `delay`, `delay_reverse` (b → a),
+//! `loss`, `queue_limit`)
 //! tables instead of `[topology]`; their policies go in
 //! `[policy.LINK.egress|reverse|ingress|reverse_ingress]`, where `LINK` is
 //! the link's `name` or `"A-B"`.

@@ -99,6 +99,7 @@ fn a_full_scenario_becomes_exactly_this_config() {
             access: LinkParams {
                 rate: Rate::from_bps(1_000_000_000),
                 delay: Duration::from_ms(1),
+                delay_reverse: None,
                 loss_ppm: 1000,
                 queue_limit_packets: 500,
             },
@@ -106,6 +107,7 @@ fn a_full_scenario_becomes_exactly_this_config() {
             bottleneck: LinkParams {
                 rate: Rate::from_bps(100_000_000),
                 delay: Duration::from_us(500),
+                delay_reverse: None,
                 loss_ppm: 0,
                 queue_limit_packets: 1000,
             },
@@ -670,4 +672,34 @@ fn a_window_above_64k_without_scaling_is_a_located_error() {
         "w.toml",
     )
     .unwrap();
+}
+
+#[test]
+fn delay_reverse_sets_the_b_to_a_direction_and_is_located_when_bad() {
+    let head = "[scenario]\nname = \"d\"\nduration = \"1s\"\n[topology]\n";
+    let tail = "\n[[traffic]]\nkind = \"ping\"\n";
+    let sc = parse(
+        &format!(
+            "{head}bottleneck = {{ rate = \"10mbit\", delay = \"10ms\", delay_reverse = \"40ms\" }}\n\
+             access = {{ rate = \"1gbit\" }}{tail}"
+        ),
+        "d.toml",
+    )
+    .unwrap();
+    let Topology::Dumbbell(d) = &sc.config.topology else {
+        panic!("dumbbell")
+    };
+    assert_eq!(d.bottleneck.delay, Duration::from_ms(10));
+    assert_eq!(d.bottleneck.delay_reverse, Some(Duration::from_ms(40)));
+    let e = parse(
+        &format!(
+            "{head}bottleneck = {{ rate = \"10mbit\", delay_reverse = \"fast\" }}\n\
+             access = {{ rate = \"1gbit\" }}{tail}"
+        ),
+        "d.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("d.toml:5:"), "{e}");
+    assert!(e.contains("delay_reverse"), "{e}");
 }

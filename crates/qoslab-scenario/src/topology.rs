@@ -23,7 +23,8 @@ pub const DEFAULT_QUEUE_LIMIT_PACKETS: u32 = 1000;
 /// The named link directions a `[policy.LINK]` table may hold.
 const EXPLICIT_DIRECTIONS: [&str; 4] = ["egress", "reverse", "ingress", "reverse_ingress"];
 
-/// `rate`, `delay`, `loss`, `queue_limit` of one link (both directions).
+/// `rate`, `delay`, `delay_reverse`, `loss`, `queue_limit` of one link
+/// (both directions; `delay_reverse` is the b → a delay when it differs).
 fn link_params(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<LinkParams> {
     let rate = t
         .require(cx, "rate", "the link rate, e.g. rate = \"100mbit\"")?
@@ -57,9 +58,14 @@ fn link_params(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<LinkParams> {
         },
         None => DEFAULT_QUEUE_LIMIT_PACKETS,
     };
+    let delay_reverse = match t.get(cx, "delay_reverse") {
+        Some(f) => Some(f.time(cx)?),
+        None => None,
+    };
     Ok(LinkParams {
         rate,
         delay,
+        delay_reverse,
         loss_ppm,
         queue_limit_packets,
     })

@@ -67,8 +67,14 @@ pub struct DumbbellSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkParams {
     pub rate: Rate,
-    /// One-way propagation delay.
+    /// One-way propagation delay (of both directions unless
+    /// `delay_reverse` is given).
     pub delay: Duration,
+    /// One-way delay of the b → a direction when it differs (asymmetric
+    /// paths, e.g. a satellite return link): `delay` is then a → b only.
+    /// For the dumbbell's links b → a is the ACK direction (toward the
+    /// senders).
+    pub delay_reverse: Option<Duration>,
     /// Independent random loss probability per packet, in parts per
     /// million (integer so a scenario is exact and portable).
     pub loss_ppm: u32,
