@@ -52,8 +52,10 @@
 //! ```
 //!
 //! `[topology]` also takes `timer = "highres" | "highres:50us" | "hz:250" |
-//! { slack = "50us" } | { hz = 250 }` for r1 and r2 (default high-res,
-//! zero slack), and a traffic table `dscp = 46 | "ef" | "af11"`.
+//! { slack = "50us" } | { hz = 250 } | { lateness = "exponential", mean =
+//! "20us", max = "2ms" }` for r1 and r2 (default high-res, zero slack; the
+//! last draws each wake-up's lateness from the seeded RNG, see
+//! `qoslab_sim::timer`), and a traffic table `dscp = 46 | "ef" | "af11"`.
 //!
 //! ## Policy trees (tc hierarchies, MQC policy-maps)
 //!

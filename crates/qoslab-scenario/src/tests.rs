@@ -703,3 +703,37 @@ fn delay_reverse_sets_the_b_to_a_direction_and_is_located_when_bad() {
     assert!(e.starts_with("d.toml:5:"), "{e}");
     assert!(e.contains("delay_reverse"), "{e}");
 }
+
+#[test]
+fn a_late_timer_is_parsed_and_its_errors_located() {
+    let head = "[scenario]\nname = \"t\"\nduration = \"1s\"\n[topology]\n\
+                access = { rate = \"1gbit\" }\nbottleneck = { rate = \"10mbit\" }\n";
+    let tail = "\n[[traffic]]\nkind = \"ping\"\n";
+    let sc = parse(
+        &format!("{head}timer = {{ lateness = \"exponential\", mean = \"20us\", max = \"2ms\" }}{tail}"),
+        "t.toml",
+    )
+    .unwrap();
+    let Topology::Dumbbell(d) = &sc.config.topology else {
+        panic!("dumbbell")
+    };
+    assert_eq!(
+        d.timer,
+        TimerSpec::HighResLate {
+            mean: Duration::from_us(20),
+            max: Duration::from_ms(2)
+        }
+    );
+    for (bad, col, what) in [
+        ("{ lateness = \"exponential\", mean = \"20us\" }", 22, "max"),
+        ("{ lateness = \"pareto\", mean = \"1us\", max = \"1ms\" }", 22, "exponential"),
+        ("{ lateness = \"exponential\", mean = \"2ms\", max = \"1ms\" }", 57, "mean <= max"),
+        ("{ mean = \"2ms\" }", 18, "lateness"),
+    ] {
+        let e = parse(&format!("{head}timer = {bad}{tail}"), "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(&format!("t.toml:7:{col}:")), "{bad}: {e}");
+        assert!(e.contains(what), "{bad}: {e}");
+    }
+}

@@ -124,6 +124,11 @@ pub enum TimerSpec {
     /// jiffies-like: fires at the first tick (multiple of 1/hz s) at or
     /// after the requested time.
     Hz(u32),
+    /// hrtimer that fires late by a random amount: exponential with mean
+    /// `mean`, cut at `max`, drawn per armed expiry from the run's seeded
+    /// RNG (one stream per link direction), so runs repeat. See
+    /// [`crate::timer`] for what was measured.
+    HighResLate { mean: Duration, max: Duration },
 }
 
 impl Default for TimerSpec {

@@ -16,7 +16,7 @@ use crate::policy::{self, EgressQueue, Policy};
 use crate::result::{Series, SimResult};
 use crate::stats::{self, FlowStat};
 use crate::tcp::{AppLimit, TcpHeader, TcpReceiver, TcpSender};
-use crate::timer::fire_time_ns;
+use crate::timer::{fire_time_ns, lateness_ns};
 use crate::traffic::bulk::{IoBuf, Side, TcpConn, UNARMED};
 use crate::traffic::ping::PingClock;
 use crate::traffic::udp::UdpClock;
@@ -38,6 +38,7 @@ const STREAM_LINK: u64 = 0x1_0000;
 const STREAM_SOURCE: u64 = 0x2_0000_0000;
 const STREAM_CC: u64 = 0x3_0000_0000;
 const STREAM_TREE: u64 = 0x4_0000_0000;
+const STREAM_TIMER: u64 = 0x5_0000_0000;
 
 /// What a packet is, for the endpoint that receives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,6 +270,7 @@ impl Sim {
             );
             l.egress_policer = egress_policer;
             l.queue_policy = queue_policy;
+            l.timer_rng = Some(Rng::new(cfg.seed, STREAM_TIMER + i as u64));
             l.ingress_policer = d.ingress.map(|k| ingress_policy[k]);
             links.push(l);
         }
@@ -718,6 +720,7 @@ impl Sim {
                     let l = &mut self.links[d as usize];
                     if l.wake_at_ns == t {
                         l.wake_at_ns = NEVER_NS;
+                        l.wake_nominal_ns = NEVER_NS;
                         self.kick(d);
                     }
                 }
@@ -888,8 +891,16 @@ impl Sim {
             }
             None => {
                 if let Some(t) = l.queue.next_ready(Instant::from_ns(now)) {
-                    let fire = fire_time_ns(l.timer, t.as_ns()).max(now + 1);
-                    if fire < l.wake_at_ns {
+                    let nominal = fire_time_ns(l.timer, t.as_ns()).max(now + 1);
+                    // Re-armed only for an earlier expiry; a late timer's
+                    // lateness is drawn once per armed expiry.
+                    if nominal < l.wake_nominal_ns {
+                        let late = match l.timer_rng.as_mut() {
+                            Some(rng) => lateness_ns(l.timer, rng),
+                            None => 0,
+                        };
+                        let fire = nominal.saturating_add(late);
+                        l.wake_nominal_ns = nominal;
                         l.wake_at_ns = fire;
                         self.q.schedule(fire, Ev::Wake(d));
                     }
