@@ -710,7 +710,9 @@ fn a_late_timer_is_parsed_and_its_errors_located() {
                 access = { rate = \"1gbit\" }\nbottleneck = { rate = \"10mbit\" }\n";
     let tail = "\n[[traffic]]\nkind = \"ping\"\n";
     let sc = parse(
-        &format!("{head}timer = {{ lateness = \"exponential\", mean = \"20us\", max = \"2ms\" }}{tail}"),
+        &format!(
+            "{head}timer = {{ lateness = \"exponential\", mean = \"20us\", max = \"2ms\" }}{tail}"
+        ),
         "t.toml",
     )
     .unwrap();
@@ -726,8 +728,16 @@ fn a_late_timer_is_parsed_and_its_errors_located() {
     );
     for (bad, col, what) in [
         ("{ lateness = \"exponential\", mean = \"20us\" }", 22, "max"),
-        ("{ lateness = \"pareto\", mean = \"1us\", max = \"1ms\" }", 22, "exponential"),
-        ("{ lateness = \"exponential\", mean = \"2ms\", max = \"1ms\" }", 57, "mean <= max"),
+        (
+            "{ lateness = \"pareto\", mean = \"1us\", max = \"1ms\" }",
+            22,
+            "exponential",
+        ),
+        (
+            "{ lateness = \"exponential\", mean = \"2ms\", max = \"1ms\" }",
+            57,
+            "mean <= max",
+        ),
         ("{ mean = \"2ms\" }", 18, "lateness"),
     ] {
         let e = parse(&format!("{head}timer = {bad}{tail}"), "t.toml")

@@ -137,12 +137,14 @@ fn timer(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<TimerSpec> {
                 return Err(other.error(cx, "give lateness alone, without hz or slack"));
             }
             l.choice(cx, &["exponential"])?;
-            let need = |v: &Option<Field<'_>>, key: &str| match v {
+            let need = |v: &Option<Field<'_>>, key: &str| {
+                match v {
                 Some(v) => v.time(cx),
                 None => Err(l.error(
                     cx,
                     format!("lateness = \"exponential\" needs {key} = \"TIME\" (e.g. mean = \"20us\", max = \"2ms\")"),
                 )),
+            }
             };
             let (m, x) = (need(&mean, "mean")?, need(&max, "max")?);
             if m == Duration::ZERO || x < m {

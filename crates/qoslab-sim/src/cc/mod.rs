@@ -80,7 +80,6 @@ impl AckRounds {
             false
         }
     }
-
 }
 
 /// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation,

@@ -158,11 +158,11 @@
 //!   `linux` profile) selects Linux's estimator.
 
 use super::pacing::{default_pacing_rate, Pacer};
-use super::tso::tso_autosize_segs;
 use super::rack::{Rack, TIMEOUT_MIN};
 use super::rate::{RateAccumulator, RateEstimator};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, SentSegment};
+use super::tso::tso_autosize_segs;
 use super::{TcpHeader, TcpIo, ACK, SYN};
 use crate::cc::{AckSample, CcState, CongestionControl};
 use crate::config::{RecoveryKind, TcpConfig};

@@ -57,9 +57,9 @@ pub fn bbr_min_tso_segs(pacing_rate: Option<Rate>) -> u32 {
 
 /// Linux `bbr_tso_segs_goal`, segments.
 pub fn bbr_tso_segs_goal(pacing_rate: Option<Rate>, mss: u64) -> u64 {
-    let bytes = pacing_rate.map_or(0, pacing_bytes_per_ms).min(
-        GSO_MAX_SIZE_BYTES - 1 - MAX_TCP_HEADER_BYTES,
-    );
+    let bytes = pacing_rate
+        .map_or(0, pacing_bytes_per_ms)
+        .min(GSO_MAX_SIZE_BYTES - 1 - MAX_TCP_HEADER_BYTES);
     let segs = (bytes / mss.max(1)).max(bbr_min_tso_segs(pacing_rate) as u64);
     segs.min(BBR_MAX_TSO_SEGS)
 }
@@ -105,10 +105,16 @@ mod tests {
         let rate = Rate::from_bps(100_000_000);
         let long = Some(Duration::from_ms(20));
         assert_eq!(tso_autosize_segs(rate, long, MSS, 2), 8);
-        assert_eq!(tso_autosize_segs(Rate::from_bps(10_000_000), long, MSS, 2), 2);
+        assert_eq!(
+            tso_autosize_segs(Rate::from_bps(10_000_000), long, MSS, 2),
+            2
+        );
         // 1 ms min RTT: r = 1000 >> 9 = 1, +32 kB.
         let short = Some(Duration::from_ms(1));
-        assert_eq!(tso_autosize_segs(rate, short, MSS, 2), (12_207 + 32_768) / 1448);
+        assert_eq!(
+            tso_autosize_segs(rate, short, MSS, 2),
+            (12_207 + 32_768) / 1448
+        );
         // Never above 64 kB.
         let fast = Rate::from_bps(10_000_000_000);
         assert_eq!(tso_autosize_segs(fast, long, MSS, 2), 65_536 / 1448);
