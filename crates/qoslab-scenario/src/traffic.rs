@@ -308,6 +308,16 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
         }
         c.receive_window_bytes = w;
     }
+    if let Some(f) = t.get(cx, "sndbuf") {
+        let b = f.size(cx)?;
+        if b < c.mss as u64 {
+            return Err(f.error(
+                cx,
+                format!("sndbuf must hold at least one MSS ({} B)", c.mss),
+            ));
+        }
+        c.send_buffer_bytes = Some(b);
+    }
     let scaling = t.get(cx, "window_scaling");
     if let Some(f) = &scaling {
         c.window_scaling = f.bool(cx)?;

@@ -252,6 +252,12 @@ pub struct TcpConfig {
     /// The receiver's advertised window (awnd) in bytes; with window
     /// scaling off it is capped at 65535.
     pub receive_window_bytes: u64,
+    /// The sender's socket buffer (`SO_SNDBUF`, iperf3 `-w` on the sending
+    /// side): at most this many bytes not yet acknowledged, sent or not,
+    /// so in flight never exceeds it whatever the receiver's window. `None`
+    /// = Linux's send-buffer autotuning (`tcp_wmem`), which a bulk sender
+    /// never runs into: no limit.
+    pub send_buffer_bytes: Option<u64>,
     pub window_scaling: bool,
     /// RFC 6298 bounds and initial value.
     pub min_rto: Duration,
@@ -382,6 +388,7 @@ impl TcpConfig {
             initial_window_segments: 10,
             initial_ssthresh_bytes: None,
             receive_window_bytes: 6 * 1024 * 1024,
+            send_buffer_bytes: None,
             window_scaling: true,
             min_rto: Duration::from_ms(200),
             linux_rto: true,

@@ -640,6 +640,9 @@ fn check_tcp(t: &crate::config::TcpConfig, path: &str) -> Result<(), SimError> {
     if t.receive_window_bytes < t.mss as u64 {
         return bad("receive_window_bytes", "must hold at least one MSS");
     }
+    if t.send_buffer_bytes.is_some_and(|b| b < t.mss as u64) {
+        return bad("send_buffer_bytes", "must hold at least one MSS");
+    }
     if !t.window_scaling && t.receive_window_bytes > 65_535 {
         // RFC 7323 §2.2: never a silent cap at 65535 B.
         return bad(

@@ -362,3 +362,26 @@ fn goodput_of_a_flow_stopped_early_stays_below_the_shaped_rate() {
     assert!(f.goodput_bps <= 1_000_000.0, "goodput {}", f.goodput_bps);
     assert!(f.goodput_bps > 900_000.0, "goodput {}", f.goodput_bps);
 }
+
+/// A sender buffer below the BDP bounds what is in flight, so the flow
+/// gets sndbuf / RTT whatever the receiver's window (6 MiB here).
+#[test]
+fn a_small_sndbuf_limits_goodput_to_sndbuf_over_rtt() {
+    let d = dumbbell(
+        1,
+        lp(1_000_000_000, Duration::from_ms(1)),
+        lp(100_000_000, Duration::from_ms(24)),
+    );
+    let mut tcp = tcp_profile("linux", CcKind::Cubic);
+    tcp.send_buffer_bytes = Some(64 * 1024);
+    let r = run(
+        &cfg(Topology::Dumbbell(d), vec![bulk(1, tcp, None)], 4),
+        &mut |_| true,
+    )
+    .unwrap();
+    // 65536 B per 50 ms RTT = 10.5 Mbit/s of payload; no loss on a
+    // 100 Mbit/s path.
+    let g = steady_goodput(&r, 0, 1);
+    assert!((9.5e6..10.6e6).contains(&g), "{g}");
+    assert_eq!(r.flows[0].retransmits, 0);
+}

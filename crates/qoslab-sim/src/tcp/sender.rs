@@ -1357,6 +1357,14 @@ impl TcpSender {
         if len == 0 {
             return self.rule3_or(Blocked::App, pipe, cwnd);
         }
+        // The socket buffer holds what is not yet acknowledged; the
+        // application can write no further (Linux `sk_stream_memory_free`),
+        // which for TCP is being application-limited.
+        if let Some(buf) = self.cfg.send_buffer_bytes {
+            if self.snd_nxt - self.snd_una + len > buf {
+                return self.rule3_or(Blocked::App, pipe, cwnd);
+            }
+        }
         let right = self.snd_una + self.snd_wnd;
         if self.snd_nxt + len > right {
             if self.sb.is_empty() && right > self.snd_nxt {
