@@ -227,6 +227,10 @@ def compare_report(
 # --- the `qoslab compare` command --------------------------------------------
 
 COMPARE_EPILOG = """\
+--modes runs ONE scenario several ways: sim (the simulator), emu (real Linux TCP
+through qoslab's conditioners, 'qoslab emulate'), kernel (real Linux TCP through the
+kernel's own qdiscs, 'qoslab emulate --backend kernel'); emu and kernel need root.
+
 examples:
   qoslab compare scenarios/isr4000-police.toml scenarios/isr4000-shape.toml
   qoslab compare scenarios/isr4000-shape.toml \\
@@ -234,10 +238,6 @@ examples:
   qoslab compare scenarios/packetlife-police.toml scenarios/packetlife-shape.toml \\
       --json --report /tmp/pl.html --figures /tmp/figs
   sudo qoslab compare scenarios/example.toml --modes sim,emu,kernel
-
---modes runs ONE scenario several ways: sim (the simulator), emu (real Linux TCP
-through qoslab's conditioners, 'qoslab emulate'), kernel (real Linux TCP through the
-kernel's own qdiscs, 'qoslab emulate --backend kernel'); emu and kernel need root.
 """
 
 #: ``--modes`` names → (label, how the run is made).
