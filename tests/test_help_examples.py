@@ -73,7 +73,9 @@ def test_quick_example_runs(capsys, monkeypatch, tmp_path, example: str) -> None
         (tmp_path / d).symlink_to(ROOT / d)
     (tmp_path / "out").mkdir()
     monkeypatch.chdir(tmp_path)
-    argv = [a.replace("/tmp/", f"{tmp_path}/out/") for a in shlex.split(example)[1:]]
+    # As a shell reads it: a trailing "# ..." is a comment.
+    words = shlex.split(example, comments=True)
+    argv = [a.replace("/tmp/", f"{tmp_path}/out/") for a in words[1:]]
     rc = main(argv)
     out, err = capsys.readouterr()
     assert rc == 0, (example, err)  # reproduce: 1 only with --strict

@@ -28,7 +28,8 @@ def test_report_is_self_contained_with_every_figure(tmp_path):
         assert attr.startswith("data:"), attr
     assert "<script" not in html and "@import" not in html and "url(" not in html
     assert "# &lt;tag&gt; &amp; &#x27;quotes&#x27;" in html  # the scenario, escaped
-    assert "Jain 0." in html and "r1-&gt;r2 egress" in html
+    jain = police().summary["jain_fairness"]
+    assert f"Jain {jain:.3f}" in html and "r1-&gt;r2 egress" in html
     assert "matplotlib" in html and "qoslab" in html  # versions
 
 

@@ -12,7 +12,8 @@
 //!   `net.ipv4.tcp_sack`, `tcp_window_scaling`, `tcp_frto`,
 //!   `tcp_recovery`, `tcp_early_retrans` (per network namespace);
 //! - timestamps via `header_bytes` 52 / 40 → `tcp_timestamps`;
-//! - `window` → iperf3 `-w`, `mss` → iperf3 `-M`;
+//! - `window` → iperf3 `-w`, `mss` → iperf3 `-M`; `sndbuf` only equal to
+//!   `window` (iperf3 `-w` sets both socket buffers);
 //! - `initial_window`, `initial_ssthresh`, `min_rto` → `ip route` metrics
 //!   `initcwnd`, `ssthresh`, `rto_min` (ip-route(8)).
 
@@ -330,6 +331,21 @@ pub fn linux_tcp(sc: &Scenario, ti: usize, c: &TcpConfig) -> Result<TcpPlan, Sce
     same!(limited_transmit, "limited_transmit", flag);
     same!(rescue_retransmit, "rescue_retransmit", flag);
     same!(rto_clears_sack, "rto_clears_sack", flag);
+    // iperf3 -w sets SO_SNDBUF and SO_RCVBUF together: a sender buffer is
+    // only possible equal to the receive window.
+    if let Some(b) = c.send_buffer_bytes {
+        if b != c.receive_window_bytes {
+            return refuse(
+                "sndbuf",
+                from_profile(&|p| p.send_buffer_bytes == c.send_buffer_bytes),
+                format!(
+                    "sndbuf = {b} B different from window = {} B (iperf3 -w sets both socket \
+                     buffers to one value)",
+                    c.receive_window_bytes
+                ),
+            );
+        }
+    }
     if c.pacing && c.cc != CcKind::Bbr {
         return refuse(
             "pacing",
@@ -469,5 +485,16 @@ to = "a"
         assert_eq!(e.line, 13, "{e}");
         let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\ncc = \"reno\"\nsack = false\nrecovery = \"newreno\"\n");
         assert_eq!(plan(&s).unwrap().flows[0].tcp.as_ref().unwrap().cc, "reno");
+    }
+
+    #[test]
+    fn sndbuf_is_planned_only_equal_to_the_window() {
+        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nwindow = \"64kb\"\nsndbuf = \"32kb\"\n");
+        let e = plan(&s).unwrap_err();
+        assert_eq!(e.path, "traffic[0].sndbuf");
+        assert_eq!(e.line, 14, "{e}");
+        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nwindow = \"64kb\"\nsndbuf = \"64kb\"\n");
+        let t = plan(&s).unwrap().flows[0].tcp.clone().unwrap();
+        assert_eq!(t.receive_window_bytes, Some(65_536));
     }
 }

@@ -23,6 +23,8 @@
 //! receivers = 1                    # default 1
 //! access = { rate = "1gbit", delay = "1ms", loss = 0.0, queue_limit = "1000p" }
 //! bottleneck = { rate = "1gbit", delay = "0.5ms" }
+//! # delay_reverse = "20ms"         # on any link: the b -> a (ACK-ward) delay, when it
+//! #                                # differs from `delay` (which is then a -> b only)
 //! sender_delays = ["1ms", "10ms"]  # per-sender access delay overrides
 //!
 //! [policy.bottleneck.egress]       # r1 toward r2; `reverse` = r2 toward r1
@@ -35,9 +37,10 @@
 //! [[traffic]]
 //! kind = "tcp-bulk"                # tcp-bulk | udp | onoff | ping
 //! flows = 4
-//! profile = "windows10"            # linux (default) | windows10 | windows-xp
+//! profile = "windows10"            # linux (default) | windows10 | windows7 | windows-xp
 //! # any TcpConfig override: cc, recovery, sack, mss, header_bytes,
-//! # initial_window, initial_ssthresh, window (awnd), window_scaling,
+//! # initial_window, initial_ssthresh, window (awnd), sndbuf (sender socket
+//! # buffer: at most this many bytes unacknowledged; default unlimited), window_scaling,
 //! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing,
 //! # frto, rack, tlp, limited_transmit, rescue_retransmit, rto_clears_sack,
 //! # linux_rto (booleans)
@@ -50,8 +53,10 @@
 //! ```
 //!
 //! `[topology]` also takes `timer = "highres" | "highres:50us" | "hz:250" |
-//! { slack = "50us" } | { hz = 250 }` for r1 and r2 (default high-res,
-//! zero slack), and a traffic table `dscp = 46 | "ef" | "af11"`.
+//! { slack = "50us" } | { hz = 250 } | { lateness = "exponential", mean =
+//! "20us", max = "2ms" }` for r1 and r2 (default high-res, zero slack; the
+//! last draws each wake-up's lateness from the seeded RNG, see
+//! `qoslab_sim::timer`), and a traffic table `dscp = 46 | "ef" | "af11"`.
 //!
 //! ## Policy trees (tc hierarchies, MQC policy-maps)
 //!
@@ -113,7 +118,8 @@
 //! (`PolicyResult::classes`).
 //!
 //! Explicit topologies use `[[node]]` (`name`, `timer`, `routes`) and
-//! `[[link]]` (`a`, `b`, `name`, `rate`, `delay`, `loss`, `queue_limit`)
+//! `[[link]]` (`a`, `b`, `name`, `rate`, `delay`, `delay_reverse` (b → a),
+//! `loss`, `queue_limit`)
 //! tables instead of `[topology]`; their policies go in
 //! `[policy.LINK.egress|reverse|ingress|reverse_ingress]`, where `LINK` is
 //! the link's `name` or `"A-B"`.

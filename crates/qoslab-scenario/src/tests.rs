@@ -39,6 +39,7 @@ recovery = "newreno"
 sack = false
 delayed_ack = false
 window = "128kb"
+window_scaling = true
 initial_ssthresh = "infinite"
 label = "bulk"
 
@@ -89,6 +90,7 @@ fn a_full_scenario_becomes_exactly_this_config() {
     w10.sack = false;
     w10.delayed_ack = None;
     w10.receive_window_bytes = 128 * 1024;
+    w10.window_scaling = true;
     w10.initial_ssthresh_bytes = None;
     let expected = SimConfig {
         name: s("full"),
@@ -100,6 +102,7 @@ fn a_full_scenario_becomes_exactly_this_config() {
             access: LinkParams {
                 rate: Rate::from_bps(1_000_000_000),
                 delay: Duration::from_ms(1),
+                delay_reverse: None,
                 loss_ppm: 1000,
                 queue_limit_packets: 500,
             },
@@ -107,6 +110,7 @@ fn a_full_scenario_becomes_exactly_this_config() {
             bottleneck: LinkParams {
                 rate: Rate::from_bps(100_000_000),
                 delay: Duration::from_us(500),
+                delay_reverse: None,
                 loss_ppm: 0,
                 queue_limit_packets: 1000,
             },
@@ -537,14 +541,14 @@ fn engine_errors_are_located_at_the_key_they_name() {
     let located = sc.locate(&e).unwrap();
     assert_eq!(
         located.to_string(),
-        "full.toml:43:6: traffic[1].to: no route"
+        "full.toml:44:6: traffic[1].to: no route"
     );
     // A path below what the file gave falls back to its nearest parent.
     let e = SimError::Config {
         path: s("traffic[3].payload"),
         message: s("x"),
     };
-    assert_eq!(sc.locate(&e).unwrap().line, 54);
+    assert_eq!(sc.locate(&e).unwrap().line, 55);
     let e = SimError::Config {
         path: s("simulator"),
         message: s("the engine is not built yet"),
@@ -636,4 +640,113 @@ fn rtt_percentiles_default_to_the_histogram_and_exact_is_a_choice() {
     assert_eq!(p, "record.rtt_percentiles");
     assert_eq!(l, MINIMAL.lines().count() + 2);
     assert!(m.contains("did you mean \"exact\"?"), "{m}");
+}
+
+/// RFC 7323 §2.2: a window above 65535 B without window scaling is an
+/// error at the key that asked for it, never a silent cap.
+#[test]
+fn a_window_above_64k_without_scaling_is_a_located_error() {
+    let head = "[scenario]\nname = \"w\"\nduration = \"1s\"\n[topology]\nsenders = 1\n\
+                receivers = 1\naccess = { rate = \"1gbit\", delay = \"1ms\" }\n\
+                bottleneck = { rate = \"10mbit\", delay = \"1ms\" }\n[[traffic]]\n";
+    let e = parse(
+        &format!("{head}kind = \"tcp-bulk\"\nprofile = \"windows-xp\"\nwindow = \"128kb\"\n"),
+        "w.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("w.toml:12:"), "{e}");
+    assert!(e.contains("window_scaling = true"), "{e}");
+    let e = parse(
+        &format!("{head}kind = \"tcp-bulk\"\nwindow_scaling = false\n"),
+        "w.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("w.toml:11:"), "{e}");
+    // Within 65535 B, or with scaling, it is fine.
+    parse(
+        &format!("{head}kind = \"tcp-bulk\"\nprofile = \"windows-xp\"\nwindow = \"65535B\"\n"),
+        "w.toml",
+    )
+    .unwrap();
+    parse(
+        &format!("{head}kind = \"tcp-bulk\"\nprofile = \"windows7\"\n"),
+        "w.toml",
+    )
+    .unwrap();
+}
+
+#[test]
+fn delay_reverse_sets_the_b_to_a_direction_and_is_located_when_bad() {
+    let head = "[scenario]\nname = \"d\"\nduration = \"1s\"\n[topology]\n";
+    let tail = "\n[[traffic]]\nkind = \"ping\"\n";
+    let sc = parse(
+        &format!(
+            "{head}bottleneck = {{ rate = \"10mbit\", delay = \"10ms\", delay_reverse = \"40ms\" }}\n\
+             access = {{ rate = \"1gbit\" }}{tail}"
+        ),
+        "d.toml",
+    )
+    .unwrap();
+    let Topology::Dumbbell(d) = &sc.config.topology else {
+        panic!("dumbbell")
+    };
+    assert_eq!(d.bottleneck.delay, Duration::from_ms(10));
+    assert_eq!(d.bottleneck.delay_reverse, Some(Duration::from_ms(40)));
+    let e = parse(
+        &format!(
+            "{head}bottleneck = {{ rate = \"10mbit\", delay_reverse = \"fast\" }}\n\
+             access = {{ rate = \"1gbit\" }}{tail}"
+        ),
+        "d.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("d.toml:5:"), "{e}");
+    assert!(e.contains("delay_reverse"), "{e}");
+}
+
+#[test]
+fn a_late_timer_is_parsed_and_its_errors_located() {
+    let head = "[scenario]\nname = \"t\"\nduration = \"1s\"\n[topology]\n\
+                access = { rate = \"1gbit\" }\nbottleneck = { rate = \"10mbit\" }\n";
+    let tail = "\n[[traffic]]\nkind = \"ping\"\n";
+    let sc = parse(
+        &format!(
+            "{head}timer = {{ lateness = \"exponential\", mean = \"20us\", max = \"2ms\" }}{tail}"
+        ),
+        "t.toml",
+    )
+    .unwrap();
+    let Topology::Dumbbell(d) = &sc.config.topology else {
+        panic!("dumbbell")
+    };
+    assert_eq!(
+        d.timer,
+        TimerSpec::HighResLate {
+            mean: Duration::from_us(20),
+            max: Duration::from_ms(2)
+        }
+    );
+    for (bad, col, what) in [
+        ("{ lateness = \"exponential\", mean = \"20us\" }", 22, "max"),
+        (
+            "{ lateness = \"pareto\", mean = \"1us\", max = \"1ms\" }",
+            22,
+            "exponential",
+        ),
+        (
+            "{ lateness = \"exponential\", mean = \"2ms\", max = \"1ms\" }",
+            57,
+            "mean <= max",
+        ),
+        ("{ mean = \"2ms\" }", 18, "lateness"),
+    ] {
+        let e = parse(&format!("{head}timer = {bad}{tail}"), "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(&format!("t.toml:7:{col}:")), "{bad}: {e}");
+        assert!(e.contains(what), "{bad}: {e}");
+    }
 }

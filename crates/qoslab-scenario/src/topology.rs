@@ -23,7 +23,8 @@ pub const DEFAULT_QUEUE_LIMIT_PACKETS: u32 = 1000;
 /// The named link directions a `[policy.LINK]` table may hold.
 const EXPLICIT_DIRECTIONS: [&str; 4] = ["egress", "reverse", "ingress", "reverse_ingress"];
 
-/// `rate`, `delay`, `loss`, `queue_limit` of one link (both directions).
+/// `rate`, `delay`, `delay_reverse`, `loss`, `queue_limit` of one link
+/// (both directions; `delay_reverse` is the b → a delay when it differs).
 fn link_params(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<LinkParams> {
     let rate = t
         .require(cx, "rate", "the link rate, e.g. rate = \"100mbit\"")?
@@ -57,9 +58,14 @@ fn link_params(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<LinkParams> {
         },
         None => DEFAULT_QUEUE_LIMIT_PACKETS,
     };
+    let delay_reverse = match t.get(cx, "delay_reverse") {
+        Some(f) => Some(f.time(cx)?),
+        None => None,
+    };
     Ok(LinkParams {
         rate,
         delay,
+        delay_reverse,
         loss_ppm,
         queue_limit_packets,
     })
@@ -110,7 +116,8 @@ fn decimal_scaled(s: &str, scale: u64) -> Option<u64> {
 }
 
 /// `"highres"`, `"highres:50us"`, `"hz:250"`, or `{ hz = 250 }` /
-/// `{ slack = "50us" }`.
+/// `{ slack = "50us" }` / `{ lateness = "exponential", mean = "20us",
+/// max = "2ms" }`.
 fn timer(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<TimerSpec> {
     const WHAT: &str =
         "\"highres\", \"highres:SLACK\" (e.g. \"highres:50us\") or \"hz:N\" (e.g. \"hz:250\")";
@@ -118,7 +125,37 @@ fn timer(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<TimerSpec> {
         let mut t = f.table(cx)?;
         let hz = t.get(cx, "hz");
         let slack = t.get(cx, "slack");
-        t.finish(cx, "in a timer table (give hz or slack)")?;
+        let lateness = t.get(cx, "lateness");
+        let mean = t.get(cx, "mean");
+        let max = t.get(cx, "max");
+        t.finish(
+            cx,
+            "in a timer table (give hz, slack, or lateness = \"exponential\" with mean and max)",
+        )?;
+        if let Some(l) = lateness {
+            if let Some(other) = hz.as_ref().or(slack.as_ref()) {
+                return Err(other.error(cx, "give lateness alone, without hz or slack"));
+            }
+            l.choice(cx, &["exponential"])?;
+            let need = |v: &Option<Field<'_>>, key: &str| {
+                match v {
+                Some(v) => v.time(cx),
+                None => Err(l.error(
+                    cx,
+                    format!("lateness = \"exponential\" needs {key} = \"TIME\" (e.g. mean = \"20us\", max = \"2ms\")"),
+                )),
+            }
+            };
+            let (m, x) = (need(&mean, "mean")?, need(&max, "max")?);
+            if m == Duration::ZERO || x < m {
+                let at = max.as_ref().expect("max was read");
+                return Err(at.error(cx, "need 0 < mean <= max"));
+            }
+            return Ok(TimerSpec::HighResLate { mean: m, max: x });
+        }
+        if let Some(v) = mean.as_ref().or(max.as_ref()) {
+            return Err(v.error(cx, "mean and max go with lateness = \"exponential\""));
+        }
         return match (hz, slack) {
             (Some(h), None) => Ok(TimerSpec::Hz(h.count(cx)?)),
             (None, Some(s)) => Ok(TimerSpec::HighRes { slack: s.time(cx)? }),

@@ -300,15 +300,40 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
             })?)
         };
     }
-    if let Some(f) = t.get_either(cx, "window", "awnd")? {
+    let window = t.get_either(cx, "window", "awnd")?;
+    if let Some(f) = &window {
         let w = f.size(cx)?;
         if w == 0 {
             return Err(f.error(cx, "the receive window must be above 0"));
         }
         c.receive_window_bytes = w;
     }
-    if let Some(f) = t.get(cx, "window_scaling") {
+    if let Some(f) = t.get(cx, "sndbuf") {
+        let b = f.size(cx)?;
+        if b < c.mss as u64 {
+            return Err(f.error(
+                cx,
+                format!("sndbuf must hold at least one MSS ({} B)", c.mss),
+            ));
+        }
+        c.send_buffer_bytes = Some(b);
+    }
+    let scaling = t.get(cx, "window_scaling");
+    if let Some(f) = &scaling {
         c.window_scaling = f.bool(cx)?;
+    }
+    // RFC 7323 §2.2: without the window scale option the 16-bit field caps
+    // the window at 65535 B. Never cap silently: say where the two meet.
+    if !c.window_scaling && c.receive_window_bytes > 65_535 {
+        let msg = format!(
+            "a receive window of {} B needs window_scaling = true (without it TCP \
+             advertises at most 65535 B, RFC 7323 §2.2)",
+            c.receive_window_bytes
+        );
+        return Err(match window.as_ref().or(scaling.as_ref()) {
+            Some(f) => f.error(cx, msg),
+            None => cx.err(t.at, &format!("{}.window", t.path), msg),
+        });
     }
     for (key, slot) in [
         ("min_rto", &mut c.min_rto),

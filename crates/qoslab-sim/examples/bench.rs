@@ -21,6 +21,7 @@ fn lp(bps: u64, delay: Duration, queue: u32) -> LinkParams {
     LinkParams {
         rate: Rate::from_bps(bps),
         delay,
+        delay_reverse: None,
         loss_ppm: 0,
         queue_limit_packets: queue,
     }

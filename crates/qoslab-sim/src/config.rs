@@ -67,8 +67,14 @@ pub struct DumbbellSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkParams {
     pub rate: Rate,
-    /// One-way propagation delay.
+    /// One-way propagation delay (of both directions unless
+    /// `delay_reverse` is given).
     pub delay: Duration,
+    /// One-way delay of the b → a direction when it differs (asymmetric
+    /// paths, e.g. a satellite return link): `delay` is then a → b only.
+    /// For the dumbbell's links b → a is the ACK direction (toward the
+    /// senders).
+    pub delay_reverse: Option<Duration>,
     /// Independent random loss probability per packet, in parts per
     /// million (integer so a scenario is exact and portable).
     pub loss_ppm: u32,
@@ -118,6 +124,11 @@ pub enum TimerSpec {
     /// jiffies-like: fires at the first tick (multiple of 1/hz s) at or
     /// after the requested time.
     Hz(u32),
+    /// hrtimer that fires late by a random amount: exponential with mean
+    /// `mean`, cut at `max`, drawn per armed expiry from the run's seeded
+    /// RNG (one stream per link direction), so runs repeat. See
+    /// [`crate::timer`] for what was measured.
+    HighResLate { mean: Duration, max: Duration },
 }
 
 impl Default for TimerSpec {
@@ -241,6 +252,12 @@ pub struct TcpConfig {
     /// The receiver's advertised window (awnd) in bytes; with window
     /// scaling off it is capped at 65535.
     pub receive_window_bytes: u64,
+    /// The sender's socket buffer (`SO_SNDBUF`, iperf3 `-w` on the sending
+    /// side): at most this many bytes not yet acknowledged, sent or not,
+    /// so in flight never exceeds it whatever the receiver's window. `None`
+    /// = Linux's send-buffer autotuning (`tcp_wmem`), which a bulk sender
+    /// never runs into: no limit.
+    pub send_buffer_bytes: Option<u64>,
     pub window_scaling: bool,
     /// RFC 6298 bounds and initial value.
     pub min_rto: Duration,
@@ -293,7 +310,7 @@ pub struct TcpConfig {
 }
 
 impl TcpConfig {
-    /// The named OS profile: `linux`, `windows10`, `windows-xp`.
+    /// The named OS profile: `linux`, `windows10`, `windows7`, `windows-xp`.
     ///
     /// Sources of the defaults:
     /// - `linux` (6.x): CUBIC (`net/ipv4/tcp_cubic.c`, default since
@@ -309,6 +326,19 @@ impl TcpConfig {
     ///   awnd = 64512 B at start; MinRto 300 ms and InitialRto 3 s
     ///   (`Get-NetTCPSetting` defaults), delayed ACK 200 ms
     ///   (TcpDelAckTicks = 2), no timestamps (MSS 1460, 40 B headers).
+    /// - `windows7` (the Windows 7 / Server 2008 R2 stack): Compound TCP is
+    ///   off by default on the client ("Add-On Congestion Control Provider:
+    ///   none" in `netsh int tcp show global`; CTCP "disabled by default in
+    ///   computers running Windows Vista and 7"), so NewReno (RFC 3782) with
+    ///   SACK-based recovery (RFC 3517, listed in Microsoft's "New Networking
+    ///   Features in Windows Server 2008 and Windows Vista"); `netsh
+    ///   interface tcp show supplemental` on 2008 R2 (A. Davies, "Increasing
+    ///   the TCP Initial Congestion Window on Windows 2008 Server R2",
+    ///   2011-11-21): Minimum RTO 300 ms, Initial Congestion Window 2 MSS,
+    ///   Delayed Ack Timeout 200 ms; InitialRto 3 s; receive-window
+    ///   auto-tuning ("normal") with window scaling, modelled as a 16 MiB
+    ///   window (auto-tuning's ceiling); timestamps off (`Tcp1323Opts`
+    ///   default), so MSS 1460 and 40 B headers.
     /// - `windows-xp`: NewReno-style recovery with SACK, IW 2 segments
     ///   (RFC 2581-era), 64 KB window without scaling, MinRto 300 ms,
     ///   InitialRto 3 s, delayed ACK 200 ms.
@@ -333,6 +363,9 @@ impl TcpConfig {
     ///   constants, Windows' own are not published; limited transmit on
     ///   (our choice: the Vista stack implements RFC 3517, whose companion
     ///   it is); no rescue retransmission (not documented).
+    /// - `windows7`: F-RTO (RFC 4138 is in the Vista stack, see above) and
+    ///   limited transmit (RFC 3042, same list); no RACK or TLP (they came
+    ///   with Windows 10 1607, see above), no rescue retransmission.
     /// - `windows-xp`: none of them (all post-date the XP stack).
     ///
     /// `rto_clears_sack` (RFC 2018 §8) is off in every profile: Linux
@@ -355,6 +388,7 @@ impl TcpConfig {
             initial_window_segments: 10,
             initial_ssthresh_bytes: None,
             receive_window_bytes: 6 * 1024 * 1024,
+            send_buffer_bytes: None,
             window_scaling: true,
             min_rto: Duration::from_ms(200),
             linux_rto: true,
@@ -389,6 +423,29 @@ impl TcpConfig {
                 quickack_segments: 0,
                 ..linux
             }),
+            "windows7" => Some(TcpConfig {
+                profile: "windows7".into(),
+                cc: CcKind::NewReno,
+                mss: 1460,
+                header_bytes: 40,
+                initial_window_segments: 2,
+                initial_ssthresh_bytes: None,
+                receive_window_bytes: 16 * 1024 * 1024,
+                window_scaling: true,
+                min_rto: Duration::from_ms(300),
+                linux_rto: false,
+                initial_rto: Duration::from_secs(3),
+                max_rto: Duration::from_secs(60),
+                delayed_ack: Some(Duration::from_ms(200)),
+                quickack_segments: 0,
+                frto: true,
+                rack: false,
+                tlp: false,
+                limited_transmit: true,
+                rescue_retransmit: false,
+                rto_clears_sack: false,
+                ..linux
+            }),
             "windows-xp" => Some(TcpConfig {
                 profile: "windows-xp".into(),
                 cc: CcKind::NewReno,
@@ -416,7 +473,7 @@ impl TcpConfig {
         }
     }
 
-    pub const PROFILES: [&'static str; 3] = ["linux", "windows10", "windows-xp"];
+    pub const PROFILES: [&'static str; 4] = ["linux", "windows10", "windows7", "windows-xp"];
 }
 
 /// What to record besides the always-present summaries. Nothing else is
@@ -487,6 +544,12 @@ mod tests {
         assert!(linux.frto && linux.rack && linux.tlp && !linux.rescue_retransmit);
         assert!(w10.frto && w10.rack && w10.tlp);
         assert!(!xp.frto && !xp.rack && !xp.tlp && !xp.limited_transmit);
+        let w7 = TcpConfig::profile("windows7").unwrap();
+        assert_eq!(w7.cc, CcKind::NewReno);
+        assert_eq!(w7.min_rto, Duration::from_ms(300));
+        assert_eq!(w7.delayed_ack, Some(Duration::from_ms(200)));
+        assert_eq!(w7.initial_window_segments, 2);
+        assert!(!w7.rack && !w7.tlp && w7.frto && w7.window_scaling);
         assert!(!linux.rto_clears_sack && !w10.rto_clears_sack && !xp.rto_clears_sack);
     }
 }

@@ -53,6 +53,12 @@ pub struct Link {
     pub tx_done_pending: u32,
     /// The pending shaper wake-up, or [`NEVER_NS`].
     pub wake_at_ns: u64,
+    /// The expiry that wake-up was armed for, before its random lateness
+    /// ([`crate::timer::lateness_ns`]); equal to `wake_at_ns` without it.
+    pub wake_nominal_ns: u64,
+    /// Draws of the node timer's lateness (the simulator's; the emulator's
+    /// clock is late by itself).
+    pub timer_rng: Option<Rng>,
     /// 8·10⁹ / rate when that is a whole number of ns per byte (fast path).
     ns_per_byte: Option<u64>,
     /// Packets on the wire: (arrival time, event number, packet), in
@@ -96,6 +102,8 @@ impl Link {
             #[cfg(debug_assertions)]
             tx_done_pending: 0,
             wake_at_ns: NEVER_NS,
+            wake_nominal_ns: NEVER_NS,
+            timer_rng: None,
             ns_per_byte,
             in_flight: VecDeque::new(),
             tx_packets: 0,

@@ -147,11 +147,15 @@ fn push_link(
     egress_ba: Option<EgressPlan>,
     path: &str,
 ) {
-    for (from, to, egress) in [(a, b, egress_ab), (b, a, egress_ba)] {
+    for (reverse, from, to, egress) in [(false, a, b, egress_ab), (true, b, a, egress_ba)] {
+        let mut params = params.clone();
+        if reverse {
+            params.delay = params.delay_reverse.unwrap_or(params.delay);
+        }
         net.dirs.push(DirDef {
             from,
             to,
-            params: params.clone(),
+            params,
             egress,
             ingress: None,
             report_device_queue: false,
@@ -573,5 +577,29 @@ mod tests {
         let r = Routes::compute(&net, &[4, 1]);
         assert_eq!(r.path(&net, 1, 4).unwrap(), [2, 4, 6]);
         assert_eq!(r.path(&net, 4, 1).unwrap(), [7, 5, 3]);
+    }
+
+    #[test]
+    fn delay_reverse_is_the_b_to_a_direction_only() {
+        let mut bottleneck = lp();
+        bottleneck.delay = Duration::from_ms(10);
+        bottleneck.delay_reverse = Some(Duration::from_ms(40));
+        let d = DumbbellSpec {
+            senders: 1,
+            receivers: 1,
+            access: lp(),
+            sender_delays: vec![],
+            bottleneck,
+            bottleneck_egress: None,
+            bottleneck_reverse_egress: None,
+            ingress_police: None,
+            timer: TimerSpec::default(),
+        };
+        let net = Net::build(&Topology::Dumbbell(d)).unwrap();
+        assert_eq!(net.dir_name(2), "r1->r2");
+        assert_eq!(net.dirs[2].params.delay, Duration::from_ms(10));
+        assert_eq!(net.dirs[3].params.delay, Duration::from_ms(40));
+        // The access links keep one delay both ways.
+        assert_eq!(net.dirs[0].params.delay, net.dirs[1].params.delay);
     }
 }

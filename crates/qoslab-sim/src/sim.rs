@@ -16,7 +16,7 @@ use crate::policy::{self, EgressQueue, Policy};
 use crate::result::{Series, SimResult};
 use crate::stats::{self, FlowStat};
 use crate::tcp::{AppLimit, TcpHeader, TcpReceiver, TcpSender};
-use crate::timer::fire_time_ns;
+use crate::timer::{fire_time_ns, lateness_ns};
 use crate::traffic::bulk::{IoBuf, Side, TcpConn, UNARMED};
 use crate::traffic::ping::PingClock;
 use crate::traffic::udp::UdpClock;
@@ -38,6 +38,7 @@ const STREAM_LINK: u64 = 0x1_0000;
 const STREAM_SOURCE: u64 = 0x2_0000_0000;
 const STREAM_CC: u64 = 0x3_0000_0000;
 const STREAM_TREE: u64 = 0x4_0000_0000;
+const STREAM_TIMER: u64 = 0x5_0000_0000;
 
 /// What a packet is, for the endpoint that receives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,6 +270,7 @@ impl Sim {
             );
             l.egress_policer = egress_policer;
             l.queue_policy = queue_policy;
+            l.timer_rng = Some(Rng::new(cfg.seed, STREAM_TIMER + i as u64));
             l.ingress_policer = d.ingress.map(|k| ingress_policy[k]);
             links.push(l);
         }
@@ -638,6 +640,16 @@ fn check_tcp(t: &crate::config::TcpConfig, path: &str) -> Result<(), SimError> {
     if t.receive_window_bytes < t.mss as u64 {
         return bad("receive_window_bytes", "must hold at least one MSS");
     }
+    if t.send_buffer_bytes.is_some_and(|b| b < t.mss as u64) {
+        return bad("send_buffer_bytes", "must hold at least one MSS");
+    }
+    if !t.window_scaling && t.receive_window_bytes > 65_535 {
+        // RFC 7323 §2.2: never a silent cap at 65535 B.
+        return bad(
+            "receive_window_bytes",
+            "above 65535 B needs window_scaling = true (RFC 7323 §2.2)",
+        );
+    }
     if t.min_rto.as_ns() == 0 || t.min_rto > t.max_rto || t.initial_rto.as_ns() == 0 {
         return bad("min_rto", "need 0 < min_rto <= max_rto and initial_rto > 0");
     }
@@ -711,6 +723,7 @@ impl Sim {
                     let l = &mut self.links[d as usize];
                     if l.wake_at_ns == t {
                         l.wake_at_ns = NEVER_NS;
+                        l.wake_nominal_ns = NEVER_NS;
                         self.kick(d);
                     }
                 }
@@ -881,8 +894,16 @@ impl Sim {
             }
             None => {
                 if let Some(t) = l.queue.next_ready(Instant::from_ns(now)) {
-                    let fire = fire_time_ns(l.timer, t.as_ns()).max(now + 1);
-                    if fire < l.wake_at_ns {
+                    let nominal = fire_time_ns(l.timer, t.as_ns()).max(now + 1);
+                    // Re-armed only for an earlier expiry; a late timer's
+                    // lateness is drawn once per armed expiry.
+                    if nominal < l.wake_nominal_ns {
+                        let late = match l.timer_rng.as_mut() {
+                            Some(rng) => lateness_ns(l.timer, rng),
+                            None => 0,
+                        };
+                        let fire = nominal.saturating_add(late);
+                        l.wake_nominal_ns = nominal;
                         l.wake_at_ns = fire;
                         self.q.schedule(fire, Ev::Wake(d));
                     }
@@ -938,6 +959,7 @@ impl Sim {
             Kind::Udp => {
                 f.packets_received += 1;
                 f.bytes_delivered += data.payload_bytes as u64;
+                f.last_rx_ns = self.now_ns;
                 self.pkts.free(id);
             }
             Kind::PingRequest => {
@@ -955,6 +977,7 @@ impl Sim {
             Kind::PingReply => {
                 f.packets_received += 1;
                 f.bytes_delivered += data.payload_bytes as u64;
+                f.last_rx_ns = self.now_ns;
                 let rtt = self.now_ns - data.sent_ns;
                 f.rtt.push(rtt, self.record.exact_rtt_percentiles);
                 if self.record.ping {
@@ -974,7 +997,11 @@ impl Sim {
                 let conn = &mut self.conns[c as usize];
                 let side = if data.kind == Kind::TcpToReceiver {
                     conn.receiver.on_segment(now, &data.tcp, &mut io);
-                    f.bytes_delivered = conn.receiver.delivered_bytes();
+                    let delivered = conn.receiver.delivered_bytes();
+                    if delivered > f.bytes_delivered {
+                        f.last_rx_ns = self.now_ns;
+                    }
+                    f.bytes_delivered = delivered;
                     Side::Receiver
                 } else {
                     conn.sender.on_segment(now, &data.tcp, &mut io);

@@ -4,7 +4,9 @@
 //! Definitions (see [`crate::result`]): goodput is payload bytes delivered
 //! in order to the receiving application per interval (Wireshark IO graph
 //! of the receiver); flow goodput is `bytes_delivered · 8 / (end − start)`
-//! (iperf3's receiver figure).
+//! (iperf3's receiver figure: receiver bytes over receiver time, where the
+//! receiver's time runs until the last byte it received even when that is
+//! after the sender's `stop`; see [`FlowStat::result`]).
 
 use crate::config::RecordSpec;
 use crate::hist::LogHistogram;
@@ -73,6 +75,8 @@ pub struct FlowStat {
     /// Packets of this flow dropped in the network (policies, loss, loops).
     pub packets_dropped: u64,
     pub bytes_delivered: u64,
+    /// When the receiver last got new in-order payload (0 = never).
+    pub last_rx_ns: u64,
     pub rtt: RttStat,
     /// Delivered bytes at the last series sample.
     pub last_sample_bytes: u64,
@@ -103,6 +107,7 @@ impl FlowStat {
             packets_received: 0,
             packets_dropped: 0,
             bytes_delivered: 0,
+            last_rx_ns: 0,
             rtt: RttStat::default(),
             last_sample_bytes: 0,
             last_sample_retransmits: 0,
@@ -111,10 +116,20 @@ impl FlowStat {
     }
 
     /// The flow's summary row; TCP fields are filled by the caller.
+    ///
+    /// Goodput is counted as iperf3's receiver counts it (iperf3
+    /// `iperf_api.c`: the receiver's `sum_received` bytes over the
+    /// receiver's own elapsed time, which ends when it has drained the
+    /// stream, not when the sender stopped writing): the end is the later of
+    /// the sender's stop (or completion) and the last byte received, capped
+    /// by the end of the run. Counting bytes that arrive after `stop` over a
+    /// span ending at `stop` would report more than the bottleneck carries
+    /// (1.49 Mbit/s through a 1 Mbit/s tbf before this rule).
     pub fn result(&self, id: u32, node_names: &[String], end_of_run_ns: u64) -> FlowResult {
         let end_ns = self
             .done_ns
             .unwrap_or(self.stop_ns)
+            .max(self.last_rx_ns)
             .min(end_of_run_ns)
             .max(self.start_ns);
         let span = end_ns - self.start_ns;
@@ -312,5 +327,22 @@ mod tests {
         assert!((r.goodput_bps - 4_000_000.0).abs() < 1e-6);
         f.done_ns = Some(2_000_000_000);
         assert!((f.result(0, &names, 3_000_000_000).goodput_bps - 8_000_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn goodput_time_runs_to_the_last_byte_received_after_stop() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let mut f = FlowStat::new("tcp", "x".into(), 0, 1, 0, 1_000_000_000);
+        f.bytes_delivered = 250_000;
+        // The queue drains 1 s after the sender stopped: 2 Mbit over 2 s.
+        f.last_rx_ns = 2_000_000_000;
+        let r = f.result(0, &names, 5_000_000_000);
+        assert_eq!(r.end_ns, 2_000_000_000);
+        assert!((r.goodput_bps - 1_000_000.0).abs() < 1e-6);
+        // Still capped by the end of the run.
+        assert_eq!(f.result(0, &names, 1_500_000_000).end_ns, 1_500_000_000);
+        // A last byte before stop leaves the span at stop.
+        f.last_rx_ns = 500_000_000;
+        assert_eq!(f.result(0, &names, 5_000_000_000).end_ns, 1_000_000_000);
     }
 }

@@ -7,6 +7,7 @@ pub fn lp(bps: u64, delay: Duration) -> LinkParams {
     LinkParams {
         rate: Rate::from_bps(bps),
         delay,
+        delay_reverse: None,
         loss_ppm: 0,
         queue_limit_packets: 1000,
     }

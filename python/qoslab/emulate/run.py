@@ -682,6 +682,11 @@ def _assemble(
                         "TcpExtTCPRenoRecovery",
                         "TcpRetransSegs",
                         "TcpOutSegs",
+                        # Which CUBIC HyStart detector ended slow start.
+                        "TcpExtTCPHystartTrainDetect",
+                        "TcpExtTCPHystartTrainCwnd",
+                        "TcpExtTCPHystartDelayDetect",
+                        "TcpExtTCPHystartDelayCwnd",
                     )
                 }
                 for h in plan["hosts"]

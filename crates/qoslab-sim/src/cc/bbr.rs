@@ -39,9 +39,12 @@
 //!     treated as application-limited, as Linux marks `tp->app_limited`
 //!     (emulated here from `prior_delivered_bytes`).
 //! - **Quantization budget** (`bbr_quantization_budget`): target cwnd + 3
-//!   segments (Linux adds 3 TSO bursts; the simulator has no TSO, so a
-//!   burst is one segment — Linux's own value below 1.2 Mbit/s), rounded up
-//!   to an even number of segments, + 2 in the 5/4 phase.
+//!   TSO bursts of `bbr_tso_segs_goal` segments (computed from the current
+//!   pacing rate as Linux does whatever the device: 1 segment below
+//!   1.2 Mbit/s, 2 at 10 Mbit/s, 8 at 100 Mbit/s; see [`crate::tcp::tso`]),
+//!   rounded up to an even number of segments, + 2 in the 5/4 phase. The
+//!   sender sends the same bursts (`tcp_tso_autosize` with BBR's
+//!   `bbr_min_tso_segs`, [`CongestionControl::min_tso_segs`]).
 //! - **ACK aggregation** (`bbr_update_ack_aggregation`, Linux 4.20+): once
 //!   the pipe is full, cwnd gets the max "extra acked" beyond BtlBw·epoch
 //!   of the last 5–10 rounds, capped at 100 ms of BtlBw.
@@ -71,6 +74,7 @@
 //! capped at 10 segments (`TCP_INIT_CWND`) as in Linux.
 
 use super::{AckSample, CcState, CongestionControl, RateSample};
+use crate::tcp::tso::{bbr_min_tso_segs, bbr_tso_segs_goal};
 use qoslab_core::rng::Rng;
 use qoslab_core::{Duration, Instant, Rate};
 
@@ -110,8 +114,6 @@ const CWND_MIN_TARGET_SEGS: u64 = 4;
 const FULL_BW_THRESH: u64 = UNIT * 5 / 4;
 /// Rounds without such growth before the pipe is full (`bbr_full_bw_cnt`).
 const FULL_BW_CNT: u32 = 3;
-/// Segments per transmit burst; Linux `bbr_tso_segs_goal` (no TSO here).
-const TSO_SEGS_GOAL: u64 = 1;
 /// Linux `TCP_INIT_CWND`, the cwnd cap without an RTT sample.
 const INIT_CWND_SEGS: u64 = 10;
 /// Long-term sampling (`bbr_lt_*`).
@@ -259,6 +261,8 @@ pub struct Bbr {
     extra_acked_bytes: [u64; 2],
     extra_acked_win_rtts: u32,
     extra_acked_win_idx: usize,
+    /// Linux `bbr_tso_segs_goal` at the current pacing rate, segments.
+    tso_segs_goal: u64,
 }
 
 impl Bbr {
@@ -297,6 +301,7 @@ impl Bbr {
             ack_epoch_acked_bytes: 0,
             extra_acked_bytes: [0; 2],
             extra_acked_win_rtts: 0,
+            tso_segs_goal: 1,
             extra_acked_win_idx: 0,
         }
     }
@@ -363,7 +368,7 @@ impl Bbr {
 
     /// Linux `bbr_quantization_budget`, segments.
     fn quantization_budget(&self, cwnd_segs: u64) -> u64 {
-        let mut cwnd = cwnd_segs + 3 * TSO_SEGS_GOAL;
+        let mut cwnd = cwnd_segs + 3 * self.tso_segs_goal;
         cwnd = (cwnd + 1) & !1;
         if self.mode == BbrMode::ProbeBw && self.cycle_idx == 0 {
             cwnd += 2;
@@ -754,11 +759,17 @@ impl CongestionControl for Bbr {
         self.init_at(s, now);
     }
 
+    /// Linux `bbr_min_tso_segs`.
+    fn min_tso_segs(&self, s: &CcState) -> u32 {
+        bbr_min_tso_segs(s.pacing_rate)
+    }
+
     fn on_ack(&mut self, s: &mut CcState, ack: &AckSample) {
         if !self.initialized {
             self.init_at(s, ack.now);
         }
         let mss = s.mss.max(1) as u64;
+        self.tso_segs_goal = bbr_tso_segs_goal(s.pacing_rate, mss);
         match ack.rate {
             Some(r) => self.delivered_bytes = self.delivered_bytes.max(r.delivered_total_bytes),
             None => self.delivered_bytes += ack.acked_bytes,
@@ -796,6 +807,8 @@ impl CongestionControl for Bbr {
         self.update_gains();
         // bbr_main
         self.set_pacing_rate(s, ack);
+        // bbr_tso_segs_goal reads sk_pacing_rate when bbr_set_cwnd runs.
+        self.tso_segs_goal = bbr_tso_segs_goal(s.pacing_rate, mss);
         self.set_cwnd(s, ack, &rs, mss);
     }
 
@@ -953,8 +966,10 @@ mod tests {
         assert!(b.full_bw_reached());
         assert_eq!(b.mode(), BbrMode::Drain, "inflight is far above BDP");
         assert_eq!(b.pacing_gain(), DRAIN_GAIN);
-        // ssthresh = 1·BDP + budget: 8 MB/s · 50 ms = 400 segments, + 3 → 404.
-        assert_eq!(s.ssthresh_bytes, 404 * MSS);
+        // ssthresh = 1·BDP + budget: 8 MB/s · 50 ms = 400 segments, + 3
+        // TSO bursts at the Startup pacing rate (2.885 · 8 MB/s · 99 % >> 10
+        // = 22 316 B = 22 segments of 1000 B, `bbr_tso_segs_goal`) → 466.
+        assert_eq!(s.ssthresh_bytes, 466 * MSS);
         // Once inflight falls to the BDP the queue is drained.
         p.round(&mut b, &mut s, 8_000_000, 10, 300 * MSS, false, 0);
         assert_eq!(b.mode(), BbrMode::ProbeBw);
@@ -1038,15 +1053,18 @@ mod tests {
         let mut p = Path::new();
         into_probe_bw(&mut p, &mut b, &mut s);
         // cwnd grows by the 10 segments acked per round toward its target:
-        // 2 · 400 segments + 3, rounded up to even = 804 (+2 in phase 0).
+        // 2 · 400 segments + 3 TSO bursts of `bbr_tso_segs_goal` at the
+        // phase's pacing rate (8 MB/s · gain · 99 % >> 10 over 1000 B: 9
+        // segments at 5/4, 5 at 3/4, 7 at 1), rounded up to even (+2 in
+        // phase 0): 830, 816, 822.
         for _ in 0..100 {
             p.round(&mut b, &mut s, 8_000_000, 10, 900 * MSS, false, 0);
-            assert!(s.cwnd_bytes <= 806 * MSS, "{}", s.cwnd_bytes);
+            assert!(s.cwnd_bytes <= 830 * MSS, "{}", s.cwnd_bytes);
         }
-        while b.cycle_idx == 0 {
+        while b.cycle_idx != 2 {
             p.round(&mut b, &mut s, 8_000_000, 10, 900 * MSS, false, 0);
         }
-        assert_eq!(s.cwnd_bytes, 804 * MSS);
+        assert_eq!(s.cwnd_bytes, 822 * MSS);
     }
 
     #[test]

@@ -80,12 +80,6 @@ impl AckRounds {
             false
         }
     }
-
-    /// Start a new round now: it ends once `bytes_in_flight` more bytes
-    /// have been acknowledged (Linux re-arms HyStart this way on an RTO).
-    pub(crate) fn restart(&mut self, bytes_in_flight: u64) {
-        self.round_end_bytes = self.acked_total_bytes + bytes_in_flight;
-    }
 }
 
 /// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation,
@@ -118,6 +112,16 @@ pub struct AckSample {
     pub acked_bytes: u64,
     /// RTT measured by this ACK (Karn's rule applied), if any.
     pub rtt: Option<Duration>,
+    /// RTT of the newest segment this ACK newly covers (Linux `ca_rtt_us`,
+    /// passed to the algorithm as `ack_sample.rtt_us`; SACKed segments
+    /// first, the timestamp RTT when no segment gives one).
+    pub ca_rtt: Option<Duration>,
+    /// Linux `sk_pacing_rate`, which exists whether or not the sender
+    /// paces (net/ipv4/tcp_input.c `tcp_update_pacing_rate`).
+    pub sk_pacing_rate: Option<Rate>,
+    /// The sender paces (Linux `sk_pacing_status != SK_PACING_NONE`: fq
+    /// or internal pacing).
+    pub paced: bool,
     /// Smallest RTT seen on the connection.
     pub min_rtt: Option<Duration>,
     /// RFC 6298 smoothed RTT.
@@ -147,6 +151,12 @@ pub trait CongestionControl: Send {
     /// Every ACK that acknowledges new data (cumulatively or by SACK).
     /// Growth only when `!ack.in_recovery && ack.cwnd_limited`.
     fn on_ack(&mut self, state: &mut CcState, ack: &AckSample);
+
+    /// Fewest segments per TSO burst (Linux `ca_ops->min_tso_segs`, else
+    /// sysctl `tcp_min_tso_segs` = 2; net/ipv4/tcp_output.c `tcp_tso_segs`).
+    fn min_tso_segs(&self, _state: &CcState) -> u32 {
+        crate::tcp::tso::MIN_TSO_SEGS
+    }
 
     /// Loss detected by duplicate ACKs / SACK: return the new ssthresh
     /// (Linux `ssthresh` op). The sender then runs its recovery algorithm.
@@ -235,6 +245,9 @@ pub(crate) mod testkit {
             now: Instant::from_ns(now_ns),
             acked_bytes,
             rtt,
+            ca_rtt: rtt,
+            sk_pacing_rate: None,
+            paced: false,
             min_rtt: rtt,
             srtt: rtt,
             bytes_in_flight: 0,

@@ -26,6 +26,7 @@ mod receiver;
 mod rtt;
 mod scoreboard;
 mod sender;
+pub(crate) mod tso;
 
 pub use pacing::{default_pacing_rate, Pacer};
 pub use rate::{RateEstimator, TxRateInfo};

@@ -11,6 +11,12 @@
 //!   ratio 200 % while `cwnd < ssthresh / 2` (sysctl
 //!   `tcp_pacing_ss_ratio`) and 120 % otherwise (`tcp_pacing_ca_ratio`),
 //!   exactly Linux's test; without an SRTT there is no pacing yet.
+//! - The unit of pacing is Linux's skb, not the segment: up to `quantum`
+//!   segments (the TSO/GSO autosize of [`super::tso`]) leave together at
+//!   one instant, and the next burst waits for the sum of their lengths
+//!   over the rate (`tcp_update_skb_after_send` adds `skb->len / rate`).
+//!   A burst cut short (window, application) is not resumed later: the
+//!   next send builds a new skb and waits for the clock.
 
 use qoslab_core::{Bytes, Duration, Instant, Rate};
 
@@ -44,19 +50,33 @@ pub fn default_pacing_rate(
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pacer {
     next_send: Instant,
+    /// The instant the current skb started and how many of its segments
+    /// may still leave at that instant.
+    burst_at: Instant,
+    burst_left: u32,
 }
 
 impl Pacer {
+    fn in_burst(&self, now: Instant) -> bool {
+        self.burst_left > 0 && now == self.burst_at
+    }
+
     pub fn may_send(&self, now: Instant) -> bool {
-        now >= self.next_send
+        self.in_burst(now) || now >= self.next_send
     }
 
     pub fn next_send(&self) -> Instant {
         self.next_send
     }
 
-    /// A segment of `payload_bytes` left at `now`, paced at `rate`.
-    pub fn on_send(&mut self, now: Instant, payload_bytes: u32, rate: Rate) {
+    /// A segment of `payload_bytes` left at `now`, paced at `rate`, in
+    /// skbs of up to `quantum_segs` segments.
+    pub fn on_send(&mut self, now: Instant, payload_bytes: u32, rate: Rate, quantum_segs: u32) {
+        if !self.in_burst(now) {
+            self.burst_at = now;
+            self.burst_left = quantum_segs.max(1);
+        }
+        self.burst_left -= 1;
         let gap = rate.tx_time(Bytes::new(payload_bytes as u64));
         self.next_send = self.next_send.max(now).saturating_add(gap);
     }
@@ -72,14 +92,32 @@ mod tests {
         let rate = Rate::from_bps(12_000_000); // 1500 B = 1 ms
         let t0 = Instant::from_ns(5_000_000);
         assert!(p.may_send(t0));
-        p.on_send(t0, 1500, rate);
+        p.on_send(t0, 1500, rate, 1);
         assert_eq!(p.next_send(), Instant::from_ns(6_000_000));
         assert!(!p.may_send(Instant::from_ns(5_999_999)));
-        p.on_send(Instant::from_ns(6_000_000), 1500, rate);
+        p.on_send(Instant::from_ns(6_000_000), 1500, rate, 1);
         assert_eq!(p.next_send(), Instant::from_ns(7_000_000));
         // Idle for a while: no burst credit.
-        p.on_send(Instant::from_ns(20_000_000), 750, rate);
+        p.on_send(Instant::from_ns(20_000_000), 750, rate, 1);
         assert_eq!(p.next_send(), Instant::from_ns(20_500_000));
+    }
+
+    #[test]
+    fn a_quantum_leaves_at_once_and_the_next_waits_for_all_of_it() {
+        let mut p = Pacer::default();
+        let rate = Rate::from_bps(12_000_000); // 1500 B = 1 ms
+        let t0 = Instant::from_ns(5_000_000);
+        for i in 0..3 {
+            assert!(p.may_send(t0), "segment {i}");
+            p.on_send(t0, 1500, rate, 3);
+        }
+        assert!(!p.may_send(t0));
+        assert_eq!(p.next_send(), Instant::from_ns(8_000_000));
+        // A burst cut short is not resumed at a later instant.
+        let t1 = Instant::from_ns(8_000_000);
+        p.on_send(t1, 1500, rate, 3);
+        assert!(p.may_send(t1));
+        assert!(!p.may_send(Instant::from_ns(8_500_000)));
     }
 
     #[test]

@@ -151,8 +151,9 @@
 //!   kept (a due probe goes before the RTO it replaced, the head
 //!   retransmission re-arms the RTO and cancels the probe).
 //! - `min_rtt` is the lifetime minimum (Linux: a 300 s window,
-//!   `tcp_min_rtt_wlen`). No TSO/GSO: one segment per "skb", so
-//!   `tcp_tso_should_defer` and packet-count rounding do not apply.
+//!   `tcp_min_rtt_wlen`). Segments are kept one by one, but a paced sender
+//!   releases them in skbs of Linux's TSO autosize ([`super::tso`]);
+//!   `tcp_tso_should_defer` and packet-count rounding are not modelled.
 //! - The RTO is RFC 6298 unless [`TcpConfig::linux_rto`] (on in the
 //!   `linux` profile) selects Linux's estimator.
 
@@ -161,6 +162,7 @@ use super::rack::{Rack, TIMEOUT_MIN};
 use super::rate::{RateAccumulator, RateEstimator};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, SentSegment};
+use super::tso::tso_autosize_segs;
 use super::{TcpHeader, TcpIo, ACK, SYN};
 use crate::cc::{AckSample, CcState, CongestionControl};
 use crate::config::{RecoveryKind, TcpConfig};
@@ -657,6 +659,10 @@ impl TcpSender {
         let mut orig_acked = false;
         let mut reordered = false;
         let mut sack_rtt_from: Option<Instant> = None;
+        // Newest original transmission newly SACKed / cumulatively acked
+        // (Linux `last_sackt` / `last_ackt`, the source of `ca_rtt_us`).
+        let mut last_sackt: Option<Instant> = None;
+        let mut last_ackt: Option<Instant> = None;
         let min_rtt = self.rtt.min_rtt();
         let ts_ecr = if self.timestamps { h.ts_ecr } else { 0 };
         let prior_fack = self.sb.highest_sacked_end();
@@ -688,6 +694,8 @@ impl TcpSender {
                         if !seg.ever_retransmitted {
                             sack_rtt_from =
                                 Some(sack_rtt_from.map_or(seg.sent_at, |t| t.min(seg.sent_at)));
+                            last_sackt =
+                                Some(last_sackt.map_or(seg.sent_at, |t| t.max(seg.sent_at)));
                         }
                     });
             }
@@ -714,6 +722,9 @@ impl TcpSender {
                 } else if first_ackt.is_none() {
                     first_ackt = Some(seg.sent_at);
                 }
+                if !seg.ever_retransmitted && !seg.sacked {
+                    last_ackt = Some(seg.sent_at);
+                }
                 if !seg.sacked {
                     if !seg.ever_retransmitted && seg.end() <= high_seq {
                         orig_acked = true;
@@ -739,8 +750,19 @@ impl TcpSender {
         if rtt.is_none() {
             rtt = sack_rtt_from.map(|t| now.saturating_since(t));
         }
+        // Linux `ca_rtt_us` (tcp_clean_rtx_queue), handed to the algorithm
+        // as `rate_sample.rtt_us`: the RTT of the newest segment this ACK
+        // covers, SACKed ones first; the timestamp RTT when nothing else.
+        let mut ca_rtt = None;
+        if advanced && !retrans_acked {
+            ca_rtt = last_ackt.map(|t| now.saturating_since(t));
+        }
+        if let Some(t) = last_sackt {
+            ca_rtt = Some(now.saturating_since(t));
+        }
         if rtt.is_none() && advanced && self.timestamps && h.ts_ecr != 0 {
             rtt = Some(now.saturating_since(Instant::from_ns(h.ts_ecr)));
+            ca_rtt = rtt;
         }
         if let Some(r) = rtt {
             self.rtt.sample_at(r, self.snd_una, self.snd_nxt);
@@ -790,6 +812,16 @@ impl TcpSender {
                 now,
                 acked_bytes: delivered,
                 rtt,
+                ca_rtt,
+                sk_pacing_rate: self.pacing_rate().or_else(|| {
+                    default_pacing_rate(
+                        self.state.cwnd_bytes,
+                        self.state.ssthresh_bytes,
+                        self.flight_size_bytes(),
+                        self.rtt.srtt()?,
+                    )
+                }),
+                paced: self.pacing_rate().is_some(),
                 min_rtt: self.rtt.min_rtt(),
                 srtt: self.rtt.srtt(),
                 bytes_in_flight: self.sb.pipe(),
@@ -1325,6 +1357,14 @@ impl TcpSender {
         if len == 0 {
             return self.rule3_or(Blocked::App, pipe, cwnd);
         }
+        // The socket buffer holds what is not yet acknowledged; the
+        // application can write no further (Linux `sk_stream_memory_free`),
+        // which for TCP is being application-limited.
+        if let Some(buf) = self.cfg.send_buffer_bytes {
+            if self.snd_nxt - self.snd_una + len > buf {
+                return self.rule3_or(Blocked::App, pipe, cwnd);
+            }
+        }
         let right = self.snd_una + self.snd_wnd;
         if self.snd_nxt + len > right {
             if self.sb.is_empty() && right > self.snd_nxt {
@@ -1455,7 +1495,13 @@ impl TcpSender {
         }
         if paced {
             if let Some(rate) = self.pacing_rate() {
-                self.pacer.on_send(now, len, rate);
+                let quantum = tso_autosize_segs(
+                    rate,
+                    self.rtt.min_rtt(),
+                    self.mss() as u64,
+                    self.cc.min_tso_segs(&self.state),
+                );
+                self.pacer.on_send(now, len, rate, quantum);
             }
         }
         if self.rto_at.is_none() {
@@ -1931,11 +1977,13 @@ mod tests {
         h.start();
         h.run_until(at_ms(30));
         // SRTT 20 ms, cwnd 10 000 B, slow start: 2 × 10 000 B / 20 ms =
-        // 8 Mbit/s → one 1000-byte segment per ms.
+        // 8 Mbit/s → one 1000-byte segment per ms, sent in skbs of
+        // `tcp_min_tso_segs` = 2 (1 ms at 8 Mbit/s is 976 B < 2 segments):
+        // two segments every 2 ms.
         let data = h.data_sent();
         assert!(data.len() >= 10);
         for (i, d) in data.iter().take(10).enumerate() {
-            assert_eq!(d.0, at_ms(20 + i as u64), "segment {i}");
+            assert_eq!(d.0, at_ms(20 + 2 * (i as u64 / 2)), "segment {i}");
         }
         h.run_to_done(at_ms(10_000));
         assert!(h.sender.is_done());
