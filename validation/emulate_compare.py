@@ -17,8 +17,8 @@ Checks (stated in the document, each can fail): userspace vs kernel goodput with
 table marks it (that gap is the simulator-fidelity work, not something to tune here).
 
 Run (root, after scripts/setup.sh): ``.venv/bin/python validation/emulate_compare.py``
-(about 4 minutes; ``--case NAME`` for one, ``--render`` to rewrite the document from the
-stored JSON without running anything).
+(about 6 minutes; ``--case NAME`` for one, ``--render`` to rewrite the document from the
+stored JSON without running anything, ``--resim`` to re-run only the simulated column).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def render(doc: dict[str, Any]) -> str:
         BEGIN,
         "## Simulated vs emulated vs kernel qdisc (`qoslab emulate`)",
         "",
-        "Regenerate (root, ~4 min): `.venv/bin/python validation/emulate_compare.py`."
+        "Regenerate (root, ~6 min): `.venv/bin/python validation/emulate_compare.py`; the simulated column alone (after a simulator change, no root): `... --resim`."
         f" Measured {doc['date']} on kernel {doc['kernel']}, {doc['cpus']} CPUs, iperf3"
         f" {doc['iperf3']}. Frames are wire-sized (TSO/GSO/GRO off); the emulated links"
         " and delays are qoslab's forwarder in every emu column; **emu** runs the policy in"
@@ -214,9 +214,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", help="run only the case whose file stem is this")
     ap.add_argument("--render", action="store_true", help="rewrite the doc from the JSON only")
+    ap.add_argument(
+        "--resim",
+        action="store_true",
+        help="re-run only the simulator column of the stored rows (no root), then render",
+    )
     args = ap.parse_args()
-    if args.render:
-        write_doc(render(json.loads(RESULTS.read_text())))
+    if args.render or args.resim:
+        doc = json.loads(RESULTS.read_text())
+        if args.resim:
+            import qoslab
+
+            for row in doc["rows"]:
+                row["sim"] = figures(qoslab.simulate(ROOT / row["case"]).summary)
+            tmp = RESULTS.with_suffix(".tmp")
+            tmp.write_text(json.dumps(doc, indent=2) + "\n")
+            os.replace(tmp, RESULTS)
+        write_doc(render(doc))
         return 0
     from qoslab.emulate import preflight
 
