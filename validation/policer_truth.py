@@ -28,6 +28,7 @@ Commands (root for measuring, after scripts/setup.sh):
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -522,6 +523,64 @@ def measure(c: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return truth, screen
 
 
+def _trains(times_s: list[float], gap_s: float = 100e-6) -> list[int]:
+    """Sizes of the back-to-back trains in a sorted list of send times (gap < 100 µs)."""
+    out, n = [], 1
+    for a, b in itertools.pairwise(times_s):
+        if b - a < gap_s:
+            n += 1
+        else:
+            out.append(n)
+            n = 1
+    if times_s:
+        out.append(n)
+    return out
+
+
+def trains(name: str) -> None:
+    """How bursty each sender is: one case emulated with a capture of what the sender
+    puts on the wire (the forwarder's ingress from s0), and simulated with the
+    ``segments`` series; train sizes of full-size data segments after the first 2 s."""
+    import qoslab
+    from qoslab.emulate import emulate, preflight
+
+    c = next((x for x in grid() if case_name(x) == name), None)
+    if c is None:
+        raise SystemExit(f"--trains {name}: not a case of the grid (see --list)")
+    preflight()
+    with tempfile.TemporaryDirectory() as tmp:
+        pcap = str(Path(tmp) / "s0.pcap")
+        emulate(scenario(c), capture=[("s0->r1", "ingress", pcap)])
+        out = subprocess.run(
+            [
+                "tshark",
+                "-r",
+                pcap,
+                "-Y",
+                "tcp.len > 1000",
+                "-T",
+                "fields",
+                "-e",
+                "frame.time_relative",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    real = [float(x) for x in out]
+    s = scenario(c)
+    s["record"]["series"] = ["segments"]
+    sim = [t / 1e9 for t in qoslab.simulate(s).segments["time_ns"]]
+    for label, times in (("truth", real), ("sim", sim)):
+        t0 = times[0] if times else 0.0
+        b = sorted(_trains([t for t in times if t > t0 + 2]))
+        if b:
+            print(
+                f"{label}: {len(b)} trains after 2 s, mean {sum(b) / len(b):.2f} segments,"
+                f" p90 {b[int(0.9 * (len(b) - 1))]}, max {b[-1]}"
+            )
+
+
 def meta() -> dict[str, Any]:
     try:
         ver = subprocess.run(
@@ -576,18 +635,24 @@ def main(argv: list[str] | None = None) -> int:
         "  sudo .venv/bin/python validation/policer_truth.py \\\n"
         "      --case c10-bc10ms-rtt50-wauto-f1-cubic\n"
         "  .venv/bin/python validation/policer_truth.py --render\n"
-        "  .venv/bin/python validation/policer_truth.py --list",
+        "  .venv/bin/python validation/policer_truth.py --list\n"
+        "  sudo .venv/bin/python validation/policer_truth.py \\\n"
+        "      --trains c10-bc10ms-rtt50-wauto-f1-cubic",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--case", action="append", help="measure only this case (repeatable)")
     ap.add_argument("--render", action="store_true", help="no measuring: re-simulate, rewrite doc")
     ap.add_argument("--list", action="store_true", help="print the grid's case names")
+    ap.add_argument("--trains", metavar="CASE", help="(root) burstiness of one case, truth vs sim")
     ap.add_argument("--results", type=Path, default=RESULTS, help="the JSON of measurements")
     ap.add_argument("--doc", type=Path, default=DOC, help="the document to write the section in")
     args = ap.parse_args(argv)
     if args.list:
         for c in grid():
             print(case_name(c))
+        return 0
+    if args.trains:
+        trains(args.trains)
         return 0
     if not args.render:
         run_cases(args.case, args.results)
