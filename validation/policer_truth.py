@@ -362,7 +362,9 @@ def render(data: dict[str, Any], sims: dict[str, dict[str, Any]], sim_rev: str) 
         f"Every case: {DURATION_S} s, one sender and one receiver host, 10 Gbit/s links,"
         f" policer `police cir=CIR bc=Bc` on the bottleneck egress counting {HEADER_BYTES} B"
         " of header per segment (52 B TCP/IP + 14 B Ethernet, as the forwarder counts"
-        ' frames), `profile = "linux"` with the case\'s `cc`, and `window` when not'
+        ' frames), `profile = "linux"` with the case\'s `cc` (in the emulator also on the'
+        " route, `congctl`, so that the socket is born with it: see the diagnosis), and"
+        " `window` when not"
         " autotuned (emulated: iperf3 `-w`, i.e. SO_SNDBUF/SO_RCVBUF; simulated: the"
         " advertised window; *auto* = Linux autotuning vs the profile's 6 MiB). Bc: *mtu* ="
         f" {FRAME_BYTES} B (one full-size frame), *10ms* / *1s* = that long at CIR,"
