@@ -32,6 +32,7 @@ import itertools
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -531,14 +532,23 @@ def write_doc(section: str, doc: Path = DOC) -> None:
     fd, tmp = tempfile.mkstemp(dir=doc.parent, prefix=".validation-")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, doc)
 
 
+_NUMBERS = re.compile(r"\[\s*(-?[\d.eE+-]+(?:,\s*-?[\d.eE+-]+)*)\s*\]")
+
+
 def save(data: dict[str, Any], path: Path) -> None:
+    """Indented JSON with every list of plain numbers on one line (the cwnd traces)."""
+    text = json.dumps(data, indent=1)
+    text = _NUMBERS.sub(
+        lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text
+    )
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".policer-truth-")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1)
-        fh.write("\n")
+        fh.write(text + "\n")
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
 
