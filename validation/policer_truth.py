@@ -417,7 +417,10 @@ def render(data: dict[str, Any], sims: dict[str, dict[str, Any]], sim_rev: str) 
         "Regenerate: `sudo .venv/bin/python validation/policer_truth.py` measures the cases"
         " missing from `validation/policer_truth.json` (root, ~15 s a case);"
         " `.venv/bin/python validation/policer_truth.py --render` (no root, ~1 min)"
-        " re-simulates every stored case with today's simulator and rewrites this section.",
+        " re-simulates every stored case with today's simulator and rewrites this section;"
+        " `--rescreen` measures again the runs whose forwarder starved; `--trains CASE`"
+        " (root) prints the sizes of the sender's back-to-back trains, real vs simulated."
+        " One 10 s run per case: run-to-run variation is not measured (see item 6).",
         "",
         "**Truth** is real Linux TCP (iperf3, kernel"
         f" {meta.get('kernel', '?')}, iperf3 {meta.get('iperf3', '?')}) through qoslab's"
