@@ -110,8 +110,9 @@ def _host_sysctls(plan: dict[str, Any]) -> dict[str, dict[str, str]]:
     return out
 
 
-def _routes(plan: dict[str, Any], netns: Netns) -> dict[str, list[str]]:
-    """``ip route`` lines per host for the per-destination TCP settings."""
+def _routes(plan: dict[str, Any], netns: Netns, notes: list[str]) -> dict[str, list[str]]:
+    """``ip route`` lines per host for the per-destination TCP settings (what could
+    not be given per route is said in ``notes``)."""
     per: dict[tuple[str, str], dict[str, str]] = {}
     for f in plan["flows"]:
         tcp = f.get("tcp")
@@ -122,16 +123,31 @@ def _routes(plan: dict[str, Any], netns: Netns) -> dict[str, list[str]]:
                 f"flow {f['id']}: an initial ssthresh cannot be set on Linux (it comes only"
                 " from the TCP metrics cache); remove initial_ssthresh from the scenario"
             )
-        metrics = {}
+        # The congestion control goes on the route too (`congctl`, RTAX_CC_ALGO), so the
+        # socket is born with it: iperf3 sets TCP_CONGESTION only after connect(), and a
+        # socket established with the namespace's default (bbr on a host whose
+        # net.ipv4.tcp_congestion_control is bbr; namespaces inherit it and this kernel
+        # refuses to change it inside one) has run bbr_init, which turns on internal
+        # pacing (sk_pacing_status = SK_PACING_NEEDED, net/ipv4/tcp_bbr.c) for good:
+        # the "cubic" flow would then be a paced cubic flow.
+        metrics = {"congctl": str(tcp["cc"])}
         if int(tcp["initial_window_segments"]) != 10:
             metrics["initcwnd"] = str(int(tcp["initial_window_segments"]))
         if int(tcp["min_rto_ns"]) != 200_000_000:
             metrics["rto_min"] = f"{int(tcp['min_rto_ns']) // 1000}us"
-        if not metrics:
-            continue
         key = (f["from"], f["to"])
         have = per.setdefault(key, {})
         for k, v in metrics.items():
+            if k == "congctl" and have.get(k, v) != v:
+                # flows of different cc on one pair: none is born with its own
+                if have[k]:
+                    notes.append(
+                        f"flows {key[0]}->{key[1]} use different congestion controls: they"
+                        " start with the namespace default and switch after connect()"
+                        " (a socket that started as bbr stays paced)"
+                    )
+                have[k] = ""
+                continue
             if have.get(k, v) != v:
                 raise EmulationSetupError(
                     f"flow {f['id']}: {k} {v} differs from another flow {key[0]}->{key[1]}"
@@ -140,7 +156,7 @@ def _routes(plan: dict[str, Any], netns: Netns) -> dict[str, list[str]]:
             have[k] = v
     lines: dict[str, list[str]] = {}
     for (src, dst), metrics in per.items():
-        extra = " ".join(f"{k} {v}" for k, v in metrics.items())
+        extra = " ".join(f"{k} {v}" for k, v in metrics.items() if v)
         lines.setdefault(src, []).append(f"route replace {netns.ip(dst)}/32 dev eth0 {extra}")
     return lines
 
@@ -285,7 +301,8 @@ def _run(
     duration_ns = int(plan["duration_ns"])
     for host, settings in _host_sysctls(plan).items():
         netns.sysctl(host, settings)
-    for host, lines in _routes(plan, netns).items():
+    route_notes: list[str] = []
+    for host, lines in _routes(plan, netns, route_notes).items():
         netns.batch(netns.ns(host), lines)
     kernel_links: dict[str, tuple[str, str]] = {}
     applied: list[dict[str, Any]] = []
@@ -341,7 +358,7 @@ def _run(
         backend,
         tcpinfo,
     )
-    raw["emulation"]["notes"] = notes + raw["emulation"]["notes"]
+    raw["emulation"]["notes"] = route_notes + notes + raw["emulation"]["notes"]
     raw["emulation"]["kernel_qdiscs"] = applied
     return SimulationResult(raw)
 

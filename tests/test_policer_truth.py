@@ -1,0 +1,131 @@
+"""validation/policer_truth.py without root: the grid, the target evaluation, and
+``--render`` from a small committed fixture of real measurements."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = Path(__file__).parent / "data" / "policer_truth_fixture.json"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location(
+        "policer_truth", ROOT / "validation" / "policer_truth.py"
+    )
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["policer_truth"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+pt = _load()
+
+
+def test_grid_covers_every_value_of_every_axis():
+    g = pt.grid()
+    assert 40 <= len(g) <= 60
+    names = [pt.case_name(c) for c in g]
+    assert len(set(names)) == len(names)
+    want = {
+        "cir_mbps": {1, 10, 100},
+        "bc": set(pt.BC_KINDS),
+        "rtt_ms": {5, 50, 100},
+        "window": set(pt.WINDOWS),
+        "flows": {1, 4},
+        "cc": {"cubic", "reno", "bbr"},
+    }
+    for axis, values in want.items():
+        assert {c[axis] for c in g} == values, axis
+
+
+def test_bc_values():
+    assert pt.bc_bytes(10, "cir/32") == 312500  # Cisco default: CIR/32 bytes
+    assert pt.bc_bytes(10, "10ms") == 12500
+    assert pt.bc_bytes(1, "1s") == 125000
+    assert pt.bc_bytes(100, "mtu") == 1514
+
+
+def test_scenario_rtt_and_window():
+    c = {"cir_mbps": 10, "bc": "10ms", "rtt_ms": 5, "window": "32k", "flows": 4, "cc": "reno"}
+    s = pt.scenario(c)
+    acc = float(s["topology"]["access"]["delay"].removesuffix("ms"))
+    bn = float(s["topology"]["bottleneck"]["delay"].removesuffix("ms"))
+    assert 2 * (2 * acc + bn) == pytest.approx(5)
+    t = s["traffic"][0]
+    assert t["window"] == "32768B" and t["cc"] == "reno" and t["header_bytes"] == 66
+    assert "window" not in pt.scenario(dict(c, window="auto"))["traffic"][0]
+
+
+def test_count_and_goodput_tolerances():
+    assert pt.count_ok(13, 10) and pt.count_ok(7, 10) and not pt.count_ok(14, 10)
+    assert pt.count_ok(130, 100) and not pt.count_ok(131, 100) and not pt.count_ok(69, 100)
+    assert pt.count_ok(0, 3) and not pt.count_ok(0, 4)
+    assert pt.goodput_ok(9.0, 10.0) and pt.goodput_ok(11.0, 10.0)
+    assert not pt.goodput_ok(8.9, 10.0) and not pt.goodput_ok(11.1, 10.0)
+    assert pt.goodput_ok(0.0, 0.0) and not pt.goodput_ok(0.1, 0.0)
+
+
+def _row(ok: bool) -> dict:
+    return {"ok": {"goodput": ok, "retransmits": True, "rtos": not ok}}
+
+
+def test_summary_counts_against_the_90_percent_share():
+    s = pt.summarise([_row(True)] * 9 + [_row(False)])
+    assert s["cases"] == 10
+    assert s["goodput"] == {"met": 9, "target_met": True}
+    assert s["rtos"] == {"met": 1, "target_met": False}
+    assert s["retransmits"]["met"] == 10 and s["all_three"] == 0
+    s = pt.summarise([_row(True)] * 8 + [_row(False)] * 2)
+    assert s["goodput"] == {"met": 8, "target_met": False}
+
+
+def _fake_sims(data: dict, rto: int) -> dict:
+    out = {}
+    for name, c in data["cases"].items():
+        t = c["truth"]
+        out[name] = dict(t, goodput_mbps=t["goodput_mbps"] * 1.05, rtos=rto)
+    return out
+
+
+def test_render_states_counts_and_verdicts():
+    data = json.loads(FIXTURE.read_text())
+    n = len(data["cases"])
+    text = pt.render(data, _fake_sims(data, rto=0), "test")
+    assert text.startswith(pt.BEGIN) and text.rstrip().endswith(pt.END)
+    assert f"goodput within ±10 %: {n}/{n} (100 %) — **met**" in text
+    for name in data["cases"]:
+        assert f"`{name}`" in text
+    # RTOs: truth has some case with more than 3, the fake simulator none
+    many = [c for c in data["cases"].values() if c["truth"]["rtos"] > 3]
+    assert many, "the fixture should hold a case with RTO stalls"
+    met = n - len(many)
+    assert f"RTO count within ±30 % or ±3 events: {met}/{n}" in text
+    assert "**not met**" in text
+
+
+def test_render_command_from_fixture(tmp_path):
+    """--render end to end: the simulator runs each fixture case; the section is
+    replaced in place and the rest of the document is left alone."""
+    doc = tmp_path / "validation.md"
+    doc.write_text(f"# head\n\n{pt.BEGIN}\nold\n{pt.END}\n\n## after\n", encoding="utf-8")
+    assert pt.main(["--render", "--results", str(FIXTURE), "--doc", str(doc)]) == 0
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith("# head\n") and text.rstrip().endswith("## after")
+    assert "\nold\n" not in text and text.count(pt.BEGIN) == 1
+    data = json.loads(FIXTURE.read_text())
+    for name in data["cases"]:
+        assert f"`{name}`" in text
+
+
+def test_bad_results_file_is_one_line(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text('{"cases": {"a": {"params": {}}}}')
+    with pytest.raises(SystemExit, match="has no 'truth'"):
+        pt.main(["--render", "--results", str(bad), "--doc", str(tmp_path / "d.md")])

@@ -1,0 +1,767 @@
+#!/usr/bin/env python3
+"""Ground truth for TCP through a policer: real Linux TCP vs the simulator (issue 10, item 1).
+
+This kernel has no police action, so the only way to put real Linux TCP (cubic, reno,
+bbr; iperf3) through a policer here is ``qoslab.emulate``: one network namespace per
+host, the policer run by qoslab's userspace forwarder — the very qoslab-core code the
+simulator runs — with every link's delay emulated alongside. The *truth* side is
+therefore real stacks through qoslab's policer; the *sim* side is ``qoslab.simulate`` of
+the identical scenario.
+
+The full grid (CIR {1, 10, 100} Mbit/s x Bc {1 MTU, 10 ms·CIR, CIR/32, 1 s·CIR} x base
+RTT {5, 50, 100} ms x receive window {32 KB, 64 KB, 128 KB, autotuned} x flows {1, 4} x
+cc {cubic, reno, bbr} = 864 runs) is too long; :func:`grid` picks a representative
+subset: two base cases (Bc = CIR/32 and Bc = 10 ms·CIR, both CIR 10 Mbit/s, RTT 50 ms,
+autotuned window, 1 CUBIC flow) varied one axis at a time, plus pairs (cc x flows,
+cc x RTT, CIR x Bc, CIR x flows, RTT x window, …). Every value of every axis appears.
+
+Commands (root for measuring, after scripts/setup.sh):
+
+- ``.venv/bin/python validation/policer_truth.py``: measure every case not yet in
+  validation/policer_truth.json (resumable: each case is stored as soon as it is
+  measured), then render;
+- ``--case NAME`` (repeatable) measure only these (again, even if stored);
+- ``--render``: no root, no measuring: re-simulate every stored case with today's
+  simulator and rewrite the ``policer-truth`` section of docs/validation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "policer_truth.json"
+DOC = ROOT / "docs" / "validation.md"
+BEGIN, END = "<!-- policer-truth:begin -->", "<!-- policer-truth:end -->"
+
+DURATION_S = 10
+HEADER_BYTES = 66  # 52 B TCP/IP with timestamps + 14 B Ethernet: the policer counts frames
+FRAME_BYTES = 1448 + HEADER_BYTES  # a full-size segment as the policer counts it
+BOTTLENECK_DELAY_MS = 1.0
+# Screening: a forwarder whose event loop was late by more than this at p99 was starved
+# by the (shared) machine; such a run is measured once more and the better one kept.
+STARVED_P99_NS = 1_000_000
+
+# The targets of issue 10: goodput within ±10 %, retransmissions and RTOs within ±30 %
+# or ±3 events, on at least 90 % of the cases.
+GOODPUT_TOL = 0.10
+COUNT_TOL, COUNT_ABS = 0.30, 3
+SHARE_NEEDED = 0.90
+
+AXES = ("cir_mbps", "bc", "rtt_ms", "window", "flows", "cc")
+BC_KINDS = ("mtu", "10ms", "cir/32", "1s")
+WINDOWS = ("32k", "64k", "128k", "auto")
+
+
+def bc_bytes(cir_mbps: float, kind: str) -> int:
+    """The committed burst for a CIR: one full-size frame, 10 ms or 1 s at CIR, or the
+    Cisco IOS default CIR/32 (CIR in bit/s divided by 32, read as bytes: 250 ms)."""
+    cir_bps = cir_mbps * 1e6
+    return {
+        "mtu": FRAME_BYTES,
+        "10ms": round(cir_bps / 8 * 0.010),
+        "cir/32": round(cir_bps / 32),
+        "1s": round(cir_bps / 8),
+    }[kind]
+
+
+def case_name(c: dict[str, Any]) -> str:
+    bc = {"mtu": "mtu", "10ms": "10ms", "cir/32": "r32", "1s": "1s"}[c["bc"]]
+    return f"c{c['cir_mbps']:g}-bc{bc}-rtt{c['rtt_ms']}-w{c['window']}-f{c['flows']}-{c['cc']}"
+
+
+def grid() -> list[dict[str, Any]]:
+    """The measured subset, in a fixed order (see the module docstring)."""
+    a = {"cir_mbps": 10, "bc": "cir/32", "rtt_ms": 50, "window": "auto", "flows": 1}
+    a["cc"] = "cubic"
+    b = dict(a, bc="10ms")
+    out: list[dict[str, Any]] = []
+
+    def add(base: dict[str, Any], **kw: Any) -> None:
+        c = dict(base, **kw)
+        if all(case_name(c) != case_name(x) for x in out):
+            out.append(c)
+
+    for base in (a, b):
+        add(base)
+        for cir in (1, 100):
+            # 10 ms at 1 Mbit/s is 1250 B, below one full-size frame: nothing full-size
+            # could ever pass, a degenerate case left out
+            if not (cir == 1 and base["bc"] == "10ms"):
+                add(base, cir_mbps=cir)
+        for bc in BC_KINDS:
+            add(base, bc=bc)
+        for rtt in (5, 100):
+            add(base, rtt_ms=rtt)
+        for w in WINDOWS:
+            add(base, window=w)
+        add(base, flows=4)
+        for cc in ("reno", "bbr"):
+            add(base, cc=cc)
+    # pairs
+    for cir in (1, 100):
+        for bc in ("mtu", "1s"):
+            add(a, cir_mbps=cir, bc=bc)
+    for base in (a, b):
+        for cc in ("reno", "bbr"):
+            add(base, flows=4, cc=cc)
+    for rtt in (5, 100):
+        for cc in ("reno", "bbr"):
+            add(b, rtt_ms=rtt, cc=cc)
+    for w in ("64k", "128k"):
+        add(a, rtt_ms=100, window=w)
+    for base in (a, b):
+        for rtt in (5, 100):
+            add(base, flows=4, rtt_ms=rtt)
+        add(base, cir_mbps=100, flows=4)
+    add(a, cir_mbps=1, flows=4)
+    add(a, cir_mbps=1, rtt_ms=100)
+    add(b, cir_mbps=100, rtt_ms=5)
+    add(a, cir_mbps=100, rtt_ms=100)
+    for cc in ("reno", "bbr"):
+        add(a, bc="mtu", cc=cc)
+    add(b, window="64k", flows=4)
+    return out
+
+
+def scenario(c: dict[str, Any]) -> dict[str, Any]:
+    """The scenario of one case: 1 sender and 1 receiver host, 10 Gbit/s links, the
+    policer on the bottleneck's egress; base RTT = 2 x (2 x access + bottleneck delay)."""
+    access_ms = (c["rtt_ms"] / 2 - BOTTLENECK_DELAY_MS) / 2
+    tcp: dict[str, Any] = {
+        "kind": "tcp-bulk",
+        "flows": c["flows"],
+        "profile": "linux",
+        "cc": c["cc"],
+        "header_bytes": HEADER_BYTES,
+    }
+    if c["window"] != "auto":
+        tcp["window"] = f"{int(c['window'][:-1]) * 1024}B"
+    return {
+        "scenario": {
+            "name": case_name(c),
+            "duration": f"{DURATION_S}s",
+            "seed": 1,
+            "description": f"policer truth case {case_name(c)}",
+        },
+        "topology": {
+            "senders": 1,
+            "receivers": 1,
+            "access": {"rate": "10gbit", "delay": f"{access_ms:g}ms"},
+            "bottleneck": {"rate": "10gbit", "delay": f"{BOTTLENECK_DELAY_MS:g}ms"},
+        },
+        "policy": {
+            "bottleneck": {
+                "egress": {
+                    "police": {
+                        "cir": f"{c['cir_mbps']:g}mbit",
+                        "bc": f"{bc_bytes(c['cir_mbps'], c['bc'])}B",
+                    }
+                }
+            }
+        },
+        "traffic": [tcp],
+        "record": {"interval": "100ms", "series": ["goodput", "cwnd"]},
+    }
+
+
+def cwnd_trace(result: Any) -> list[list[list[int]]]:
+    """Per TCP flow, [ms, cwnd in segments, state] at every recorded 100 ms (state: the
+    simulator's codes, 0 open, 1 disorder, 2 recovery, 3 loss/RTO): to set the
+    simulated and the kernel's window side by side when diagnosing a miss."""
+    df = result.cwnd
+    out = []
+    for _, g in df.groupby("flow", sort=True):
+        out.append(
+            [
+                [int(t // 1_000_000), round(c / 1448), int(s)]
+                for t, c, s in zip(g["time_ns"], g["cwnd_bytes"], g["state"], strict=True)
+            ]
+        )
+    return out
+
+
+def figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """What is compared, from a simulate or emulate summary (the same schema)."""
+    tcp = [f for f in summary["flows"] if f["protocol"] == "tcp"]
+    per_flow = [round(f["goodput_bps"] / 1e6, 4) for f in tcp]
+    total = sum(per_flow)
+    out: dict[str, Any] = {
+        "goodput_mbps": round(total, 4),
+        "per_flow_mbps": per_flow,
+        "shares": [round(g / total, 4) if total else 0.0 for g in per_flow],
+        "retransmits": sum(int(f["retransmits"]) for f in tcp),
+        "rtos": sum(int(f["timeouts"]) for f in tcp),
+        "rtos_per_flow": [int(f["timeouts"]) for f in tcp],
+        "loss_episodes": sum(int(f["fast_recoveries"]) for f in tcp),
+        "policer_drops": sum(int(p["drops"]["packets"]) for p in summary["policies"]),
+    }
+    if summary.get("mode") == "emulate":
+        em = summary["emulation"]
+        hosts = em["hosts"]
+        # the kernel's own per-host counters beside the per-socket tcp_info figures
+        out["nstat"] = {
+            k: sum(int(h.get(k, 0)) for h in hosts.values())
+            for k in (
+                "TcpExtTCPTimeouts",
+                "TcpExtTCPLossProbes",
+                "TcpExtTCPSackRecovery",
+                "TcpExtTCPRenoRecovery",
+                "TcpRetransSegs",
+            )
+        }
+        timing = (em.get("forwarder") or {}).get("timing") or {}
+        # entries into fast recovery, every one counted by the kernel (the per-flow
+        # figure comes from 50 ms tcp_info samples and misses the short episodes)
+        out["loss_episodes"] = (
+            out["nstat"]["TcpExtTCPSackRecovery"] + out["nstat"]["TcpExtTCPRenoRecovery"]
+        )
+        out["forwarder_p99_ns"] = int(timing.get("p99_ns", 0))
+        out["forwarder_max_ns"] = int(timing.get("max_ns", 0))
+        out["notes"] = list(em.get("notes", []))
+    return out
+
+
+# What we found reading the misses: facts from the runs of 2026-11-24 (named cases, their
+# tcp_info cwnd traces, captures with --trains) against the simulator of that day. Written
+# by hand, re-read when the simulator changes; never a reason to tune a parameter.
+DIAGNOSIS = [
+    "Written from the runs of 2026-11-24 against the simulator of that day; the counts"
+    " above are recomputed at every `--render`, this text is not.",
+    "",
+    "0. **The truth had to be fixed first.** iperf3 3.12 sets `TCP_CONGESTION` only after"
+    " `connect()` (seen with strace), so each data socket was born with the namespace's"
+    " default congestion control, `bbr` (inherited from this host; the kernel refuses to"
+    " change it inside a namespace: EPERM), and `bbr_init` turns on the socket's internal"
+    " pacing (`sk_pacing_status = SK_PACING_NEEDED`, net/ipv4/tcp_bbr.c), which the switch"
+    ' to cubic or reno does not undo. Captured at the sender (`--trains`), the "cubic"'
+    " flow of `c10-bc10ms-rtt50-wauto-f1-cubic` sent at most 2 segments back to back, pairs"
+    " 2.3-2.8 ms apart, and made 7.62 Mbit/s through the 12.5 kB bucket. With the"
+    " congestion control also on the route (`ip route ... congctl cubic`, now done by"
+    " `qoslab emulate`) the socket is born cubic: trains of mean 3.9, p90 7, max 10"
+    " segments (simulated: 4.8, 8, 9) and 2.11 Mbit/s (simulated 2.09). Every run in the"
+    " table is with this fix; the 50 paced runs are kept in"
+    " `validation/policer_truth_inherited_pacing.json` (against them the goodput target"
+    " held on 29 of 50 cases, with the simulator 2.7-4x too low on small buckets). The same"
+    " inheritance applies to `validation/real_tbf.py` (iperf3 `-C`, host default bbr).",
+    "1. **RTOs: the simulator takes more, not fewer.** No case has real stacks stalling on"
+    " RTOs where the simulator shows none. The RTO misses are all 4-flow cases at RTT >= 50"
+    " ms: simulated 9-17 RTOs where the kernel counts 0-3 (`c10-bcr32-rtt50-wauto-f4-cubic`"
+    " 17 vs 1, `-f4-reno` 15 vs 1, `-f4-bbr` 12 vs 0, `c100-bcr32-rtt50-wauto-f4-cubic` 11"
+    " vs 0, `c10-bc10ms-rtt100-wauto-f4-cubic` 13 vs 3). In the simulator they come at the"
+    " end of the 4 flows' shared slow start (0.46-0.74 s, flows in Loss state together,"
+    " 3-7 backed-off RTOs per flow); the kernel recovers the same episode with SACK"
+    " recovery (nstat: 25-121 SACK recoveries, 0-3 timeouts). Where real stacks do take many"
+    " RTOs (4 flows at RTT 5 ms: 57 and 58; 4 flows at 1 Mbit/s: 25) the simulator is"
+    " close (69, 69, 30). Single flows: 0 real RTOs in every case, 0-3 simulated.",
+    "2. **Goodput on small buckets at RTT >= 50 ms: the simulator is too optimistic.** With"
+    " Bc = 10 ms at CIR or one frame, cubic and reno, the simulator gets 1.1-1.7x the real"
+    " goodput (`c10-bc10ms-rtt100-wauto-f1-cubic` 1.41 vs 0.87, `c10-bc10ms-rtt50-wauto-"
+    "f1-reno` 2.04 vs 1.50, Bc one frame 0.22 vs 0.15-0.17) and enters fast recovery less"
+    " often (8 vs 17, 20 vs 29; at one frame the reverse, 90 vs 32). The kernel's cwnd"
+    " (tcp_info) after 2 s averages 7.8 segments (max 11) in the first case where the"
+    " simulated one averages 14.7 (max 20): the simulated flow survives windows the real"
+    " one loses at: the issue's suspicion (recovery too forgiving) fits here. Not yet"
+    " explained (candidates: how a train of back-to-back segments"
+    " lines up against the bucket's refill in each, the ACK pattern that clocks the"
+    " trains). At RTT 5 ms (the window fits in the bucket) every case agrees.",
+    "3. **Retransmissions with big buckets and an autotuned window: the simulator loses 3x"
+    " more in the slow-start overshoot.** `c10-bcr32-rtt50-wauto-f1-reno`: 514 vs 115"
+    " retransmits at the same goodput; the real cwnd stays at 136 segments for 0.6 s in"
+    " slow start while the simulated one reaches 369: Linux's autotuned receive window"
+    " (tcp_rcv_space_adjust, net/ipv4/tcp_input.c) caps the overshoot, the profile's fixed"
+    " 6 MiB window does not. With a fixed 128 KB window both agree (213 vs 258). Same"
+    " pattern: Bc 1 s (1131 vs 95), CIR 100 (6942 vs 3485).",
+    "4. **Fixed windows: iperf3 `-w` is a buffer, not a window.** Window-limited cases give"
+    " the real flow ~1.2x the simulated rate (32 KB at 50 ms: 6.18 vs 5.06 Mbit/s; 64 KB at"
+    " 100 ms: 6.27 vs 5.05): `-w 32768` sets SO_RCVBUF, the kernel doubles it and"
+    " advertises ~39 KB. A scenario mapping to settle (the emulator's `window` ->"
+    " `-w` or the simulator's window = what Linux advertises for that buffer), not a TCP"
+    " defect; it also explains the retransmit misses at 64 KB / 128 KB (13 vs 81, 20 vs 104).",
+    "5. **BBR through a one-frame bucket:** simulated 7.37 vs real 0.92 Mbit/s: the known"
+    " defect of issue 10 (simulated BBR sends one segment per burst; Linux's"
+    " `bbr_tso_segs_goal` sends at least 2, and a 1514 B bucket drops the second).",
+    "6. **CIR 100 Mbit/s: the truth itself varies.** Bc 10 ms: 1 flow simulated 17.98 vs"
+    " real 24.36; 4 flows 55.79 vs 47.65, where the first (starved) run had given 28.68;"
+    " `c100-bcr32-rtt100-wauto-f1-cubic` gave 88.31 and then 59.23 (simulated 79.57). Two"
+    " 10 s runs of one case at 100 Mbit/s can differ 1.5x: these cases need repeated runs"
+    " before their misses mean anything.",
+    "7. **Screening:** 14 runs whose forwarder was late by more than 1 ms at p99 (the"
+    " machine was shared; other emulations ran too) were measured again (`--rescreen`) and"
+    " the better run kept; one remains (`c100-bc1s-rtt50-wauto-f1-cubic`, p99 3.9 ms).",
+]
+
+
+# ---------------------------------------------------------------- target evaluation
+
+
+def goodput_ok(sim: float, truth: float) -> bool:
+    if truth == 0:
+        return sim == 0
+    return abs(sim - truth) <= GOODPUT_TOL * truth + 1e-9
+
+
+def count_ok(sim: int, truth: int) -> bool:
+    """Within ±30 % or ±3 events, whichever is looser."""
+    return abs(sim - truth) <= max(COUNT_TOL * truth, COUNT_ABS) + 1e-9
+
+
+def verdicts(sim: dict[str, Any], truth: dict[str, Any]) -> dict[str, bool]:
+    return {
+        "goodput": goodput_ok(sim["goodput_mbps"], truth["goodput_mbps"]),
+        "retransmits": count_ok(sim["retransmits"], truth["retransmits"]),
+        "rtos": count_ok(sim["rtos"], truth["rtos"]),
+    }
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per target: how many cases meet it, and whether that is ≥ 90 % of the cases."""
+    n = len(rows)
+    out: dict[str, Any] = {"cases": n}
+    for key in ("goodput", "retransmits", "rtos"):
+        met = sum(1 for r in rows if r["ok"][key])
+        out[key] = {"met": met, "target_met": n > 0 and met >= SHARE_NEEDED * n}
+    out["all_three"] = sum(1 for r in rows if all(r["ok"].values()))
+    return out
+
+
+def clusters(rows: list[dict[str, Any]], key: str) -> list[tuple[str, str, int, int]]:
+    """Misses of one target per value of every axis: (axis, value, misses, cases)."""
+    out = []
+    for axis in AXES:
+        values: dict[str, list[bool]] = {}
+        for r in rows:
+            values.setdefault(str(r["params"][axis]), []).append(r["ok"][key])
+        for v, oks in values.items():
+            out.append((axis, v, sum(1 for o in oks if not o), len(oks)))
+    return out
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def truth_episodes(t: dict[str, Any]) -> int:
+    """Entries into fast recovery on the sending host, as nstat counts them (exact),
+    else the tcp_info-sampled figure."""
+    n = t.get("nstat")
+    if n:
+        return int(n["TcpExtTCPSackRecovery"]) + int(n["TcpExtTCPRenoRecovery"])
+    return int(t["loss_episodes"])
+
+
+def _ratio(sim: float, truth: float) -> str:
+    if truth == 0:
+        return "-" if sim == 0 else "∞"
+    return f"{sim / truth:.2f}"
+
+
+def _mark(ok: bool) -> str:
+    return "" if ok else " ✗"
+
+
+def simulate_all(cases: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    import qoslab
+
+    return {
+        name: figures(qoslab.simulate(scenario(c["params"])).summary) for name, c in cases.items()
+    }
+
+
+def build_rows(data: dict[str, Any], sims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for name, c in data["cases"].items():
+        truth, sim = c["truth"], sims[name]
+        rows.append(
+            {
+                "name": name,
+                "params": c["params"],
+                "truth": truth,
+                "sim": sim,
+                "ok": verdicts(sim, truth),
+                "screen": c.get("screen", {}),
+            }
+        )
+    return rows
+
+
+def render(data: dict[str, Any], sims: dict[str, dict[str, Any]], sim_rev: str) -> str:
+    rows = build_rows(data, sims)
+    s = summarise(rows)
+    n = s["cases"]
+    meta = data.get("meta", {})
+
+    def met(key: str) -> str:
+        m = s[key]["met"]
+        pct = 100 * m / n if n else 0.0
+        verdict = "**met**" if s[key]["target_met"] else "**not met**"
+        return f"{m}/{n} ({pct:.0f} %) — {verdict}"
+
+    band = f"±{COUNT_TOL * 100:.0f} % or ±{COUNT_ABS} events"
+    lines = [
+        BEGIN,
+        "## TCP through a policer: real Linux stacks vs the simulator (issue 10, item 1)",
+        "",
+        "Regenerate: `sudo .venv/bin/python validation/policer_truth.py` measures the cases"
+        " missing from `validation/policer_truth.json` (root, ~15 s a case);"
+        " `.venv/bin/python validation/policer_truth.py --render` (no root, ~1 min)"
+        " re-simulates every stored case with today's simulator and rewrites this section;"
+        " `--rescreen` measures again the runs whose forwarder starved; `--trains CASE`"
+        " (root) prints the sizes of the sender's back-to-back trains, real vs simulated."
+        " One 10 s run per case: run-to-run variation is not measured (see item 6).",
+        "",
+        "**Truth** is real Linux TCP (iperf3, kernel"
+        f" {meta.get('kernel', '?')}, iperf3 {meta.get('iperf3', '?')}) through qoslab's"
+        " own policer in the userspace forwarder of `qoslab emulate` (this kernel has no"
+        " police action): the policer is the same qoslab-core code the simulator runs, so"
+        " the difference between the columns is the TCP (and the host), not the policer."
+        f" Measured {meta.get('date', '?')} on a shared {meta.get('cpus', '?')}-CPU machine"
+        " (other builds running: the 1-minute load at each run is in the JSON and in the"
+        " table's last column; a run whose forwarder was late by more than"
+        f" {STARVED_P99_NS / 1e6:g} ms at p99 was measured once more and the better run"
+        f" kept). Simulator side: `qoslab.simulate` at {sim_rev}.",
+        "",
+        f"Every case: {DURATION_S} s, one sender and one receiver host, 10 Gbit/s links,"
+        f" policer `police cir=CIR bc=Bc` on the bottleneck egress counting {HEADER_BYTES} B"
+        " of header per segment (52 B TCP/IP + 14 B Ethernet, as the forwarder counts"
+        ' frames), `profile = "linux"` with the case\'s `cc` (in the emulator also on the'
+        " route, `congctl`, so that the socket is born with it: see the diagnosis), and"
+        " `window` when not"
+        " autotuned (emulated: iperf3 `-w`, i.e. SO_SNDBUF/SO_RCVBUF; simulated: the"
+        " advertised window; *auto* = Linux autotuning vs the profile's 6 MiB). Bc: *mtu* ="
+        f" {FRAME_BYTES} B (one full-size frame), *10ms* / *1s* = that long at CIR,"
+        " *r32* = CIR/32 bytes (the Cisco default, 250 ms at CIR). The subset of the full"
+        " grid (864 combinations): two base cases (CIR 10 Mbit/s, RTT 50 ms, autotuned, 1"
+        " CUBIC flow, Bc = r32 and Bc = 10ms) varied one axis at a time, plus pairs; every"
+        " value of every axis appears (CIR 1 x Bc 10ms is 1250 B, below one frame, and left"
+        " out as degenerate).",
+        "",
+        "RTOs: sum over flows of the kernel's `tcpi_total_rto` (truth) and of the simulated"
+        " flows' RTO expirations (sim); retransmits: iperf3's sender `retransmits`"
+        " (`tcpi_total_retrans`) vs the simulator's retransmitted segments; loss episodes:"
+        " entries into fast recovery, nstat `TcpExtTCPSackRecovery + TcpExtTCPRenoRecovery`"
+        " of the sending host (truth) vs simulated fast-recovery episodes.",
+        "",
+        f"### Targets (on ≥ {SHARE_NEEDED * 100:.0f} % of the {n} cases)",
+        "",
+        f"- goodput within ±{GOODPUT_TOL * 100:.0f} %: {met('goodput')}",
+        f"- retransmissions within {band}: {met('retransmits')}",
+        f"- RTO count within {band}: {met('rtos')}",
+        f"- all three on the same case: {s['all_three']}/{n}",
+        "",
+        "### Every case (✗ = outside the target)",
+        "",
+        "| case | CIR Mbit/s | Bc | RTT ms | window | flows | cc | goodput Mbit/s sim / truth"
+        " | ratio | retransmits sim / truth | ratio | RTOs sim / truth | ratio"
+        " | loss episodes sim / truth | policer drops sim / truth | shares truth"
+        " | load 1 min, fwd p99 µs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        p, t, m, ok = r["params"], r["truth"], r["sim"], r["ok"]
+        shares = "/".join(f"{x:.2f}" for x in t["shares"]) if len(t["shares"]) > 1 else "-"
+        sc = r["screen"]
+        load = sc.get("load1")
+        p99 = t.get("forwarder_p99_ns")
+        bc = bc_bytes(p["cir_mbps"], p["bc"])
+        lines.append(
+            f"| `{r['name']}` | {p['cir_mbps']:g} | {p['bc']} ({bc} B)"
+            f" | {p['rtt_ms']} | {p['window']} | {p['flows']} | {p['cc']}"
+            f" | {m['goodput_mbps']:.2f} / {t['goodput_mbps']:.2f}"
+            f" | {_ratio(m['goodput_mbps'], t['goodput_mbps'])}{_mark(ok['goodput'])}"
+            f" | {m['retransmits']} / {t['retransmits']}"
+            f" | {_ratio(m['retransmits'], t['retransmits'])}{_mark(ok['retransmits'])}"
+            f" | {m['rtos']} / {t['rtos']} | {_ratio(m['rtos'], t['rtos'])}{_mark(ok['rtos'])}"
+            f" | {m['loss_episodes']} / {truth_episodes(t)}"
+            f" | {m['policer_drops']} / {t['policer_drops']} | {shares}"
+            f" | {'?' if load is None else f'{load:.1f}'},"
+            f" {'?' if p99 is None else f'{p99 / 1e3:.0f}'} |"
+        )
+    lines += [
+        "",
+        "### Where the misses cluster (computed from the table above)",
+        "",
+        "Misses / cases for every value of every axis (an axis value whose share of misses"
+        " is well above the overall share is where a miss clusters):",
+        "",
+        "| axis | value | goodput misses | retransmit misses | RTO misses |",
+        "|---|---|---|---|---|",
+    ]
+    per_key = {k: clusters(rows, k) for k in ("goodput", "retransmits", "rtos")}
+    for i, (axis, v, _, cases) in enumerate(per_key["goodput"]):
+        cells = " | ".join(f"{per_key[k][i][2]}/{cases}" for k in per_key)
+        lines.append(f"| {axis} | {v} | {cells} |")
+    tot = " | ".join(
+        f"{sum(1 for r in rows if not r['ok'][k])}/{n}" for k in ("goodput", "retransmits", "rtos")
+    )
+    lines.append(f"| **all** | | {tot} |")
+    no_rto_sim = [r for r in rows if r["sim"]["rtos"] == 0 and r["truth"]["rtos"] > COUNT_ABS]
+    lines += [
+        "",
+        f"Cases where real stacks take more than {COUNT_ABS} RTOs and the simulator none:"
+        f" {len(no_rto_sim)}"
+        + (
+            " (" + ", ".join(f"`{r['name']}` {r['truth']['rtos']}" for r in no_rto_sim) + ")."
+            if no_rto_sim
+            else "."
+        ),
+    ]
+    lines += ["", "### Diagnosis", "", *DIAGNOSIS]
+    lines += ["", END]
+    return "\n".join(lines) + "\n"
+
+
+def write_doc(section: str, doc: Path = DOC) -> None:
+    """Replaces the marked section (or appends it), atomically, leaving the rest alone."""
+    text = doc.read_text(encoding="utf-8") if doc.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        text = head + section + ("\n" + tail if tail else "")
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section
+    fd, tmp = tempfile.mkstemp(dir=doc.parent, prefix=".validation-")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, doc)
+
+
+_NUMBERS = re.compile(r"\[\s*(-?[\d.eE+-]+(?:,\s*-?[\d.eE+-]+)*)\s*\]")
+
+
+def save(data: dict[str, Any], path: Path) -> None:
+    """Indented JSON with every list of plain numbers on one line (the cwnd traces)."""
+    text = json.dumps(data, indent=1)
+    text = _NUMBERS.sub(
+        lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text
+    )
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".policer-truth-")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def load(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {"meta": {}, "cases": {}}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), dict):
+        raise SystemExit(f"{path}: expected an object with a 'cases' object")
+    for name, c in data["cases"].items():
+        for key in ("params", "truth"):
+            if key not in c:
+                raise SystemExit(f"{path}: case {name!r} has no {key!r}")
+    return data
+
+
+def sim_revision() -> str:
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(ROOT), "log", "-1", "--format=%h (%cs)", "--", "crates"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        rev = ""
+    return f"commit {rev} of crates/" if rev else "this checkout"
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def measure(c: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One emulated run, screened: re-run once if the forwarder was starved."""
+    from qoslab.emulate import emulate
+
+    tries = []
+    for _ in range(2):
+        load1 = os.getloadavg()[0]
+        t = time.monotonic()
+        result = emulate(scenario(c))
+        truth = figures(result.summary)
+        truth["cwnd_trace"] = cwnd_trace(result)
+        tries.append((truth, {"load1": round(load1, 2), "wall_s": round(time.monotonic() - t, 1)}))
+        if truth["forwarder_p99_ns"] <= STARVED_P99_NS:
+            break
+    truth, screen = min(tries, key=lambda x: x[0]["forwarder_p99_ns"])
+    screen["tries"] = len(tries)
+    screen["p99_ns_tries"] = [x[0]["forwarder_p99_ns"] for x in tries]
+    return truth, screen
+
+
+def _trains(times_s: list[float], gap_s: float = 100e-6) -> list[int]:
+    """Sizes of the back-to-back trains in a sorted list of send times (gap < 100 µs)."""
+    out, n = [], 1
+    for a, b in itertools.pairwise(times_s):
+        if b - a < gap_s:
+            n += 1
+        else:
+            out.append(n)
+            n = 1
+    if times_s:
+        out.append(n)
+    return out
+
+
+def trains(name: str) -> None:
+    """How bursty each sender is: one case emulated with a capture of what the sender
+    puts on the wire (the forwarder's ingress from s0), and simulated with the
+    ``segments`` series; train sizes of full-size data segments after the first 2 s."""
+    import qoslab
+    from qoslab.emulate import emulate, preflight
+
+    c = next((x for x in grid() if case_name(x) == name), None)
+    if c is None:
+        raise SystemExit(f"--trains {name}: not a case of the grid (see --list)")
+    preflight()
+    with tempfile.TemporaryDirectory() as tmp:
+        pcap = str(Path(tmp) / "s0.pcap")
+        emulate(scenario(c), capture=[("s0->r1", "ingress", pcap)])
+        out = subprocess.run(
+            [
+                "tshark",
+                "-r",
+                pcap,
+                "-Y",
+                "tcp.len > 1000",
+                "-T",
+                "fields",
+                "-e",
+                "frame.time_relative",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    real = [float(x) for x in out]
+    s = scenario(c)
+    s["record"]["series"] = ["segments"]
+    sim = [t / 1e9 for t in qoslab.simulate(s).segments["time_ns"]]
+    for label, times in (("truth", real), ("sim", sim)):
+        t0 = times[0] if times else 0.0
+        b = sorted(_trains([t for t in times if t > t0 + 2]))
+        if b:
+            print(
+                f"{label}: {len(b)} trains after 2 s, mean {sum(b) / len(b):.2f} segments,"
+                f" p90 {b[int(0.9 * (len(b) - 1))]}, max {b[-1]}"
+            )
+
+
+def meta() -> dict[str, Any]:
+    try:
+        ver = subprocess.run(
+            ["iperf3", "--version"], capture_output=True, text=True
+        ).stdout.split()[1]
+    except (OSError, IndexError):
+        ver = "?"
+    return {
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "kernel": platform.release(),
+        "cpus": os.cpu_count(),
+        "iperf3": ver,
+        "duration_s": DURATION_S,
+    }
+
+
+def run_cases(names: Iterable[str] | None, path: Path, rescreen: bool = False) -> None:
+    from qoslab.emulate import preflight
+
+    preflight()
+    data = load(path)
+    cases = {case_name(c): c for c in grid()}
+    if rescreen:
+        # stored runs whose forwarder was starved: measured again, the better one kept
+        names = [
+            n
+            for n, c in data["cases"].items()
+            if c["truth"].get("forwarder_p99_ns", 0) > STARVED_P99_NS
+        ]
+    wanted = list(names) if names is not None else [n for n in cases if n not in data["cases"]]
+    for n in wanted:
+        if n not in cases:
+            raise SystemExit(f"--case {n}: not a case of the grid (see --list)")
+    data["meta"] = {**data.get("meta", {}), **meta()}
+    for i, n in enumerate(wanted, 1):
+        print(f"[{i}/{len(wanted)}] {n} ...", file=sys.stderr, flush=True)
+        truth, screen = measure(cases[n])
+        old = data["cases"].get(n)
+        if rescreen and old and old["truth"]["forwarder_p99_ns"] <= truth["forwarder_p99_ns"]:
+            old["screen"]["rescreened"] = screen["p99_ns_tries"]
+        else:
+            if old:
+                screen["replaced_p99_ns"] = old["truth"].get("forwarder_p99_ns")
+            data["cases"][n] = {"params": cases[n], "truth": truth, "screen": screen}
+        save(data, path)
+        print(
+            f"  {truth['goodput_mbps']:.2f} Mbit/s, retr {truth['retransmits']},"
+            f" rto {truth['rtos']}, load {screen['load1']}, p99"
+            f" {truth['forwarder_p99_ns'] / 1e3:.0f} µs ({screen['wall_s']} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+    # keep the grid's order
+    data["cases"] = {n: data["cases"][n] for n in cases if n in data["cases"]} | {
+        n: c for n, c in data["cases"].items() if n not in cases
+    }
+    save(data, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+        "  sudo .venv/bin/python validation/policer_truth.py\n"
+        "  sudo .venv/bin/python validation/policer_truth.py \\\n"
+        "      --case c10-bc10ms-rtt50-wauto-f1-cubic\n"
+        "  .venv/bin/python validation/policer_truth.py --render\n"
+        "  .venv/bin/python validation/policer_truth.py --list\n"
+        "  sudo .venv/bin/python validation/policer_truth.py \\\n"
+        "      --trains c10-bc10ms-rtt50-wauto-f1-cubic",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--case", action="append", help="measure only this case (repeatable)")
+    ap.add_argument("--render", action="store_true", help="no measuring: re-simulate, rewrite doc")
+    ap.add_argument("--list", action="store_true", help="print the grid's case names")
+    ap.add_argument(
+        "--rescreen", action="store_true", help="measure again the runs whose forwarder starved"
+    )
+    ap.add_argument("--trains", metavar="CASE", help="(root) burstiness of one case, truth vs sim")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="the JSON of measurements")
+    ap.add_argument("--doc", type=Path, default=DOC, help="the document to write the section in")
+    args = ap.parse_args(argv)
+    if args.list:
+        for c in grid():
+            print(case_name(c))
+        return 0
+    if args.trains:
+        trains(args.trains)
+        return 0
+    if not args.render:
+        run_cases(args.case, args.results, args.rescreen)
+    data = load(args.results)
+    sims = simulate_all(data["cases"])
+    write_doc(render(data, sims, sim_revision()), args.doc)
+    print(f"wrote {args.doc}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
