@@ -149,6 +149,12 @@ def render(doc: dict[str, Any]) -> str:
         " (**ok**/**MISS**); sim vs emu goodput beyond ±10 % is marked **gap** — the"
         " simulator-fidelity work of the policer issue, explained below, never tuned away.",
         "",
+        "The last column is how late the forwarder's wake-ups were (p99). Rates do not"
+        " depend on it (releases are computed on a virtual clock), delays do: on this VM an"
+        " idle machine wakes the forwarder later (0.5-0.8 ms p99 measured on the README"
+        " example at load 0.3) than a busy one (43 µs at load 7), the host descheduling"
+        " idle vCPUs; a busy-poll mode is the line-rate issue's work.",
+        "",
         "| case | goodput Mbit/s sim / emu / kernel | emu÷sim | emu vs kernel | retransmits"
         " sim / emu / kernel | RTOs sim / emu / kernel | ping median ms sim / emu / kernel"
         " | ping emu vs kernel | drops sim / emu / kernel | forwarder late p99 µs |",
