@@ -320,8 +320,9 @@ impl TcpConfig {
     ///   quick-ack for the first 16 segments (`TCP_MAX_QUICKACKS`),
     ///   timestamps on (header 20 + 20 + 12 = 52 B, MSS 1448 on Ethernet),
     ///   receive buffer up to `tcp_rmem[2]` = 6 MiB with window scaling.
-    /// - `windows10`: the ISR 4000 source (shared/sources/
-    ///   policer-vs-shaper-cisco-isr4000.txt): Compound TCP, initial cwnd
+    /// - `windows10`: the ISR 4000 source (the article "Limit the speed of
+    ///   traffic. Policer or shaper, what to use on the net?", its Windows 10
+    ///   `Get-NetTCPSetting` output): Compound TCP, initial cwnd
     ///   10 MSS (`Get-NetTCPSetting InitialCongestionWindow`), ssthresh =
     ///   awnd = 64512 B at start; MinRto 300 ms and InitialRto 3 s
     ///   (`Get-NetTCPSetting` defaults), delayed ACK 200 ms
