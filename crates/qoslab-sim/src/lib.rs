@@ -37,7 +37,7 @@ pub mod tree;
 pub use config::SimConfig;
 pub use net::MAX_NODES;
 pub use result::SimResult;
-pub use sim::sample_policies;
+pub use sim::{build_links, sample_policies};
 
 use core::fmt;
 

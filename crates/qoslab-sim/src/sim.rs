@@ -184,96 +184,7 @@ impl Sim {
         }
         let net = Net::build(&cfg.topology)?;
         let node_names: Vec<String> = net.nodes.iter().map(|n| n.name.clone()).collect();
-        let mut policies = Vec::new();
-        let mut ingress_policy = Vec::new();
-        for plan in &net.ingress {
-            let pol = policy::build_policer(&plan.spec, &plan.path)?;
-            let kind = plan.spec.kind.to_ascii_lowercase();
-            let mut p = Policy::new(plan.name.clone(), kind, pol.describe());
-            p.policer = Some(pol);
-            policies.push(p);
-            ingress_policy.push(policies.len() as u32 - 1);
-        }
-        let mut links = Vec::with_capacity(net.dirs.len());
-        for (i, d) in net.dirs.iter().enumerate() {
-            let name = format!("{} egress", net.dir_name(i as u32));
-            let device = || -> Result<Fifo, SimError> {
-                Fifo::new(FifoLimit::Packets(d.params.queue_limit_packets), false)
-                    .map_err(|e| cfg_err(format!("{}.queue_limit_packets", d.path), e.message))
-            };
-            let mut egress_policer = None;
-            let mut queue_policy = None;
-            let queue = match &d.egress {
-                None => {
-                    let q = EgressQueue::Fifo(device()?);
-                    if d.report_device_queue {
-                        let mut p = Policy::new(name, "fifo".into(), q.describe());
-                        p.queue_dir = Some(i as u32);
-                        policies.push(p);
-                        queue_policy = Some(policies.len() as u32 - 1);
-                    }
-                    q
-                }
-                Some(plan) => {
-                    let (q, mut p) = match &plan.spec {
-                        PolicySpec::Police(m) => {
-                            let pol = policy::build_policer(m, &plan.path)?;
-                            let kind = m.kind.to_ascii_lowercase();
-                            let mut p = Policy::new(name, kind, pol.describe());
-                            p.policer = Some(pol);
-                            (EgressQueue::Fifo(device()?), p)
-                        }
-                        PolicySpec::Shape(s) => {
-                            let sh = policy::build_shaper(s, &plan.path)?;
-                            let q = EgressQueue::Shaper(sh);
-                            let p = Policy::new(name, s.kind.to_ascii_lowercase(), q.describe());
-                            (q, p)
-                        }
-                        PolicySpec::Fifo(f) => {
-                            let q = EgressQueue::Fifo(policy::build_fifo(f, &plan.path)?);
-                            let p = Policy::new(name, "fifo".into(), q.describe());
-                            (q, p)
-                        }
-                        PolicySpec::Tree(t) => {
-                            let seed = Rng::new(cfg.seed, STREAM_TREE + i as u64).next_u64();
-                            let tree = crate::tree::build(t, &plan.path, seed)?;
-                            let warnings = tree.warnings().to_vec();
-                            let q = EgressQueue::Tree(tree);
-                            let kind = t.root.kind.to_ascii_lowercase();
-                            let mut p = Policy::new(name, kind, q.describe());
-                            p.res
-                                .describe
-                                .extend(warnings.into_iter().map(|w| ("warning".into(), w)));
-                            p.tree = true;
-                            (q, p)
-                        }
-                    };
-                    p.queue_dir = Some(i as u32);
-                    let police = p.policer.is_some();
-                    policies.push(p);
-                    let idx = policies.len() as u32 - 1;
-                    queue_policy = Some(idx);
-                    if police {
-                        egress_policer = Some(idx);
-                    }
-                    q
-                }
-            };
-            let mut l = Link::new(
-                d.to,
-                d.params.rate,
-                ns(d.params.delay),
-                d.params.loss_ppm,
-                Rng::new(cfg.seed, STREAM_LINK + i as u64),
-                queue,
-                net.nodes[d.from as usize].timer,
-            );
-            l.egress_policer = egress_policer;
-            l.queue_policy = queue_policy;
-            l.timer_rng = Some(Rng::new(cfg.seed, STREAM_TIMER + i as u64));
-            l.ingress_policer = d.ingress.map(|k| ingress_policy[k]);
-            links.push(l);
-        }
+        let (links, policies) = build_links(cfg, &net)?;
 
         let mut sim = Sim {
             duration_ns: cfg.duration.as_ns(),
@@ -1266,6 +1177,105 @@ impl Sim {
             link_tx_packets,
         }
     }
+}
+
+/// Every link direction of `net` with its conditioners, and the reported
+/// policies (ingress policers first, then each direction's egress policy in
+/// direction order): built through `qoslab-policy` with the engine's names,
+/// seeds and defaults. Shared by the simulator and the emulator's forwarder,
+/// so both condition (and number) the same policies.
+pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>), SimError> {
+    let mut policies = Vec::new();
+    let mut ingress_policy = Vec::new();
+    for plan in &net.ingress {
+        let pol = policy::build_policer(&plan.spec, &plan.path)?;
+        let kind = plan.spec.kind.to_ascii_lowercase();
+        let mut p = Policy::new(plan.name.clone(), kind, pol.describe());
+        p.policer = Some(pol);
+        policies.push(p);
+        ingress_policy.push(policies.len() as u32 - 1);
+    }
+    let mut links = Vec::with_capacity(net.dirs.len());
+    for (i, d) in net.dirs.iter().enumerate() {
+        let name = format!("{} egress", net.dir_name(i as u32));
+        let device = || -> Result<Fifo, SimError> {
+            Fifo::new(FifoLimit::Packets(d.params.queue_limit_packets), false)
+                .map_err(|e| cfg_err(format!("{}.queue_limit_packets", d.path), e.message))
+        };
+        let mut egress_policer = None;
+        let mut queue_policy = None;
+        let queue = match &d.egress {
+            None => {
+                let q = EgressQueue::Fifo(device()?);
+                if d.report_device_queue {
+                    let mut p = Policy::new(name, "fifo".into(), q.describe());
+                    p.queue_dir = Some(i as u32);
+                    policies.push(p);
+                    queue_policy = Some(policies.len() as u32 - 1);
+                }
+                q
+            }
+            Some(plan) => {
+                let (q, mut p) = match &plan.spec {
+                    PolicySpec::Police(m) => {
+                        let pol = policy::build_policer(m, &plan.path)?;
+                        let kind = m.kind.to_ascii_lowercase();
+                        let mut p = Policy::new(name, kind, pol.describe());
+                        p.policer = Some(pol);
+                        (EgressQueue::Fifo(device()?), p)
+                    }
+                    PolicySpec::Shape(s) => {
+                        let sh = policy::build_shaper(s, &plan.path)?;
+                        let q = EgressQueue::Shaper(sh);
+                        let p = Policy::new(name, s.kind.to_ascii_lowercase(), q.describe());
+                        (q, p)
+                    }
+                    PolicySpec::Fifo(f) => {
+                        let q = EgressQueue::Fifo(policy::build_fifo(f, &plan.path)?);
+                        let p = Policy::new(name, "fifo".into(), q.describe());
+                        (q, p)
+                    }
+                    PolicySpec::Tree(t) => {
+                        let seed = Rng::new(cfg.seed, STREAM_TREE + i as u64).next_u64();
+                        let tree = crate::tree::build(t, &plan.path, seed)?;
+                        let warnings = tree.warnings().to_vec();
+                        let q = EgressQueue::Tree(tree);
+                        let kind = t.root.kind.to_ascii_lowercase();
+                        let mut p = Policy::new(name, kind, q.describe());
+                        p.res
+                            .describe
+                            .extend(warnings.into_iter().map(|w| ("warning".into(), w)));
+                        p.tree = true;
+                        (q, p)
+                    }
+                };
+                p.queue_dir = Some(i as u32);
+                let police = p.policer.is_some();
+                policies.push(p);
+                let idx = policies.len() as u32 - 1;
+                queue_policy = Some(idx);
+                if police {
+                    egress_policer = Some(idx);
+                }
+                q
+            }
+        };
+        let mut l = Link::new(
+            d.to,
+            d.params.rate,
+            ns(d.params.delay),
+            d.params.loss_ppm,
+            Rng::new(cfg.seed, STREAM_LINK + i as u64),
+            queue,
+            net.nodes[d.from as usize].timer,
+        );
+        l.egress_policer = egress_policer;
+        l.queue_policy = queue_policy;
+        l.timer_rng = Some(Rng::new(cfg.seed, STREAM_TIMER + i as u64));
+        l.ingress_policer = d.ingress.map(|k| ingress_policy[k]);
+        links.push(l);
+    }
+    Ok((links, policies))
 }
 
 /// One sample of every policy's queue length, bucket tokens and per-colour
