@@ -15,6 +15,8 @@
 //! - [`prio`] — strict priority bands with a priomap, Linux `sch_prio.c`.
 //! - [`drr`] — Deficit Round Robin, Linux `sch_drr.c` (Shreedhar & Varghese).
 //! - [`htb`] — Hierarchical Token Bucket, Linux `sch_htb.c` + tc `q_htb.c`.
+//! - [`hfsc`] — Hierarchical Fair Service Curve, Linux `sch_hfsc.c` + tc
+//!   `q_hfsc.c` (Stoica, Zhang, Ng, SIGCOMM 1997).
 //! - [`sfq`] — Stochastic Fairness Queueing, Linux `sch_sfq.c`.
 //! - [`wfq`] — Cisco flow-based WFQ (`fair-queue`): precedence-weighted
 //!   sequence numbers, CDT and hold-queue drops.
@@ -42,6 +44,7 @@ macro_rules! work_conserving_counts {
 
 pub mod drr;
 pub mod fq_codel;
+pub mod hfsc;
 pub mod htb;
 pub mod prio;
 pub mod sfq;
@@ -50,6 +53,7 @@ pub mod wfq;
 
 pub use drr::Drr;
 pub use fq_codel::FqCodel;
+pub use hfsc::{Hfsc, HfscClassConfig, ServiceCurve};
 pub use htb::{Htb, HtbClassConfig, HtbConfig};
 pub use prio::Prio;
 pub use sfq::Sfq;
@@ -79,6 +83,10 @@ pub const CLASSFUL_KINDS: &[(&str, &str)] = &[
     (
         "htb",
         "Hierarchical Token Bucket (Linux sch_htb.c, tc q_htb.c): r2q, direct-qlen, rounding, default; classes rate, ceil, burst, cburst, prio, quantum, mtu, mpu, parent",
+    ),
+    (
+        "hfsc",
+        "Hierarchical Fair Service Curve (Linux sch_hfsc.c, tc q_hfsc.c): default; classes sc, rt, ls, ul (\"m1 RATE d TIME m2 RATE\", \"rate RATE\", \"umax BYTES dmax TIME rate RATE\"), parent",
     ),
     (
         "prio",
