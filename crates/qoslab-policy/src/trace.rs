@@ -9,7 +9,8 @@
 //! qdisc, as `qdisc_restart` pulls a packet whenever the transmitter is
 //! free — and a packet's departure is when it leaves the qdisc for that
 //! link. Shapers (`tbf`, `shape`, RAS) and trees whose root paces itself
-//! (a shaper or `htb`) run alone unless a `rate` is given.
+//! (a shaper, `htb`, or `hfsc` whose every leaf is under an `ul` curve or
+//! real-time only) run alone unless a `rate` is given.
 //!
 //! Flat kinds take their parameters as strings (`qoslab shape sfq --rate
 //! 10mbit --perturb 10s`); a flat queue or scheduler becomes a one-node
@@ -45,10 +46,49 @@ pub enum TracePolicy {
     Linked(Link<PolicyTree>),
 }
 
-/// Does a tree rooted at `kind` pace packets by itself (so a trace needs
-/// no link behind it)?
-fn paces_itself(kind: &str) -> bool {
+/// Does a tree rooted at `root` pace packets by itself (so a trace needs
+/// no link behind it)? Shapers and htb do; hfsc does when every leaf is
+/// bounded: an `ul` curve on it or an ancestor, or `rt` without link
+/// sharing (otherwise link sharing sends as fast as it is asked).
+fn paces_itself(kind: &str, root: &QdiscSpec) -> bool {
+    if kind == "hfsc" {
+        return hfsc_bounded(root);
+    }
     kind == "htb" || registry::lookup(kind).is_some_and(|k| k.family.shapes())
+}
+
+fn hfsc_bounded(root: &QdiscSpec) -> bool {
+    let has = |i: usize, keys: &[&str]| {
+        root.classes[i]
+            .params
+            .iter()
+            .any(|(k, _)| keys.iter().any(|x| k.trim().eq_ignore_ascii_case(x)))
+    };
+    let parent_of = |i: usize| {
+        let p = root.classes[i].parent.as_ref()?;
+        root.classes.iter().position(|c| &c.id == p)
+    };
+    (0..root.classes.len())
+        .filter(|&i| {
+            !root
+                .classes
+                .iter()
+                .any(|c| c.parent.as_ref() == Some(&root.classes[i].id))
+        })
+        .all(|leaf| {
+            if !has(leaf, &["ls", "sc"]) {
+                return true;
+            }
+            let mut at = Some(leaf);
+            for _ in 0..=root.classes.len() {
+                match at {
+                    Some(i) if has(i, &["ul"]) => return true,
+                    Some(i) => at = parent_of(i),
+                    None => return false,
+                }
+            }
+            false
+        })
 }
 
 /// What a kind needs on a trace, appended to its description in listings.
@@ -153,12 +193,13 @@ impl TracePolicy {
         let kind = registry::canonical_kind(&spec.root.kind).unwrap_or("?");
         match rate {
             Some(r) => Self::linked(t, r, "rate"),
-            None if paces_itself(kind) => Ok(TracePolicy::Tree(t)),
+            None if paces_itself(kind, &spec.root) => Ok(TracePolicy::Tree(t)),
             None => Err(PolicyError::new(
                 "rate",
                 format!(
-                    "missing: a tree rooted at {kind} does not pace packets itself; give \
-                     rate, the link draining it (e.g. --rate 10mbit)"
+                    "missing: a tree rooted at {kind} does not pace packets itself (an hfsc \
+                     tree does when every leaf is under an ul curve or rt-only); give rate, \
+                     the link draining it (e.g. --rate 10mbit)"
                 ),
             )),
         }
@@ -213,7 +254,8 @@ impl TracePolicy {
             "policy tree",
             "a whole policy tree from --policy FILE.toml or inline TOML (the table of a \
              scenario's [policy.LINK.DIR]: htb = {...}, [[class]], [[filter]]); rate = the \
-             link draining it (required unless the root is a shaper or htb)"
+             link draining it (required unless the root is a shaper, htb, or hfsc with \
+             every leaf under ul or rt-only)"
                 .to_string(),
         ));
         v
@@ -314,6 +356,48 @@ mod tests {
             police: None,
             qdisc: None,
         }
+    }
+
+    /// HFSC on a trace: under a root class with `ul rate 10mbit` (the
+    /// tc-hfsc(7) advice: ul on the uppermost class to match the uplink),
+    /// two ls leaves 1:3 both offered 8 Mbit/s share the 10 Mbit/s 2.5 : 7.5;
+    /// the tree paces itself. Without ul it needs a rate.
+    #[test]
+    fn hfsc_shares_a_capped_root_by_ls_ratio_on_a_trace() {
+        let mut root = QdiscSpec::leaf("hfsc", &[("default", "20")]);
+        root.classes = vec![
+            class("1", None, &[("ls", "rate 10mbit"), ("ul", "rate 10mbit")]),
+            class("10", Some("1"), &[("ls", "rate 1mbit")]),
+            class("20", Some("1"), &[("sc", "m1 0 d 0 m2 3mbit")]),
+        ];
+        root.filters = vec![FilterSpec {
+            classifier: "dport 5001".into(),
+            class: "10".into(),
+        }];
+        let spec = TreeSpec { police: None, root };
+        let mut p = TracePolicy::from_tree(&spec, "policy", None, 1).unwrap();
+        assert!(matches!(p, TracePolicy::Tree(_)), "every leaf is under ul");
+        let secs = 5;
+        let (t, s, f) = cbr(&[8_000_000, 8_000_000], secs);
+        let dport: Vec<u16> = f.iter().map(|x| 5001 + *x as u16).collect();
+        let fields = TraceFields {
+            dst_port: Some(&dport),
+            ..TraceFields::default()
+        };
+        let mut dep = vec![0; t.len()];
+        shape_trace_fields(&mut p, &t, &s, &fields, &mut dep).unwrap();
+        let got = per_flow_bps(&dep, &f, 2, secs);
+        for (g, want) in got.iter().zip([2.5e6, 7.5e6]) {
+            assert!((g / want - 1.0).abs() < 0.03, "{got:?}");
+        }
+        let names: Vec<String> = p.class_results().iter().map(|r| r.name.clone()).collect();
+        assert_eq!(names, ["root", "1", "10", "20"]);
+        let mut free = spec.clone();
+        free.root.classes[0].params.truncate(1);
+        let e = TracePolicy::from_tree(&free, "policy", None, 1)
+            .err()
+            .unwrap();
+        assert_eq!(e.path, "rate");
     }
 
     /// Two UDP-like flows, each at twice its HTB class's rate (4 and 6

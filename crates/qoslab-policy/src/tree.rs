@@ -8,7 +8,7 @@
 //! - AQMs `red`, `rio`, `wred`, `codel`, `pie` (`aqm::AnyAqm`);
 //! - classless schedulers `sfq`, `fq_codel` (`sched::Sfq`,
 //!   `sched::FqCodel`) and `fair-queue` / `wfq` (`sched::Wfq`, below);
-//! - classful schedulers `htb`, `prio`, `drr`, whose classes each hold a
+//! - classful schedulers `htb`, `hfsc`, `prio`, `drr`, whose classes each hold a
 //!   child node (default `pfifo` 1000) behind an optional meter
 //!   (`sched::Metered`, MQC child `police`), chosen by the filters
 //!   (`classify::Classifier` text form) and a `default` class;
@@ -47,7 +47,8 @@ use qoslab_core::rng::Rng;
 use qoslab_core::sched::htb::TC_HZ;
 use qoslab_core::sched::prio::DEFAULT_PRIOMAP;
 use qoslab_core::sched::{
-    Child, Drr, FqCodel, Gate, Htb, HtbClassConfig, HtbConfig, Metered, Prio, Sfq, Wfq,
+    Child, Drr, FqCodel, Gate, Hfsc, HfscClassConfig, Htb, HtbClassConfig, HtbConfig, Metered,
+    Prio, Sfq, Wfq,
 };
 use qoslab_core::{AnyShaper, ConfigError, Dropped, Instant, Packet, Params, Shaper};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -544,6 +545,7 @@ fn build_node(
         }
         "fair-queue" => Box::new(read_params(kind, &params, path, Wfq::from_params)?),
         "htb" => htb(cx, q, &params, path, row)?,
+        "hfsc" => hfsc(cx, q, &params, path, row)?,
         "prio" => prio(cx, q, &params, path, row)?,
         "drr" => drr(cx, q, &params, path, row)?,
         _ => {
@@ -674,31 +676,28 @@ fn row_name(cx: &Cx, parent_row: Option<u32>, id: &str) -> String {
     }
 }
 
-fn htb(
-    cx: &mut Cx,
-    q: &QdiscSpec,
-    params: &[(String, String)],
-    path: &str,
-    row: Option<u32>,
-) -> Result<Child, PolicyError> {
-    let mut params = params.to_vec();
-    let default = take_default(&mut params);
-    let cfg = read_params("htb", &params, path, HtbConfig::from_params)?;
+/// The class hierarchy of a tree-shaped classful qdisc (htb, hfsc).
+struct ClassTree {
+    /// Each class's parent (index into the spec's classes).
+    parent: Vec<Option<usize>>,
+    /// The classes, parents before children.
+    order: Vec<usize>,
+    /// Each class's position in `order` (the core's class index).
+    pos: Vec<usize>,
+    has_children: Vec<bool>,
+}
+
+/// Resolves `parent` ids, refuses self-parents and cycles, orders parents
+/// before children.
+fn class_tree(q: &QdiscSpec, ids: &[String], path: &str) -> Result<ClassTree, PolicyError> {
     let n = q.classes.len();
-    if n == 0 {
-        return Err(err(
-            format!("{path}.class"),
-            "htb needs at least one class (tc class add … htb rate …)",
-        ));
-    }
-    let ids = class_index(&q.classes, path)?;
     // Parents: resolve, detect cycles, order parents before children.
     let mut parent: Vec<Option<usize>> = Vec::with_capacity(n);
     for (i, c) in q.classes.iter().enumerate() {
         parent.push(match &c.parent {
             None => None,
             Some(pid) => {
-                let k = resolve(&ids, pid, &format!("{path}.class[{i}].parent"))?;
+                let k = resolve(ids, pid, &format!("{path}.class[{i}].parent"))?;
                 if k == i {
                     return Err(err(
                         format!("{path}.class[{i}].parent"),
@@ -743,6 +742,38 @@ fn htb(
         .map(|i| order.iter().position(|&o| o == i).expect("ordered"))
         .collect();
     let has_children: Vec<bool> = (0..n).map(|i| parent.contains(&Some(i))).collect();
+    Ok(ClassTree {
+        parent,
+        order,
+        pos,
+        has_children,
+    })
+}
+
+fn htb(
+    cx: &mut Cx,
+    q: &QdiscSpec,
+    params: &[(String, String)],
+    path: &str,
+    row: Option<u32>,
+) -> Result<Child, PolicyError> {
+    let mut params = params.to_vec();
+    let default = take_default(&mut params);
+    let cfg = read_params("htb", &params, path, HtbConfig::from_params)?;
+    let n = q.classes.len();
+    if n == 0 {
+        return Err(err(
+            format!("{path}.class"),
+            "htb needs at least one class (tc class add … htb rate …)",
+        ));
+    }
+    let ids = class_index(&q.classes, path)?;
+    let ClassTree {
+        parent,
+        order,
+        pos,
+        has_children,
+    } = class_tree(q, &ids, path)?;
     // Class configs in the parents-first order, with the checks tc's users
     // rely on (Linux accepts these and warns; we refuse them).
     let mut configs: Vec<(usize, HtbClassConfig)> = Vec::with_capacity(n);
@@ -858,6 +889,144 @@ fn htb(
     let h = Htb::new(cfg, out, f).map_err(|e| core_err(path, e))?;
     cx.warnings
         .extend(h.warnings().iter().map(|w| format!("{path}: {w}")));
+    Ok(Box::new(h))
+}
+
+/// Kinds that hold packets back on their own schedule: an HFSC leaf with
+/// one of these is "non-work-conserving" (the kernel warns and misbehaves:
+/// `qdisc_peek_len` finds nothing although the class is backlogged).
+fn paces(kind: &str) -> bool {
+    matches!(kind, "htb" | "hfsc") || registry::lookup(kind).is_some_and(|k| k.family.shapes())
+}
+
+fn hfsc(
+    cx: &mut Cx,
+    q: &QdiscSpec,
+    params: &[(String, String)],
+    path: &str,
+    row: Option<u32>,
+) -> Result<Child, PolicyError> {
+    let mut params = params.to_vec();
+    let default = take_default(&mut params);
+    read_params("hfsc", &params, path, |_| Ok(()))?;
+    if q.classes.is_empty() {
+        return Err(err(
+            format!("{path}.class"),
+            "hfsc needs at least one class (tc class add … hfsc sc|rt|ls …)",
+        ));
+    }
+    let ids = class_index(&q.classes, path)?;
+    let ClassTree {
+        parent,
+        order,
+        pos,
+        has_children,
+    } = class_tree(q, &ids, path)?;
+    let mut configs: Vec<(usize, HfscClassConfig)> = Vec::with_capacity(ids.len());
+    for &i in &order {
+        let c = &q.classes[i];
+        let cpath = format!("{path}.class[{i}]");
+        let cc = read_params("hfsc class", &c.params, &cpath, |p| {
+            HfscClassConfig::from_params(parent[i].map(|k| pos[k]), p)
+        })?;
+        if cc.rt.is_none() && cc.ls.is_none() {
+            return Err(err(
+                cpath,
+                format!("class '{}' needs sc, rt or ls (a service curve such as sc = \"m1 1mbit d 10ms m2 500kbit\" or ls = \"rate 2mbit\"; the kernel refuses a class without one)", ids[i]),
+            ));
+        }
+        if cc.ul.is_some() && cc.ls.is_none() {
+            return Err(err(
+                format!("{cpath}.ul"),
+                format!("class '{}': ul needs ls or sc (tc: \"Upper-limit Service Curve without Link-Share Service Curve\")", ids[i]),
+            ));
+        }
+        if has_children[i] {
+            for (key, given) in [("qdisc", c.qdisc.is_some()), ("police", c.police.is_some())] {
+                if given {
+                    return Err(err(
+                        format!("{cpath}.{key}"),
+                        format!("class '{}' has child classes, so it holds no queue (put the {key} on a leaf)", ids[i]),
+                    ));
+                }
+            }
+        } else if let Some(k) = c.qdisc.as_ref().and_then(|x| canonical_kind(&x.kind)) {
+            if paces(k) {
+                return Err(err(
+                    format!("{cpath}.qdisc.kind"),
+                    format!("an hfsc leaf needs a work-conserving qdisc (a FIFO, an AQM, sfq, fq_codel, prio, drr); {k} holds packets back, which HFSC cannot schedule (the kernel warns \"non-work-conserving qdisc\")"),
+                ));
+            }
+        }
+        configs.push((i, cc));
+    }
+    let mut class_rows = vec![0u32; ids.len()];
+    for &i in &order {
+        let parent_row = parent[i].map_or(row, |k| Some(class_rows[k]));
+        let kind = if has_children[i] {
+            "inner".to_string()
+        } else {
+            leaf_kind(&q.classes[i])
+        };
+        let name = row_name(cx, row, &ids[i]);
+        class_rows[i] = cx.row(name, &kind, parent_row).0;
+    }
+    let mut out = Vec::with_capacity(ids.len());
+    for (i, mut cc) in configs {
+        if !has_children[i] {
+            let mut extra = Vec::new();
+            let mut a = parent[i];
+            while let Some(k) = a {
+                extra.push(cx.rows[class_rows[k] as usize].counters.clone());
+                a = parent[k];
+            }
+            let cpath = format!("{path}.class[{i}]");
+            cc = cc.child(class_child(
+                cx,
+                &q.classes[i],
+                &cpath,
+                class_rows[i],
+                extra,
+            )?);
+        }
+        out.push(cc);
+    }
+    let leaf_only = |k: usize, at: &str| -> Result<usize, PolicyError> {
+        if has_children[k] {
+            return Err(err(
+                at,
+                format!(
+                    "class '{}' has child classes; filters and the default must name a leaf class",
+                    ids[k]
+                ),
+            ));
+        }
+        Ok(pos[k])
+    };
+    let mut f = filters(&q.filters, &ids, path, &leaf_only)?;
+    match default.as_deref() {
+        None => cx.warnings.push(format!(
+            "{path}: hfsc without default: packets no filter claims are dropped (tc-hfsc(8)); write default = \"drop\" to say so"
+        )),
+        Some("drop") | Some("0") => {}
+        Some(d) => {
+            let at = format!("{path}.default");
+            let k = resolve(&ids, d, &at)?;
+            f = f.with_default(leaf_only(k, &at)?);
+        }
+    }
+    let h = Hfsc::new(out, f).map_err(|e| core_err(path, e))?;
+    // The core numbers classes parents-first; name them by id.
+    cx.warnings.extend(h.warnings().iter().map(|w| {
+        let named = w
+            .strip_prefix("class ")
+            .and_then(|r| r.split_once(": "))
+            .and_then(|(j, rest)| {
+                let j: usize = j.parse().ok()?;
+                Some(format!("class '{}': {rest}", ids[order[j]]))
+            });
+        format!("{path}: {}", named.unwrap_or_else(|| w.clone()))
+    }));
     Ok(Box::new(h))
 }
 
@@ -1037,6 +1206,77 @@ mod tests {
         let q = QdiscSpec::leaf("fair-queue", &[("dynamic-queues", "100")]);
         let e = build(&tree(q), "p", 1).err().unwrap();
         assert!(e.to_string().contains("p.dynamic-queues"), "{e}");
+    }
+
+    fn hfsc_spec(classes: &[(&str, Option<&str>, &[(&str, &str)])]) -> QdiscSpec {
+        let mut q = QdiscSpec::leaf("hfsc", &[("default", "20")]);
+        q.classes = classes
+            .iter()
+            .map(|(id, parent, kv)| ClassSpec {
+                id: id.to_string(),
+                parent: parent.map(Into::into),
+                params: kv
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                police: None,
+                qdisc: None,
+            })
+            .collect();
+        q
+    }
+
+    #[test]
+    fn hfsc_builds_with_tc_curves_and_locates_errors() {
+        let q = hfsc_spec(&[
+            ("1", None, &[("ls", "rate 10mbit"), ("ul", "rate 10mbit")]),
+            (
+                "10",
+                Some("1"),
+                &[("sc", "umax 1500b dmax 30ms rate 100kbit")],
+            ),
+            ("20", Some("1"), &[("ls", "m2 5mbit")]),
+        ]);
+        let t = build(&tree(q), "p", 1).unwrap();
+        let d = t.describe();
+        assert!(d.contains(&("kind", "hfsc".to_string())), "{d:?}");
+        let c10 = &d.iter().filter(|(k, _)| *k == "class").nth(1).unwrap().1;
+        assert!(c10.contains("sc=[m1 400kbit d 30ms m2 100kbit]"), "{c10}");
+        let rows: Vec<String> = t.class_results().iter().map(|r| r.name.clone()).collect();
+        assert_eq!(rows, ["root", "1", "10", "20"]);
+        // Errors at the key, in the spec's structure.
+        let e = |classes: &[(&str, Option<&str>, &[(&str, &str)])]| {
+            build(&tree(hfsc_spec(classes)), "p", 1).err().unwrap()
+        };
+        let x = e(&[("20", None, &[("rt", "m1 1mbit d 10ms")])]);
+        assert_eq!(x.path, "p.class[0].rt");
+        assert!(x.message.contains("missing m2"), "{x}");
+        let x = e(&[("20", None, &[("ul", "rate 1mbit")])]);
+        assert_eq!(x.path, "p.class[0]");
+        let x = e(&[("20", None, &[("rt", "rate 1mbit"), ("ul", "rate 1mbit")])]);
+        assert_eq!(x.path, "p.class[0].ul");
+        let x = e(&[("20", None, &[("sc", "rate 1mbit"), ("rate", "1mbit")])]);
+        assert_eq!(x.path, "p.class[0].rate");
+        let mut q = hfsc_spec(&[("20", None, &[("sc", "rate 1mbit")])]);
+        q.classes[0].qdisc = Some(QdiscSpec::leaf(
+            "tbf",
+            &[("rate", "1mbit"), ("burst", "2k"), ("limit", "10k")],
+        ));
+        let x = build(&tree(q), "p", 1).err().unwrap();
+        assert_eq!(x.path, "p.class[0].qdisc.kind");
+        // Inner rt-only: the kernel's upgrade, as a warning naming the class.
+        let q = hfsc_spec(&[
+            ("1", None, &[("rt", "rate 10mbit")]),
+            ("20", Some("1"), &[("ls", "rate 1mbit")]),
+        ]);
+        let t = build(&tree(q), "p", 1).unwrap();
+        assert!(
+            t.warnings()
+                .iter()
+                .any(|w| w.contains("class '1': Forced curve change")),
+            "{:?}",
+            t.warnings()
+        );
     }
 
     #[test]
