@@ -41,6 +41,30 @@ fn ping(r: &SimResult) -> &qoslab_sim::result::RttSummary {
 }
 
 #[test]
+fn hfsc_howto_example_splits_the_uplink_and_keeps_voip_delay_under_30ms() {
+    // "HFSC Scheduling with Linux" (linux-ip.net): A and B 500 kbit each of
+    // the 1000 kbit ul; A's VoIP class (EF) is served by its real-time
+    // curve, so its packets wait at most dmax = 30 ms.
+    let secs = 20;
+    let (_, r) = load(
+        include_str!("../../../scenarios/trees/linux-hfsc.toml"),
+        "linux-hfsc.toml",
+        Some(secs),
+    );
+    let kbit = |name: &str| mbit(class(&r, name).bytes_out, secs as f64) * 1000.0;
+    let (a, b, root) = (kbit("10"), kbit("20"), kbit("root"));
+    assert!(root <= 1000.0 * 1.01 && root > 960.0, "{root} kbit/s");
+    assert!(
+        (a - 500.0).abs() < 25.0 && (b - 500.0).abs() < 25.0,
+        "A {a} B {b}"
+    );
+    assert_eq!(class(&r, "12").packets_dropped, 0);
+    // Ping: 4 links of 0.5 ms each way plus the wait in the VoIP class.
+    let p = ping(&r);
+    assert!(p.samples > 0 && p.max_ns < 4_000_000 + 30_000_000, "{p:?}");
+}
+
+#[test]
 fn htb_leaf_gets_its_rate_never_its_ceil_and_the_leaf_queue_sets_the_ping() {
     // rate = ceil = 2 Mbit/s, backlogged by UDP floods: the class sends
     // 2 Mbit/s (± one burst) — at least rate, at most ceil.
