@@ -140,3 +140,48 @@ def test_bad_header_column_is_located(capsys, tmp_path) -> None:
     # The meter passes the same column through untouched.
     rc, _, err = run(capsys, "meter", "police", "--cir", "1mbit", "--input", p)
     assert rc == 0, err
+
+
+HFSC = """hfsc = { default = "20" }
+[[class]]
+id = "1"
+ls = "rate 10mbit"
+ul = "rate 10mbit"
+[[class]]
+id = "10"
+parent = "1"
+ls = "rate 1mbit"
+[[class]]
+id = "20"
+parent = "1"
+sc = "umax 1500b dmax 10ms rate 3mbit"
+[[filter]]
+match = { dport = 5001 }
+class = "10"
+"""
+
+
+def test_hfsc_from_the_cli_shares_the_ul_by_ls_ratio(capsys, tmp_path) -> None:
+    """examples/two-flows.csv (8 and 12 Mbit/s) through an inline HFSC tree:
+    the 10 Mbit/s ul of class 1 is shared 1:3 by the leaves' ls curves
+    (tc-hfsc(7): link sharing goes by the ratio of the curves), 2.5 and 7.5
+    Mbit/s within 3 %; the tree paces itself (every leaf is under the ul)."""
+    out = tmp_path / "shaped.csv"
+    rc, text, err = run(
+        capsys, "shape", "tree", "--policy", HFSC, "--input", TWO_FLOWS, "--output", out, "--json"
+    )
+    assert rc == 0, err
+    summary = json.loads(text)
+    assert summary["kind"] == "hfsc"
+    assert [c["name"] for c in summary["classes"]] == ["root", "1", "10", "20"]
+    got = {1: 0, 2: 0}
+    with out.open() as f:
+        for row in csv.DictReader(f):
+            t = row["departure_ns"]
+            if t and 200_000_000 <= int(t) < 2 * S:
+                got[int(row["flow"])] += int(row["size_bytes"]) * 8
+    for flow, want in ((1, 2_500_000), (2, 7_500_000)):
+        assert abs(got[flow] / 1.8 / want - 1) < 0.03, got
+    bad = HFSC.replace('ls = "rate 1mbit"', 'ls = "rate 1mbit d 5ms"')
+    rc, _, err = run(capsys, "shape", "tree", "--policy", bad, "--input", TWO_FLOWS)
+    assert rc == 2 and "policy.class[1].ls: unexpected 'd'" in err, err

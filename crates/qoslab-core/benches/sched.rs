@@ -13,10 +13,18 @@
 //! dequeued. Reported per offered packet (one enqueue plus the dequeues and
 //! the refused dequeue polls); a sanity check asserts that what left is the
 //! root's 8 Gbit/s within 1 %, i.e. that the classes were throttled.
+//!
+//! `hfsc100`: HFSC with 100 link-sharing leaves (`ls rate 1gbit`) under
+//! one class (`ls rate 100gbit`), flow-hash filter, as `htb100` (never
+//! throttled). `hfsc100_shaping`: the same leaves with `sc rate 50mbit`
+//! under a class with `ul rate 8gbit`, offered 10 Gbit/s as
+//! `htb100_shaping`, with the same sanity check of the 8 Gbit/s.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use qoslab_core::classify::{Classifier, Filters, FlowHash};
-use qoslab_core::sched::{pfifo, Drr, FqCodel, Htb, HtbClassConfig, HtbConfig, Prio, Sfq, Wfq};
+use qoslab_core::sched::{
+    pfifo, Drr, FqCodel, Hfsc, HfscClassConfig, Htb, HtbClassConfig, HtbConfig, Prio, Sfq, Wfq,
+};
 use qoslab_core::{Instant, Packet, Params, Rate, Shaper};
 use std::hint::black_box;
 use std::time::Duration;
@@ -83,6 +91,7 @@ fn make(kind: &str) -> Box<dyn Shaper + Send> {
                 .unwrap(),
             )
         }
+        "hfsc100" => Box::new(hfsc(("ls", "rate 100gbit"), None, ("ls", "rate 1gbit"))),
         "wfq" => Box::new(Wfq::new(64, 256, 100_000).unwrap()),
         "sfq" => {
             Box::new(Sfq::from_params(&mut Params::new("sfq", [("limit", "10000")]), 1).unwrap())
@@ -93,6 +102,21 @@ fn make(kind: &str) -> Box<dyn Shaper + Send> {
         ),
         _ => unreachable!(),
     }
+}
+
+/// HFSC: one class with `top` (and `ul`), 100 leaves with `leaf` under it.
+fn hfsc(top: (&str, &str), ul: Option<&str>, leaf: (&str, &str)) -> Hfsc {
+    let class = |parent, kv: &[(&str, &str)]| {
+        HfscClassConfig::from_params(parent, &mut Params::new("hfsc class", kv.iter().copied()))
+            .unwrap()
+    };
+    let mut top_kv = vec![top];
+    top_kv.extend(ul.map(|u| ("ul", u)));
+    let mut classes = vec![class(None, &top_kv)];
+    for _ in 0..100 {
+        classes.push(class(Some(0), &[leaf]));
+    }
+    Hfsc::new(classes, Filters::new().push(hash(100), 1)).unwrap()
 }
 
 /// HTB with 100 leaves that the offered load keeps throttled.
@@ -133,7 +157,9 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.warm_up_time(Duration::from_secs(1));
     g.measurement_time(Duration::from_secs(3));
-    for kind in ["pfifo", "prio", "drr", "htb100", "wfq", "sfq", "fq_codel"] {
+    for kind in [
+        "pfifo", "prio", "drr", "htb100", "hfsc100", "wfq", "sfq", "fq_codel",
+    ] {
         g.bench_function(format!("{kind}/enqueue_dequeue"), |b| {
             b.iter(|| {
                 let mut q = make(kind);
@@ -154,6 +180,24 @@ fn bench(c: &mut Criterion) {
             assert!(
                 (bps / 8e9 - 1.0).abs() < 0.01,
                 "htb100_shaping: {bps} bit/s"
+            );
+            black_box(bytes)
+        })
+    });
+    g.bench_function("hfsc100_shaping/enqueue_dequeue", |b| {
+        b.iter(|| {
+            let mut q = hfsc(
+                ("ls", "rate 8gbit"),
+                Some("rate 8gbit"),
+                ("sc", "rate 50mbit"),
+            );
+            let bytes = run_shaping(&mut q, black_box(&pkts));
+            // Sanity check (ours against the configured ul): 8 Gbit/s left.
+            let secs = N as f64 * 800e-9;
+            let bps = bytes as f64 * 8.0 / secs;
+            assert!(
+                (bps / 8e9 - 1.0).abs() < 0.01,
+                "hfsc100_shaping: {bps} bit/s"
             );
             black_box(bytes)
         })

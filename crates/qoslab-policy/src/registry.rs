@@ -27,7 +27,7 @@ pub enum Family {
     Aqm,
     /// Per-flow queues without classes: `sfq`, `fq_codel`, `fair-queue`.
     Classless,
-    /// Classes, filters and a default class: `htb`, `prio`, `drr`.
+    /// Classes, filters and a default class: `htb`, `hfsc`, `prio`, `drr`.
     Classful,
 }
 

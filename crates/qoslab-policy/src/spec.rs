@@ -33,7 +33,7 @@ pub struct TreeSpec {
 ///
 /// `kind` is a queue (`pfifo`, `bfifo`, `pfifo_head_drop`), an AQM (`red`,
 /// `rio`, `wred`, `codel`, `pie`), a classless scheduler (`sfq`,
-/// `fq_codel`, `fair-queue`), a classful scheduler (`htb`, `prio`, `drr`)
+/// `fq_codel`, `fair-queue`), a classful scheduler (`htb`, `hfsc`, `prio`, `drr`)
 /// or a shaper (`tbf`, `shape`, `srras`, `trras`, `g-srras`, `g-trras`).
 /// `params` are the kind's own keys as strings, as for the other specs;
 /// classful kinds also read `default` (the default class id).
@@ -72,10 +72,11 @@ pub struct ClassSpec {
     /// The class's name, unique within its qdisc (tc minor such as "10",
     /// or "1:10"; an MQC class-map name).
     pub id: String,
-    /// HTB: the parent class's id; `None` for a root class.
+    /// HTB, HFSC: the parent class's id; `None` for a root class.
     pub parent: Option<String>,
     /// The kind's class keys (HTB rate, ceil, burst, cburst, prio,
-    /// quantum, mtu, mpu; DRR quantum; PRIO none).
+    /// quantum, mtu, mpu; HFSC sc, rt, ls, ul as tc's curve text
+    /// `"m1 RATE d TIME m2 RATE"`; DRR quantum; PRIO none).
     pub params: Vec<(String, String)>,
     /// A meter in front of the class (MQC child `police`).
     pub police: Option<MeterSpec>,

@@ -61,7 +61,7 @@
 //! ## Policy trees (tc hierarchies, MQC policy-maps)
 //!
 //! A policy table may instead hold a **root qdisc** named by its kind —
-//! `htb`, `prio`, `drr` (classful), `sfq`, `fq_codel`, `fair_queue`,
+//! `htb`, `hfsc`, `prio`, `drr` (classful), `sfq`, `fq_codel`, `fair_queue`,
 //! `pfifo`, `bfifo`, `pfifo_head_drop`, `red`, `rio`, `wred`, `codel`,
 //! `pie` — or `shape = { kind = ... }`, with `[[…class]]` and
 //! `[[…filter]]` tables, an optional `qdisc` (the queue a shaper drains)
@@ -103,11 +103,15 @@
 //! # qdisc = { kind = "fair-queue", queue_limit = 200 }
 //! ```
 //!
-//! Class keys: `id` (required), `parent` (HTB), `qdisc` (`"sfq"` or a
+//! Class keys: `id` (required), `parent` (HTB, HFSC), `qdisc` (`"sfq"` or a
 //! table with `kind`, its keys and its own `class`/`filter`/`qdisc`),
 //! `police`, and the kind's class keys (HTB `rate`, `ceil`, `burst`,
-//! `cburst`, `prio`, `quantum`, `mtu`; DRR `quantum`; PRIO classes are
-//! bands `"1"`..`"bands"`). Refused with the line of the culprit: cycles
+//! `cburst`, `prio`, `quantum`, `mtu`; HFSC `sc`, `rt`, `ls`, `ul`, each
+//! tc's curve text: `sc = "m1 400kbit d 30ms m2 100kbit"`, `ls = "rate
+//! 2mbit"`, `rt = "umax 1500b dmax 30ms rate 100kbit"`, with `hfsc = {
+//! default = "20" }` on the qdisc (without it unclassified packets are
+//! dropped, as Linux); DRR `quantum`; PRIO classes are bands
+//! `"1"`..`"bands"`). Refused with the line of the culprit: cycles
 //! in `parent`, duplicate ids, filters or `default` naming no class or an
 //! inner class, `htb`/`drr` without `default` (write `default = "direct"`
 //! / `"drop"` for Linux's behaviour), `ceil` < `rate`, a child's `burst` or

@@ -939,15 +939,19 @@ impl Hfsc {
             .map(|c| c + 1)
     }
 
-    fn recount(&mut self) {
-        self.qlen = 0;
-        self.backlog = 0;
-        for c in &self.classes {
-            if let Some(l) = &c.leaf {
-                self.qlen += l.backlog_packets();
-                self.backlog += l.backlog_bytes();
-            }
-        }
+    /// Leaf `cl`'s (packets, bytes), to keep the totals by difference.
+    fn counts(&self, cl: usize) -> (usize, u64) {
+        self.classes[cl]
+            .leaf
+            .as_ref()
+            .map_or((0, 0), |l| (l.backlog_packets(), l.backlog_bytes()))
+    }
+
+    /// Applies the change of leaf `cl` since it held `before`.
+    fn recount(&mut self, cl: usize, before: (usize, u64)) {
+        let (p, b) = self.counts(cl);
+        self.qlen = self.qlen + p - before.0;
+        self.backlog = self.backlog + b - before.1;
     }
 }
 
@@ -965,6 +969,7 @@ impl Shaper for Hfsc {
             });
         };
         let len = pkt.size_bytes;
+        let before = self.counts(cl);
         let leaf = self.classes[cl].leaf.as_mut().expect("leaf");
         let first = leaf.backlog_packets() == 0;
         let r = leaf.enqueue(now, pkt);
@@ -990,7 +995,7 @@ impl Shaper for Hfsc {
                 }
             }
         }
-        self.recount();
+        self.recount(cl, before);
         r
     }
 
@@ -1006,12 +1011,13 @@ impl Shaper for Hfsc {
                 Some(cl) => (cl, true),
                 None => (self.get_minvt(cur)?, false),
             };
+            let before = self.counts(cl);
             let leaf = self.classes[cl].leaf.as_mut().expect("leaf");
             let pkt = match leaf.peek(now) {
                 Some(_) => leaf.take().expect("peeked"),
                 None => {
                     self.emptied(cl);
-                    self.recount();
+                    self.recount(cl, before);
                     continue;
                 }
             };
@@ -1032,7 +1038,7 @@ impl Shaper for Hfsc {
                     self.eltree_remove(cl);
                 }
             }
-            self.recount();
+            self.recount(cl, before);
             return Some(pkt);
         }
         None
