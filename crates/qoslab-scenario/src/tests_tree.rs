@@ -288,3 +288,24 @@ fn tree_mistakes_point_at_their_line() {
     let (_, _, m) = tree_err("protocol = \"udp\"", "dscp = \"ef\"");
     assert!(m.contains("either 5-tuple fields, or dscp"), "{m}");
 }
+
+#[test]
+fn hfsc_curve_mistakes_point_at_their_key() {
+    let text = include_str!("../../../scenarios/trees/linux-hfsc.toml");
+    let bad = text.replacen(
+        "sc = \"umax 1500b dmax 30ms rate 100kbit\"",
+        "sc = \"umax 1500b rate 100kbit\"",
+        1,
+    );
+    let e = parse(&bad, "h.toml").expect_err("umax without dmax");
+    assert_eq!(e.line, line_of(&bad, "sc = \"umax 1500b rate"), "{e}");
+    assert!(e.message.contains("dmax is zero"), "{e}");
+    let bad = text.replacen(
+        "ul = \"rate 1000kbit\"",
+        "ul = \"rate 1000kbit\"\nrt = \"m2 1mbit\"",
+        1,
+    );
+    let e = parse(&bad, "h.toml").expect_err("sc with rt");
+    assert_eq!(e.line, line_of(&bad, "sc = \"rate 1000kbit\""), "{e}");
+    assert!(e.message.contains("either sc or rt/ls"), "{e}");
+}
