@@ -1208,7 +1208,10 @@ mod tests {
         assert!(e.to_string().contains("p.dynamic-queues"), "{e}");
     }
 
-    fn hfsc_spec(classes: &[(&str, Option<&str>, &[(&str, &str)])]) -> QdiscSpec {
+    /// (id, parent, class keys) of each class.
+    type Classes<'a> = [(&'a str, Option<&'a str>, &'a [(&'a str, &'a str)])];
+
+    fn hfsc_spec(classes: &Classes) -> QdiscSpec {
         let mut q = QdiscSpec::leaf("hfsc", &[("default", "20")]);
         q.classes = classes
             .iter()
@@ -1245,7 +1248,7 @@ mod tests {
         let rows: Vec<String> = t.class_results().iter().map(|r| r.name.clone()).collect();
         assert_eq!(rows, ["root", "1", "10", "20"]);
         // Errors at the key, in the spec's structure.
-        let e = |classes: &[(&str, Option<&str>, &[(&str, &str)])]| {
+        let e = |classes: &Classes| {
             build(&tree(hfsc_spec(classes)), "p", 1).err().unwrap()
         };
         let x = e(&[("20", None, &[("rt", "m1 1mbit d 10ms")])]);
