@@ -142,27 +142,12 @@ def test_bad_header_column_is_located(capsys, tmp_path) -> None:
     assert rc == 0, err
 
 
-HFSC = """hfsc = { default = "20" }
-[[class]]
-id = "1"
-ls = "rate 10mbit"
-ul = "rate 10mbit"
-[[class]]
-id = "10"
-parent = "1"
-ls = "rate 1mbit"
-[[class]]
-id = "20"
-parent = "1"
-sc = "umax 1500b dmax 10ms rate 3mbit"
-[[filter]]
-match = { dport = 5001 }
-class = "10"
-"""
+HFSC = (ROOT / "examples" / "hfsc-two-classes.toml").read_text()
 
 
 def test_hfsc_from_the_cli_shares_the_ul_by_ls_ratio(capsys, tmp_path) -> None:
-    """examples/two-flows.csv (8 and 12 Mbit/s) through an inline HFSC tree:
+    """examples/two-flows.csv (8 and 12 Mbit/s) through the HFSC tree of
+    examples/hfsc-two-classes.toml given inline (TOML text):
     the 10 Mbit/s ul of class 1 is shared 1:3 by the leaves' ls curves
     (tc-hfsc(7): link sharing goes by the ratio of the curves), 2.5 and 7.5
     Mbit/s within 3 %; the tree paces itself (every leaf is under the ul)."""

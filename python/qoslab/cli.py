@@ -105,6 +105,8 @@ examples:
   qoslab shape sfq --rate 2mbit --limit 50 --input examples/trace.csv --json
   qoslab shape tree --policy examples/htb-two-classes.toml \\
       --input examples/two-flows.csv --json
+  qoslab shape tree --policy examples/hfsc-two-classes.toml \\
+      --input examples/two-flows.csv --json
   qoslab shape tree --policy 'prio = { bands = 3 }' --rate 2mbit --input examples/trace.csv
   qoslab shape --list
 """
