@@ -15,7 +15,8 @@
 //! root's 8 Gbit/s within 1 %, i.e. that the classes were throttled.
 //!
 //! `hfsc100`: HFSC with 100 link-sharing leaves (`ls rate 1gbit`) under
-//! one class (`ls rate 100gbit`), flow-hash filter, as `htb100` (never
+//! one class (`ls rate 30gbit`; tc stores 32-bit bytes/s), flow-hash
+//! filter, as `htb100` (never
 //! throttled). `hfsc100_shaping`: the same leaves with `sc rate 50mbit`
 //! under a class with `ul rate 8gbit`, offered 10 Gbit/s as
 //! `htb100_shaping`, with the same sanity check of the 8 Gbit/s.
@@ -91,7 +92,7 @@ fn make(kind: &str) -> Box<dyn Shaper + Send> {
                 .unwrap(),
             )
         }
-        "hfsc100" => Box::new(hfsc(("ls", "rate 100gbit"), None, ("ls", "rate 1gbit"))),
+        "hfsc100" => Box::new(hfsc(("ls", "rate 30gbit"), None, ("ls", "rate 1gbit"))),
         "wfq" => Box::new(Wfq::new(64, 256, 100_000).unwrap()),
         "sfq" => {
             Box::new(Sfq::from_params(&mut Params::new("sfq", [("limit", "10000")]), 1).unwrap())
