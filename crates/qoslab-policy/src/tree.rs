@@ -1248,9 +1248,7 @@ mod tests {
         let rows: Vec<String> = t.class_results().iter().map(|r| r.name.clone()).collect();
         assert_eq!(rows, ["root", "1", "10", "20"]);
         // Errors at the key, in the spec's structure.
-        let e = |classes: &Classes| {
-            build(&tree(hfsc_spec(classes)), "p", 1).err().unwrap()
-        };
+        let e = |classes: &Classes| build(&tree(hfsc_spec(classes)), "p", 1).err().unwrap();
         let x = e(&[("20", None, &[("rt", "m1 1mbit d 10ms")])]);
         assert_eq!(x.path, "p.class[0].rt");
         assert!(x.message.contains("missing m2"), "{x}");
