@@ -163,7 +163,13 @@ impl PcapSink {
 
     /// The frame fields of `p`.
     fn fields(&mut self, p: &Pkt) -> (Ipv4Fields, L4) {
-        let host = |n: u32| self.node_host.get(n as usize).copied().flatten().unwrap_or(n);
+        let host = |n: u32| {
+            self.node_host
+                .get(n as usize)
+                .copied()
+                .flatten()
+                .unwrap_or(n)
+        };
         let (src, dst) = (host(p.src), host(p.dst));
         let wf = &self.flows[p.flow as usize];
         let side = match p.kind {
@@ -236,10 +242,7 @@ impl PcapSink {
                     o.wscale = wt.wscale;
                 } else {
                     for (i, &(a, b)) in h.sack.as_slice().iter().take(4).enumerate() {
-                        o.sack[i] = (
-                            theirs.wrapping_add(a as u32),
-                            theirs.wrapping_add(b as u32),
-                        );
+                        o.sack[i] = (theirs.wrapping_add(a as u32), theirs.wrapping_add(b as u32));
                         o.sack_len += 1;
                     }
                 }
@@ -321,7 +324,8 @@ impl CaptureSink for PcapSink {
         for out in &mut self.files {
             let w = out.writer.take().expect("finished once");
             let mut f = w.into_writer();
-            std::io::Write::flush(&mut f).map_err(|e| format!("capture {}: {e}", out.path.display()))?;
+            std::io::Write::flush(&mut f)
+                .map_err(|e| format!("capture {}: {e}", out.path.display()))?;
             drop(f);
             std::fs::rename(&out.tmp, &out.path)
                 .map_err(|e| format!("capture {}: {e}", out.path.display()))?;
@@ -379,9 +383,8 @@ pub fn run(
     }
     let (flows, node_host) = qoslab_sim::capture::wire_flows(cfg).map_err(RunError::Sim)?;
     let sink = PcapSink::create(&paths, flows, node_host, snap).map_err(RunError::Capture)?;
-    let (result, written) =
-        qoslab_sim::run_with_capture(cfg, progress, &points, Box::new(sink))
-            .map_err(RunError::Sim)?;
+    let (result, written) = qoslab_sim::run_with_capture(cfg, progress, &points, Box::new(sink))
+        .map_err(RunError::Sim)?;
     let counts = written.map_err(RunError::Capture)?;
     Ok((result, paths.into_iter().zip(counts).collect()))
 }

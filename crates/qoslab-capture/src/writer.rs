@@ -285,7 +285,10 @@ mod tests {
         assert_eq!(wire, out.len() as u32 + 1448);
         let d = decode::decode(1, &out).expect("decodes");
         let D4::Tcp(tcp) = d.l4 else { panic!("tcp") };
-        assert_eq!((tcp.sport, tcp.dport, tcp.seq, tcp.ack), (10000, 5201, 0xffff_fff0, 5));
+        assert_eq!(
+            (tcp.sport, tcp.dport, tcp.seq, tcp.ack),
+            (10000, 5201, 0xffff_fff0, 5)
+        );
         assert_eq!(tcp.payload_len, 1448);
     }
 
@@ -314,7 +317,10 @@ mod tests {
             dport: 2,
             payload_len: 1000,
         };
-        assert_eq!(b.build(&ip(), &u, Snap::Bytes(100), &mut out), 14 + 28 + 1000);
+        assert_eq!(
+            b.build(&ip(), &u, Snap::Bytes(100), &mut out),
+            14 + 28 + 1000
+        );
         assert_eq!(out.len(), 100);
         assert!(decode::decode(1, &out).is_ok());
     }

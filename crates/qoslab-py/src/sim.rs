@@ -14,11 +14,11 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use qoslab_scenario::{Scenario, ScenarioError as CoreScenarioError, SERIES};
-use qoslab_sim::result::{FlowResult, PolicyResult, RttSummary, Series};
 use qoslab_capture::simcap::RunError;
 use qoslab_capture::writer::Snap;
+use qoslab_scenario::{Scenario, ScenarioError as CoreScenarioError, SERIES};
 use qoslab_sim::capture::CaptureSpec;
+use qoslab_sim::result::{FlowResult, PolicyResult, RttSummary, Series};
 use qoslab_sim::{Progress, SimError, SimResult};
 
 create_exception!(
@@ -363,6 +363,9 @@ pub(crate) fn host_address(index: u32) -> (String, String) {
     let mac = qoslab_sim::addr::host_mac(index);
     (
         format!("{}.{}.{}.{}", ip[0], ip[1], ip[2], ip[3]),
-        mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"),
+        mac.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
     )
 }

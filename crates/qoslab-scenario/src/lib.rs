@@ -145,8 +145,8 @@ pub use error::ScenarioError;
 pub use policy_file::{parse_policy, BASE as POLICY_BASE};
 
 use qoslab_core::Duration;
-use qoslab_sim::config::RecordSpec;
 use qoslab_sim::capture::CaptureSpec;
+use qoslab_sim::config::RecordSpec;
 use qoslab_sim::config::Topology;
 use qoslab_sim::net::Net;
 use qoslab_sim::{SimConfig, SimError};
@@ -462,7 +462,10 @@ fn capture_table(cx: &mut Cx<'_>, f: &Field<'_>, topo: &Topology) -> Result<Capt
             if let Some(net) = &net {
                 spec.taps(net).map_err(|m| item.error(cx, m))?;
             }
-            if c.links.iter().any(|s| s.link == spec.link && s.point == spec.point) {
+            if c.links
+                .iter()
+                .any(|s| s.link == spec.link && s.point == spec.point)
+            {
                 return Err(item.error(cx, format!("'{}' is listed twice", spec.link)));
             }
             c.links.push(spec);
@@ -473,7 +476,10 @@ fn capture_table(cx: &mut Cx<'_>, f: &Field<'_>, topo: &Topology) -> Result<Capt
         if c.snaplen > MAX_SNAPLEN {
             return Err(sf.error(
                 cx,
-                format!("snaplen {} is above {MAX_SNAPLEN}; 0 keeps headers only", c.snaplen),
+                format!(
+                    "snaplen {} is above {MAX_SNAPLEN}; 0 keeps headers only",
+                    c.snaplen
+                ),
             ));
         }
     }

@@ -98,8 +98,9 @@ impl CaptureSpec {
             (0..net.dirs.len() as u32)
                 .find(|&d| net.dir_name(d) == name)
                 .ok_or_else(|| {
-                    let all: Vec<String> =
-                        (0..net.dirs.len() as u32).map(|d| net.dir_name(d)).collect();
+                    let all: Vec<String> = (0..net.dirs.len() as u32)
+                        .map(|d| net.dir_name(d))
+                        .collect();
                     format!(
                         "capture: no link direction '{name}' (there are {})",
                         all.join(", ")
@@ -111,7 +112,10 @@ impl CaptureSpec {
             Some(p) => vec![(d, p)],
             None => {
                 let (a, b) = self.link.split_once("->").expect("checked by parse");
-                vec![(d, Point::Ingress), (dir(&format!("{b}->{a}"))?, Point::Egress)]
+                vec![
+                    (d, Point::Ingress),
+                    (dir(&format!("{b}->{a}"))?, Point::Egress),
+                ]
             }
         })
     }

@@ -699,7 +699,13 @@ impl Sim {
     /// Egress of direction `d`: policer, then queue, then the transmitter.
     fn enqueue(&mut self, d: u32, id: u32) {
         if let Some(t) = self.taps.as_mut() {
-            t.tap(d, Point::Ingress, self.now_ns, self.now_ns, self.pkts.get(id));
+            t.tap(
+                d,
+                Point::Ingress,
+                self.now_ns,
+                self.now_ns,
+                self.pkts.get(id),
+            );
         }
         let now = Instant::from_ns(self.now_ns);
         let l = &mut self.links[d as usize];
