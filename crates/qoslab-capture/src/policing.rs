@@ -98,6 +98,11 @@ pub struct Extension {
     /// Token-bucket size in frame bytes, from the passes before the
     /// connection's first loss ([`bucket_before_first_loss`]).
     pub bucket_bytes: f64,
+    /// The published rate line's intercept at the segment's first packet
+    /// (`seq_L − r·(t_L − t_0)`, payload bytes): the earlier estimate of the
+    /// bucket, kept only to show why it reads low (see
+    /// [`bucket_before_first_loss`]).
+    pub intercept_bytes: f64,
     /// The rate counted in frame bytes on the wire instead of payload bytes.
     pub wire_rate_bps: f64,
     /// Fraction of data packets lost in the segment.
@@ -880,6 +885,7 @@ fn detect(arena: &Arena, ep: &Endpoint, cutoff: usize) -> (Detection, Option<Ext
     };
     let ext = Extension {
         bucket_bytes: bucket_before_first_loss(arena, ep, first_no_skip, wire_rate),
+        intercept_bytes: y_intercept,
         wire_rate_bps: wire_rate,
         loss_fraction: if data_packets > 0 {
             losses as f64 / data_packets as f64

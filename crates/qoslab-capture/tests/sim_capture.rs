@@ -110,3 +110,20 @@ fn a_simulated_shaper_is_not_found_policed() {
     );
     assert!(!f.policed);
 }
+
+#[test]
+fn capturing_does_not_change_the_simulated_result() {
+    let text = scenario("police = { cir = \"1500kbit\", bc = \"100000B\" }", 24, 1);
+    let sc = qoslab_scenario::parse(&text, "t.toml").expect("scenario");
+    let plain = qoslab_sim::run(&sc.config, &mut |_| true).expect("run");
+    let path = std::env::temp_dir().join(format!("qoslab-simcap-{}-same.pcap", std::process::id()));
+    let specs = [
+        (CaptureSpec::parse("r1->r2").unwrap(), path.clone()),
+        (CaptureSpec::parse("r2->d0:egress").unwrap(), path.clone()),
+    ];
+    let (captured, written) =
+        simcap::run(&sc.config, &specs, Snap::Bytes(200), &mut |_| true).expect("run");
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(written.len(), 1, "both specs share the file");
+    assert_eq!(format!("{plain:?}"), format!("{captured:?}"));
+}

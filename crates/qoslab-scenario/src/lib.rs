@@ -50,6 +50,10 @@
 //! series = ["goodput", "rtt", "cwnd", "queue", "tokens", "colors", "ping", "segments"]
 //! rtt_percentiles = "histogram"    # default: bounded memory, p50/p95 within 0.4 %;
 //!                                  # "exact": keep every RTT sample (memory grows)
+//!
+//! [capture]                        # pcap files of link directions (not simulated state)
+//! links = ["r1->r2", "r2->r1:egress=after.pcap"]  # LINK[:ingress|egress][=FILE]
+//! snaplen = 0                      # bytes kept per frame; 0 = headers only (default)
 //! ```
 //!
 //! `[topology]` also takes `timer = "highres" | "highres:50us" | "hz:250" |
