@@ -167,9 +167,10 @@ impl PolicingRow {
                 "policed at ≈ {} (payload; ≈ {} on the wire), {} ≈ {}; {:.0} % of segments lost",
                 human_rate(d.rate_bps),
                 human_rate(e.wire_rate_bps),
-                // Only the first segment starts with a full bucket; a later one
-                // starts with what the idle time between them refilled.
-                if self.segment == 0 { "bucket" } else { "tokens at the segment's start" },
+                // The first segment starts with a full bucket; a later one with
+                // what the idle time refilled, so if the bucket never filled
+                // within it the estimate is only a lower bound.
+                if self.segment == 0 { "bucket" } else { "bucket at least" },
                 human_bytes(e.bucket_bytes),
                 e.loss_fraction * 100.0
             )
