@@ -87,6 +87,12 @@ def pct(x: float, ref: float) -> str:
     return f"{100 * (x / ref - 1):+.1f} %"
 
 
+def spread(xs: list[float], ref: float) -> str:
+    """Median (its error against ``ref``; range), in kB."""
+    m = statistics.median(xs)
+    return f"{m / 1e3:.1f} kB ({pct(m, ref)}; {min(xs) / 1e3:.0f} to {max(xs) / 1e3:.0f})"
+
+
 def main() -> None:
     print("### USC-NSL lab captures (first segment of each transfer, rows called policed)\n")
     print("| policer rate, bucket | captures | wire rate (median) | bucket, passes before "
@@ -101,11 +107,9 @@ def main() -> None:
         b = [r["extension"]["bucket_bytes"] for r in rows]
         i = [r["extension"]["intercept_bytes"] for r in rows]
         print(
-            f"| {rate / 1e6:g} Mbit/s, {bucket / 1e3:g} kB | {len(rows)} | {w / 1e6:.3f} Mbit/s "
-            f"({pct(w, rate)}) | {statistics.median(b) / 1e3:.1f} kB ({pct(statistics.median(b), bucket)}; "
-            f"{min(b) / 1e3:.0f}–{max(b) / 1e3:.0f}) | {statistics.median(i) / 1e3:.1f} kB "
-            f"({pct(statistics.median(i), bucket)}; {min(i) / 1e3:.0f}–{max(i) / 1e3:.0f}) |"
-        )  # fmt: skip
+            f"| {rate / 1e6:g} Mbit/s, {bucket / 1e3:g} kB | {len(rows)} "
+            f"| {w / 1e6:.3f} Mbit/s ({pct(w, rate)}) | {spread(b, bucket)} | {spread(i, bucket)} |"
+        )
     print("\n### Simulated runs (1 CUBIC flow, 20 s, captured at r1->r2)\n")
     print("| policer | RTT | verdict | wire rate | bucket (passes before the first loss) "
           "| rate line's intercept |")  # fmt: skip
