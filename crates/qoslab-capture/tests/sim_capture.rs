@@ -58,7 +58,7 @@ fn run(text: &str, name: &str) -> Found {
     assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
     let rows = policing::detect_all(&pkts);
     let bulk = rows.iter().max_by_key(|r| r.data_packets).expect("a flow");
-    let ext = bulk.extension.clone();
+    let ext = bulk.extension;
     Found {
         policed: bulk.all_losses.code == Code::Policed,
         wire_rate_bps: ext.as_ref().map_or(0.0, |e| e.wire_rate_bps),

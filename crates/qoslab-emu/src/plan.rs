@@ -19,7 +19,7 @@
 
 use crate::conditioner::{self, KernelQdisc};
 use qoslab_scenario::{Scenario, ScenarioError};
-use qoslab_sim::config::{CcKind, RecoveryKind, TcpConfig, Topology, TrafficSpec};
+use qoslab_sim::config::{CcKind, RecoveryKind, TcpConfig, TrafficSpec};
 use qoslab_sim::net::Net;
 use qoslab_sim::{PlannedFlow, SimError};
 

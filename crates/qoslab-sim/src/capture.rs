@@ -58,9 +58,7 @@ impl CaptureSpec {
     /// Parses `LINK[:ingress|egress][=FILE]`; the error says what was expected.
     pub fn parse(spec: &str) -> Result<CaptureSpec, String> {
         let (where_, file) = match spec.split_once('=') {
-            Some((w, f)) if f.is_empty() => {
-                return Err(format!("capture '{spec}': no file after '=' ({w}=FILE)"))
-            }
+            Some((w, "")) => return Err(format!("capture '{spec}': no file after '=' ({w}=FILE)")),
             Some((w, f)) => (w, Some(f.to_string())),
             None => (spec, None),
         };
