@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -640,18 +641,12 @@ def main(argv: list[str] | None = None) -> int:
                 )
             write_atomic(a.sim_json, json.dumps(sim, indent=1) + "\n")
     page = render(real, sim, note)
-    # Keep the emulator's section (validation/emulate_compare.py writes it).
+    # Keep the sections other scripts write, between their markers
+    # (<!-- emulate:begin --> … by validation/emulate_compare.py, policer-truth,
+    # closing-loop by validation/bucket_estimate.py).
     old = a.doc.read_text(encoding="utf-8") if a.doc.exists() else ""
-    begin, end = "<!-- emulate:begin -->", "<!-- emulate:end -->"
-    if begin in old and end in old:
-        page = (
-            page.rstrip("\n")
-            + "\n\n"
-            + begin
-            + old.split(begin, 1)[1].split(end, 1)[0]
-            + end
-            + "\n"
-        )
+    for m in re.finditer(r"<!-- ([a-z-]+):begin -->.*?<!-- \1:end -->", old, re.S):
+        page = page.rstrip("\n") + "\n\n" + m.group(0) + "\n"
     write_atomic(a.doc, page)
     print(f"wrote {a.doc}")
     return 0

@@ -395,7 +395,12 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.command == "run":
         if extras:
             raise UsageError(f"run: unrecognized arguments: {' '.join(extras)}")
-        return run_cmd.main(args)
+        try:
+            return run_cmd.main(args)
+        except ValueError as e:  # a bad --capture / [capture] that is not located
+            if isinstance(e, (ScenarioError, ConfigError)):
+                raise
+            raise UsageError(f"run: {e}") from None
     kinds = _core.meter_kinds() if args.command == "meter" else _core.shaper_kinds()
     if args.list:
         return _list(kinds, "meter" if args.command == "meter" else "shaper", args.json)
@@ -464,7 +469,12 @@ def _run_viz(args: argparse.Namespace, extras: Sequence[str]) -> int:
         if not args.quiet and not args.json:
             print(f"wrote {path}")
 
-    return run_cmd.main(args, on_result=write)
+    try:
+        return run_cmd.main(args, on_result=write)
+    except ValueError as e:  # a bad --capture / [capture] that is not located
+        if isinstance(e, (ScenarioError, ConfigError)):
+            raise
+        raise UsageError(f"{args.command}: {e}") from None
 
 
 def _run_emulate(args: argparse.Namespace, extras: Sequence[str]) -> int:

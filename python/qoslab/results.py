@@ -223,6 +223,7 @@ def write_results(
     result: SimulationResult,
     scenario_text: str,
     extra_tables: Mapping[str, pd.DataFrame] | None = None,
+    extra_files: Mapping[str, Path] | None = None,
 ) -> Path:
     """Writes ``results.json``, each non-empty series as CSV and Parquet, and
     ``scenario.toml`` into ``out_dir`` — atomically: everything is written to
@@ -231,6 +232,8 @@ def write_results(
     ``out_dir`` from an earlier run (it holds ``results.json``) is replaced;
     any other non-empty directory is refused. ``extra_tables`` (e.g. a
     capture's ``io``, ``acks``) are written beside the series, same formats.
+    ``extra_files`` (name → an existing file, e.g. a pcap the run wrote into a
+    temporary directory) are moved in under that name.
     """
     out = check_out_dir(out_dir)
     parent = out.parent if str(out.parent) else Path(".")
@@ -244,6 +247,8 @@ def write_results(
         for name, df in tables.items():
             df.to_csv(tmp / f"{name}.csv", index=False)
             df.to_parquet(tmp / f"{name}.parquet", index=False)
+        for name, path in (extra_files or {}).items():
+            shutil.move(path, tmp / name)
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f"{out.name}.old-", dir=parent))
             os.replace(out, old / out.name)

@@ -9,9 +9,12 @@ line, then RTT statistics and what each policy did.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
@@ -220,9 +223,22 @@ The scenario file is TOML (see scenarios/ and crates/qoslab-scenario):
 the scenario as run, all at once (DIR is complete or untouched).
 A progress bar shows on a terminal (stderr) once a run takes over a second.
 
+--capture LINK[:ingress|egress][=FILE] writes a pcap of what passes there
+(LINK as in the results, e.g. r1->r2), with real Ethernet/IPv4/TCP headers
+(options, SACK blocks, timestamps), simulated time stamps and headers only
+(--snaplen N keeps N bytes). Without a side, both directions go in one file
+as tcpdump on the upstream router's port would see them (LINK before its
+policy, the reverse direction after its transmitter) — the spelling and the
+points of 'qoslab emulate --capture'. Without =FILE the file goes in --out
+(r1-r2.pcap). A scenario's [capture] table (links = [...], snaplen = N)
+asks for the same; --capture replaces its links.
+
 examples:
   qoslab run scenarios/example.toml
   qoslab run scenarios/isr4000-police.toml --seed 2 --out /tmp/police --json
+  qoslab run scenarios/example.toml --capture r1->r2 --out /tmp/ex
+  qoslab analyze /tmp/ex/r1-r2.pcap --policing
+  qoslab run scenarios/example.toml --capture 'r1->r2:egress=/tmp/after.pcap' --quiet
 """
 
 
@@ -245,6 +261,55 @@ def add_run_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         action="store_true",
         help="show a progress bar even when stderr is not a terminal",
     )
+    p.add_argument(
+        "--capture",
+        metavar="LINK[:SIDE][=FILE]",
+        action="append",
+        default=[],
+        help="write a pcap of link direction LINK (repeatable; see below)",
+    )
+    p.add_argument(
+        "--snaplen",
+        metavar="N",
+        type=_snaplen,
+        help="bytes kept of each captured frame (default: headers only)",
+    )
+
+
+def _snaplen(s: str) -> int:
+    try:
+        v = int(s, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a byte count, got '{s}'") from None
+    if not 0 <= v <= 262144:
+        raise argparse.ArgumentTypeError(f"expected 0..262144 (0: headers only), got {v}")
+    return v
+
+
+def capture_plan(
+    specs: list[str], scenario_links: list[tuple[str, str | None]], out: str | None
+) -> tuple[list[tuple[str, str | None]], str | None]:
+    """The (``LINK[:side]``, file or ``None`` for one in ``--out``) captures of a
+    run: ``--capture`` specs if given, else the scenario's ``[capture]`` links.
+    Refuses a capture with neither a file nor ``--out``."""
+    wanted: list[tuple[str, str | None]] = []
+    source = "--capture"
+    if specs:
+        for spec in specs:
+            where, eq, path = spec.partition("=")
+            if eq and not path:
+                raise ValueError(f"--capture {spec}: no file after '=' (LINK=FILE)")
+            wanted.append((where, path or None))
+    else:
+        wanted = list(scenario_links)
+        source = "[capture] links"
+    if not out:
+        for where, path in wanted:
+            if path is None:
+                raise ValueError(
+                    f"{source} {where}: no file given; add =FILE or run with --out DIR"
+                )
+    return wanted, source
 
 
 def _seed(s: str) -> int:
@@ -265,20 +330,45 @@ def main(
     ``on_result(result, scenario_text_as_run)`` is called after the run (the
     ``--report`` flag uses it)."""
     text, filename = load_scenario(args.scenario)
-    scenario_info(text, filename)  # a bad scenario fails here, before any output
+    info = scenario_info(text, filename)  # a bad scenario fails here, before any output
     if args.out:
         check_out_dir(args.out)  # a bad --out fails before the run, not after
+    links = [(str(w), f) for w, f in info["capture"]["links"]]
+    wanted, _ = capture_plan(args.capture, links, args.out)
+    snaplen = info["capture"]["snaplen"] if args.snaplen is None else args.snaplen
     show = not args.quiet and (args.progress or sys.stderr.isatty())
     bar = ProgressBar(sys.stderr, delay_s=0.0 if args.progress else 1.0) if show else None
+    # Captures bound for --out are written to a scratch directory beside it and
+    # moved in with the results, so --out stays complete-or-untouched.
+    scratch: Path | None = None
+    into_out: dict[str, Path] = {}
+    captures: list[tuple[str, str]] | None = None
+    if wanted:
+        captures = []
+        for where, path in wanted:
+            if path is None:
+                if scratch is None:
+                    out = Path(args.out)
+                    parent = out.parent if str(out.parent) else Path(".")
+                    parent.mkdir(parents=True, exist_ok=True)
+                    scratch = Path(tempfile.mkdtemp(prefix=f"{out.name}.cap-", dir=parent))
+                name = where.replace("->", "-").replace(":", "-") + ".pcap"
+                into_out[name] = scratch / name
+                path = str(into_out[name])
+            captures.append((where, path))
     try:
-        raw = _core.simulate_toml(text, filename, args.seed, bar)
+        try:
+            raw = _core.simulate_toml(text, filename, args.seed, bar, captures, snaplen)
+        finally:
+            if bar is not None:
+                bar.close()
+        result = SimulationResult(raw)
+        as_run = text if args.seed is None else with_seed(text, args.seed)
+        if args.out:
+            write_results(args.out, result, as_run, extra_files=into_out)
     finally:
-        if bar is not None:
-            bar.close()
-    result = SimulationResult(raw)
-    as_run = text if args.seed is None else with_seed(text, args.seed)
-    if args.out:
-        write_results(args.out, result, as_run)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     if on_result is not None:
         on_result(result, as_run)
     if args.json:

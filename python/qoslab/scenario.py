@@ -54,7 +54,8 @@ def load_scenario(spec: ScenarioSource) -> tuple[str, str]:
 
 def scenario_info(text: str, filename: str = "<string>") -> dict[str, Any]:
     """Parses (validates) a scenario without running it: name, seed,
-    duration_ns, description, source, record_interval_ns, series."""
+    duration_ns, description, source, record_interval_ns, series, capture
+    (``{"links": [(LINK[:side], file or None)], "snaplen": n}``)."""
     return _core.scenario_info(text, filename)
 
 

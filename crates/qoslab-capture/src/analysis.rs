@@ -237,6 +237,10 @@ struct Dir {
     rtts: Vec<u64>,
     out: FlowOut,
     proto_udp: bool,
+    /// The other direction of a TCP connection (its index in `dirs`; the
+    /// pair is adjacent but need not start at an even index, a UDP flow
+    /// may come between).
+    peer: usize,
 }
 
 impl Dir {
@@ -445,10 +449,11 @@ impl State {
             _ => {
                 let index = existing.map_or(0, |ci| self.conns[ci].index + 1);
                 let d0 = self.dirs.len();
-                for (s, d) in [(src, dst), (dst, src)] {
+                for (s, d, peer) in [(src, dst, d0 + 1), (dst, src, d0)] {
                     self.dirs.push(Dir {
                         src: Some(s),
                         dst: Some(d),
+                        peer,
                         ..Default::default()
                     });
                 }
@@ -721,17 +726,20 @@ impl State {
         for (fid, &i) in order.iter().enumerate() {
             flow_of[i] = fid as u32;
         }
-        let peer = |i: usize| if i % 2 == 0 { i + 1 } else { i - 1 };
         for &i in &order {
             let fid = flow_of[i];
             let udp = self.dirs[i].proto_udp;
             let wscale = if udp {
                 None
             } else {
-                let p = &self.dirs[peer(i)];
+                let p = &self.dirs[self.dirs[i].peer];
                 self.dirs[i].syn_wscale.zip(p.syn_wscale)
             };
-            let peer_mss = if udp { None } else { self.dirs[peer(i)].mss };
+            let peer_mss = if udp {
+                None
+            } else {
+                self.dirs[self.dirs[i].peer].mss
+            };
             let dir = &mut self.dirs[i];
             let mut f = std::mem::take(&mut dir.out);
             f.id = fid;

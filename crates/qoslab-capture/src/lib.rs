@@ -1,11 +1,15 @@
 //! Captures in: read pcap/pcapng files, analyse their TCP and UDP flows as
 //! Wireshark's TCP analysis does, and detect traffic policing with the
-//! detector of Flach et al., SIGCOMM 2016 ([`policing`]).
+//! detector of Flach et al., SIGCOMM 2016 ([`policing`]). Captures out:
+//! frames built from header fields ([`writer`]) and the simulator's pcap
+//! sink ([`simcap`]).
 
 pub mod analysis;
 pub mod decode;
 pub mod policing;
 pub mod reader;
+pub mod simcap;
+pub mod writer;
 
 use std::fmt;
 

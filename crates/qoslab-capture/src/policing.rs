@@ -27,8 +27,8 @@
 //!   direction (`seq - isn + 1`), the "late loss" limit is 2 MB of that.
 //!
 //! Results use the authors' codes 0–7 ([`Code`]). [`PolicingRow::flach_csv`]
-//! prints their CSV row layout. The bucket size from the first loss's
-//! intercept, the rate in wire bytes and the verdict sentence are qoslab's
+//! prints their CSV row layout. The bucket size from the passes before the
+//! first loss, the rate in wire bytes and the verdict sentence are qoslab's
 //! extensions ([`Extension`]), labelled as such.
 
 use std::net::IpAddr;
@@ -95,9 +95,14 @@ pub struct Detection {
 /// qoslab's extensions to a detection (not in the published detector).
 #[derive(Debug, Clone, Copy)]
 pub struct Extension {
-    /// Token-bucket size estimated from the intercept at the first loss:
-    /// bytes delivered before it beyond what the rate allows since the start.
+    /// Token-bucket size in frame bytes, from the passes before the
+    /// connection's first loss ([`bucket_before_first_loss`]).
     pub bucket_bytes: f64,
+    /// The published rate line's intercept at the segment's first packet
+    /// (`seq_L − r·(t_L − t_0)`, payload bytes): the earlier estimate of the
+    /// bucket, kept only to show why it reads low (see
+    /// [`bucket_before_first_loss`]).
+    pub intercept_bytes: f64,
     /// The rate counted in frame bytes on the wire instead of payload bytes.
     pub wire_rate_bps: f64,
     /// Fraction of data packets lost in the segment.
@@ -162,9 +167,10 @@ impl PolicingRow {
                 "policed at ≈ {} (payload; ≈ {} on the wire), {} ≈ {}; {:.0} % of segments lost",
                 human_rate(d.rate_bps),
                 human_rate(e.wire_rate_bps),
-                // Only the first segment starts with a full bucket; a later one
-                // starts with what the idle time between them refilled.
-                if self.segment == 0 { "bucket" } else { "tokens at the segment's start" },
+                // The first segment starts with a full bucket; a later one with
+                // what the idle time refilled, so if the bucket never filled
+                // within it the estimate is only a lower bound.
+                if self.segment == 0 { "bucket" } else { "bucket at least" },
                 human_bytes(e.bucket_bytes),
                 e.loss_fraction * 100.0
             )
@@ -879,7 +885,8 @@ fn detect(arena: &Arena, ep: &Endpoint, cutoff: usize) -> (Detection, Option<Ext
         rate
     };
     let ext = Extension {
-        bucket_bytes: y_intercept.max(0.0),
+        bucket_bytes: bucket_before_first_loss(arena, ep, first_no_skip, wire_rate),
+        intercept_bytes: y_intercept,
         wire_rate_bps: wire_rate,
         loss_fraction: if data_packets > 0 {
             losses as f64 / data_packets as f64
@@ -895,6 +902,38 @@ fn detect(arena: &Arena, ep: &Endpoint, cutoff: usize) -> (Detection, Option<Ext
         },
         Some(ext),
     )
+}
+
+/// The token-bucket size (qoslab's extension, not in the published code).
+///
+/// A policer with rate `r` and bucket `B` holds `T(t) ≤ B` tokens; between
+/// packets it gains `r·Δt` (capped at `B`) and each passing packet spends
+/// its size. Unrolling that recursion back from the first loss `L`, the
+/// tokens just before `L` are
+/// `T_L = B − max_j [ Σ_{j≤k<L} w_k − r·(t_L − t_j) ] = B − M`,
+/// the maximum reached at the last instant the bucket was full. `L` was
+/// dropped and every earlier packet passed, so `0 ≤ T_L < w_L` and
+/// `B ∈ [M, M + w_L)`; the estimate is the middle, `M + w_L/2`.
+///
+/// This replaces the intercept of the published rate line at the first
+/// packet (`seq_L − r·(t_L − t_0)`), which reads low for two reasons: it
+/// charges the policer with tokens it never had — while the bucket sits
+/// full (the handshake and the first slow-start rounds send below `r`)
+/// the tokens that arrive overflow, yet the line credits them as spent —
+/// and it counts payload against a policer that counts frames. `w` are
+/// frame lengths as captured and `r` the rate in the same units
+/// ([`Extension::wire_rate_bps`]), so `B` is in the policer's units when
+/// the policer counts what the capture shows.
+fn bucket_before_first_loss(arena: &Arena, ep: &Endpoint, first: usize, rate_bps: f64) -> f64 {
+    let pk = |i: usize| &arena.wires[ep.packets[i]];
+    let t_l = pk(first).ts_us;
+    let (mut sum, mut best) = (0i64, 0f64);
+    for j in (0..first).rev() {
+        sum += pk(j).wire_len;
+        let m = sum as f64 - rate_bps * (t_l - pk(j).ts_us) as f64 / 8e6;
+        best = best.max(m);
+    }
+    best + pk(first).wire_len as f64 / 2.0
 }
 
 /// `goodput_for_range`: bits/s of packets not lost from `first` up to (not including) `last`.

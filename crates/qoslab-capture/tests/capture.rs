@@ -268,8 +268,8 @@ fn wrapped_sequence_numbers_unwrap_to_64_bits() {
     assert_eq!(seqs, (0..10).map(|i| 1 + 1000 * i).collect::<Vec<u64>>());
 }
 
-#[test]
-fn ipv6_with_a_hop_by_hop_header() {
+/// Two IPv6 TCP segments, each behind a hop-by-hop header.
+fn ipv6_hop_by_hop_frames() -> Vec<(u64, Vec<u8>)> {
     use etherparse::{IpNumber, Ipv6Header, TcpHeader};
     let mut frames = Vec::new();
     for (i, len) in [(0u32, 100usize), (1, 200)] {
@@ -291,7 +291,12 @@ fn ipv6_with_a_hop_by_hop_header() {
         f.extend(std::iter::repeat_n(0u8, len));
         frames.push((i as u64 * 1000, f));
     }
-    let a = run(&pcap(1, &frames));
+    frames
+}
+
+#[test]
+fn ipv6_with_a_hop_by_hop_header() {
+    let a = run(&pcap(1, &ipv6_hop_by_hop_frames()));
     assert_eq!(a.flows.len(), 1);
     let f = &a.flows[0];
     assert_eq!(f.from, "[2001:db8::1]:443");
@@ -299,8 +304,8 @@ fn ipv6_with_a_hop_by_hop_header() {
     assert_eq!(f.packets_sent, 2);
 }
 
-#[test]
-fn a_reused_four_tuple_is_a_new_connection() {
+/// Two connections on one 4-tuple: a transfer, FIN, then a new handshake.
+fn reused_tuple_segments() -> Vec<Seg> {
     let mut segs = transfer(1000, 3);
     let end = segs.last().unwrap().t_us;
     segs.push(Seg {
@@ -316,7 +321,12 @@ fn a_reused_four_tuple_is_a_new_connection() {
         s.t_us += end + 100_000;
     }
     segs.extend(second);
-    let a = run(&pcap(1, &frames(&segs, ethernet)));
+    segs
+}
+
+#[test]
+fn a_reused_four_tuple_is_a_new_connection() {
+    let a = run(&pcap(1, &frames(&reused_tuple_segments(), ethernet)));
     let servers: Vec<_> = a.flows.iter().filter(|f| f.from == "10.0.0.2:80").collect();
     assert_eq!(servers.len(), 2);
     assert_eq!((servers[0].connection, servers[1].connection), (0, 1));
@@ -413,6 +423,136 @@ fn policing_detector_runs_on_built_captures() {
     );
 }
 
+/// The seed corpus (`tests/corpus/`, also the cargo-fuzz target's seeds):
+/// the tricky shapes of input, built by the helpers above. Regenerate with
+/// `cargo test -p qoslab-capture --test capture -- --ignored write_seed_corpus`.
+fn seed_corpus() -> Vec<(&'static str, Vec<u8>)> {
+    let good = pcap(1, &frames(&transfer(1000, 20), ethernet));
+    let mut bad_block = pcapng(1, &frames(&transfer(1000, 4), ethernet));
+    // A block whose trailing length disagrees with its leading one.
+    bad_block.extend(block(6, &[0u8; 20]));
+    let n = bad_block.len();
+    bad_block[n - 4] ^= 0x40;
+    vec![
+        (
+            "truncated-mid-record.pcap",
+            good[..good.len() - 30].to_vec(),
+        ),
+        ("header-only.pcap", pcap(1, &[])),
+        (
+            "pcapng-unknown-block.pcapng",
+            pcapng(1, &frames(&transfer(1000, 5), ethernet)),
+        ),
+        ("pcapng-bad-block-length.pcapng", bad_block),
+        ("ipv6-hop-by-hop.pcap", pcap(1, &ipv6_hop_by_hop_frames())),
+        (
+            "tuple-reuse.pcap",
+            pcap(1, &frames(&reused_tuple_segments(), ethernet)),
+        ),
+        (
+            "seq-wrap.pcap",
+            pcap(1, &frames(&transfer(0xFFFF_F000, 10), ethernet)),
+        ),
+        ("linux-sll.pcap", {
+            let sll = |ip: &[u8]| {
+                let mut f = vec![0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 2, 0, 0, 0x08, 0x00];
+                f.extend_from_slice(ip);
+                f
+            };
+            pcap(113, &frames(&transfer(1000, 5), sll))
+        }),
+        ("unknown-linktype.pcap", pcap(147, &[(0, vec![1, 2, 3])])),
+    ]
+}
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus");
+
+#[test]
+#[ignore = "writes tests/corpus/; run by hand to regenerate the seeds"]
+fn write_seed_corpus() {
+    std::fs::create_dir_all(CORPUS).unwrap();
+    for (name, bytes) in seed_corpus() {
+        std::fs::write(format!("{CORPUS}/{name}"), bytes).unwrap();
+    }
+}
+
+/// Every committed seed: the synthetic ones are what the builders make
+/// today, and each file is an error, or an analysis with the expected
+/// warning, never a panic.
+#[test]
+fn seed_corpus_is_committed_and_reads_as_expected() {
+    for (name, bytes) in seed_corpus() {
+        let committed = std::fs::read(format!("{CORPUS}/{name}"))
+            .unwrap_or_else(|e| panic!("{name}: {e} (run write_seed_corpus)"));
+        assert_eq!(committed, bytes, "{name} differs from its builder");
+    }
+    let mut files: Vec<_> = std::fs::read_dir(CORPUS)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let bytes = std::fs::read(&path).unwrap();
+        let got = analyze(&bytes, Options::default());
+        match name.as_str() {
+            "unknown-linktype.pcap" => assert!(got.is_err(), "{name}"),
+            "truncated-mid-record.pcap" | "pcapng-bad-block-length.pcapng" => {
+                let a = got.unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(
+                    !a.warnings.is_empty() && a.records > 0,
+                    "{name}: {:?}",
+                    a.warnings
+                );
+            }
+            _ => {
+                let a = got.unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(a.warnings.is_empty(), "{name}: {:?}", a.warnings);
+            }
+        }
+        if let Ok((p, _)) = policing_input(&bytes, None) {
+            let _ = policing::detect_all(&p);
+        }
+    }
+}
+
+fn corpus_files() -> Vec<Vec<u8>> {
+    let mut files: Vec<_> = std::fs::read_dir(CORPUS)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files.iter().map(|p| std::fs::read(p).unwrap()).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A seed of the corpus with bytes overwritten, then cut anywhere.
+    #[test]
+    fn mutated_seed_corpus_never_panics(
+        pick in any::<prop::sample::Index>(),
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..24),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let files = corpus_files();
+        let mut bytes = files[pick.index(files.len())].clone();
+        for (i, b) in edits {
+            let n = bytes.len();
+            if n > 0 {
+                bytes[i.index(n)] = b;
+            }
+        }
+        let keep = cut.index(bytes.len() + 1);
+        bytes.truncate(keep);
+        let _ = analyze(&bytes, Options::default());
+        if let Ok((p, _)) = policing_input(&bytes, None) {
+            let _ = policing::detect_all(&p);
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -484,4 +624,26 @@ fn big_endian_nanosecond_pcap_keeps_nanoseconds() {
     let f = server_flow(&a);
     assert_eq!(f.packets_sent, 4);
     assert_eq!(f.rtt.min_ns, 10_000_007);
+}
+
+/// Found by the corpus fuzzer: a UDP flow seen before a TCP connection put
+/// the connection's two directions at an odd index, and the analysis took
+/// the wrong direction as each one's peer (window scale, MSS) or indexed
+/// past the end.
+#[test]
+fn a_udp_flow_before_a_tcp_connection_keeps_the_peers_right() {
+    let mut udp = etherparse::UdpHeader::without_ipv4_checksum(53, 53, 4).unwrap();
+    udp.checksum = 0;
+    let mut ip = etherparse::Ipv4Header::new(12, 64, etherparse::IpNumber::UDP, C, S).unwrap();
+    ip.header_checksum = ip.calc_header_checksum();
+    let mut u = Vec::new();
+    ip.write(&mut u).unwrap();
+    udp.write(&mut u).unwrap();
+    u.extend_from_slice(&[0; 4]);
+    let mut fr = vec![(0u64, ethernet(&u))];
+    fr.extend(frames(&transfer(1000, 5), ethernet));
+    let a = run(&pcap(1, &fr));
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    assert_eq!(server_flow(&a).wscale, Some((7, 7)));
+    assert_eq!(a.flows.len(), 2); // the UDP flow and the server's data
 }

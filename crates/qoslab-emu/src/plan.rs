@@ -19,7 +19,7 @@
 
 use crate::conditioner::{self, KernelQdisc};
 use qoslab_scenario::{Scenario, ScenarioError};
-use qoslab_sim::config::{CcKind, RecoveryKind, TcpConfig, Topology, TrafficSpec};
+use qoslab_sim::config::{CcKind, RecoveryKind, TcpConfig, TrafficSpec};
 use qoslab_sim::net::Net;
 use qoslab_sim::{PlannedFlow, SimError};
 
@@ -103,18 +103,9 @@ fn located(sc: &Scenario, path: String, message: String) -> ScenarioError {
     sc.locate(&e).expect("a Config error is always located")
 }
 
-/// The host nodes of `net` for `flows`: a dumbbell's senders and
-/// receivers; in an explicit topology, the nodes traffic names.
-pub fn hosts(cfg_topology: &Topology, net: &Net, flows: &[PlannedFlow]) -> Vec<String> {
-    net.nodes
-        .iter()
-        .map(|n| n.name.clone())
-        .filter(|name| match cfg_topology {
-            Topology::Dumbbell(_) => name != "r1" && name != "r2",
-            Topology::Explicit(_) => flows.iter().any(|f| &f.from == name || &f.to == name),
-        })
-        .collect()
-}
+/// The host nodes (shared with the simulator's captures, which address
+/// hosts the same way).
+pub use qoslab_sim::addr::hosts;
 
 /// Plans `sc`, or says (located in the file) why it cannot be emulated.
 pub fn plan(sc: &Scenario) -> Result<Plan, ScenarioError> {

@@ -191,6 +191,7 @@ fn row_dict<'py>(py: Python<'py>, r: &PolicingRow) -> PyResult<Bound<'py, PyDict
         Some(e) => {
             let x = PyDict::new(py);
             x.set_item("bucket_bytes", e.bucket_bytes)?;
+            x.set_item("intercept_bytes", e.intercept_bytes)?;
             x.set_item("wire_rate_bps", e.wire_rate_bps)?;
             x.set_item("loss_fraction", e.loss_fraction)?;
             d.set_item("extension", x)?;

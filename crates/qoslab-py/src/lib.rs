@@ -411,6 +411,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Cancelled", py.get_type::<sim::Cancelled>())?;
     m.add_function(wrap_pyfunction!(sim::scenario_info, m)?)?;
     m.add_function(wrap_pyfunction!(sim::simulate_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(sim::host_address, m)?)?;
     #[cfg(target_os = "linux")]
     {
         m.add("EmulationError", py.get_type::<emu::EmulationError>())?;

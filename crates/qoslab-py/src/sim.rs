@@ -14,7 +14,10 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use qoslab_capture::simcap::RunError;
+use qoslab_capture::writer::Snap;
 use qoslab_scenario::{Scenario, ScenarioError as CoreScenarioError, SERIES};
+use qoslab_sim::capture::CaptureSpec;
 use qoslab_sim::result::{FlowResult, PolicyResult, RttSummary, Series};
 use qoslab_sim::{Progress, SimError, SimResult};
 
@@ -64,7 +67,25 @@ pub(crate) fn scenario_info<'py>(
     d.set_item("source", &sc.source)?;
     d.set_item("record_interval_ns", sc.config.record.interval.as_ns())?;
     d.set_item("series", recorded(&sc))?;
+    let cap = PyDict::new(py);
+    let links: Vec<(String, Option<String>)> = sc
+        .capture
+        .links
+        .iter()
+        .map(|c| (capture_spec_text(c), c.file.clone()))
+        .collect();
+    cap.set_item("links", links)?;
+    cap.set_item("snaplen", sc.capture.snaplen)?;
+    d.set_item("capture", cap)?;
     Ok(d)
+}
+
+/// `LINK[:side]` of a capture spec (without its file).
+fn capture_spec_text(c: &qoslab_sim::capture::CaptureSpec) -> String {
+    match c.point {
+        Some(p) => format!("{}:{}", c.link, p.name()),
+        None => c.link.clone(),
+    }
 }
 
 pub(crate) fn recorded(sc: &Scenario) -> Vec<&'static str> {
@@ -85,13 +106,15 @@ pub(crate) fn recorded(sc: &Scenario) -> Vec<&'static str> {
 /// simulation runs (taken back briefly for each report and to check for
 /// Ctrl-C).
 #[pyfunction]
-#[pyo3(signature = (text, filename="<string>", seed=None, progress=None))]
+#[pyo3(signature = (text, filename="<string>", seed=None, progress=None, captures=None, snaplen=0))]
 pub(crate) fn simulate_toml<'py>(
     py: Python<'py>,
     text: &str,
     filename: &str,
     seed: Option<u64>,
     progress: Option<Py<PyAny>>,
+    captures: Option<Vec<(String, String)>>,
+    snaplen: u32,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut sc = parse(py, text, filename)?;
     if let Some(s) = seed {
@@ -122,8 +145,24 @@ pub(crate) fn simulate_toml<'py>(
                 }
             })
         };
-        qoslab_sim::run(config, &mut report)
+        match &captures {
+            None => qoslab_sim::run(config, &mut report).map_err(RunError::Sim),
+            Some(c) => {
+                let mut specs = Vec::with_capacity(c.len());
+                for (spec, path) in c {
+                    let s = CaptureSpec::parse(spec).map_err(RunError::Capture)?;
+                    specs.push((s, std::path::PathBuf::from(path)));
+                }
+                qoslab_capture::simcap::run(config, &specs, Snap::from_knob(snaplen), &mut report)
+                    .map(|(r, _)| r)
+            }
+        }
     });
+    let outcome = match outcome {
+        Ok(r) => Ok(r),
+        Err(RunError::Sim(e)) => Err(e),
+        Err(RunError::Capture(m)) => return Err(PyValueError::new_err(m)),
+    };
     match outcome {
         Ok(r) => result_dict(py, &sc, &r),
         Err(SimError::Cancelled) => Err(match failure {
@@ -314,4 +353,19 @@ fn result_dict<'py>(py: Python<'py>, sc: &Scenario, r: &SimResult) -> PyResult<B
     d.set_item("policies", policies)?;
     d.set_item("series", series_dict(py, &r.series)?)?;
     Ok(d)
+}
+
+/// The address and MAC of host `index` (the emulator's namespaces and the
+/// simulator's captures share this numbering, `qoslab_sim::addr`).
+#[pyfunction]
+pub(crate) fn host_address(index: u32) -> (String, String) {
+    let ip = qoslab_sim::addr::host_ipv4(index);
+    let mac = qoslab_sim::addr::host_mac(index);
+    (
+        format!("{}.{}.{}.{}", ip[0], ip[1], ip[2], ip[3]),
+        mac.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
+    )
 }

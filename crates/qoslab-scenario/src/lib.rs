@@ -50,6 +50,10 @@
 //! series = ["goodput", "rtt", "cwnd", "queue", "tokens", "colors", "ping", "segments"]
 //! rtt_percentiles = "histogram"    # default: bounded memory, p50/p95 within 0.4 %;
 //!                                  # "exact": keep every RTT sample (memory grows)
+//!
+//! [capture]                        # pcap files of link directions (not simulated state)
+//! links = ["r1->r2", "r2->r1:egress=after.pcap"]  # LINK[:ingress|egress][=FILE]
+//! snaplen = 0                      # bytes kept per frame; 0 = headers only (default)
 //! ```
 //!
 //! `[topology]` also takes `timer = "highres" | "highres:50us" | "hz:250" |
@@ -149,7 +153,10 @@ pub use error::ScenarioError;
 pub use policy_file::{parse_policy, BASE as POLICY_BASE};
 
 use qoslab_core::Duration;
+use qoslab_sim::capture::CaptureSpec;
 use qoslab_sim::config::RecordSpec;
+use qoslab_sim::config::Topology;
+use qoslab_sim::net::Net;
 use qoslab_sim::{SimConfig, SimError};
 use reader::{Cx, Field, Result, Section};
 
@@ -159,8 +166,8 @@ pub const SERIES: [&str; 8] = [
 ];
 
 /// The top-level tables a scenario may have.
-const TOP_LEVEL: [&str; 7] = [
-    "scenario", "topology", "node", "link", "policy", "traffic", "record",
+const TOP_LEVEL: [&str; 8] = [
+    "scenario", "topology", "node", "link", "policy", "traffic", "record", "capture",
 ];
 
 /// Default seed when `[scenario]` gives none.
@@ -172,6 +179,8 @@ pub struct Scenario {
     pub config: SimConfig,
     pub description: String,
     pub source: String,
+    /// `[capture]`: pcap files to write (not part of the simulation).
+    pub capture: CaptureTable,
     file: String,
     /// Names of the explicit `[[link]]`s, by index (for [`Scenario::locate`]).
     link_names: Vec<String>,
@@ -181,6 +190,7 @@ pub struct Scenario {
 
 /// What [`parse_doc`] found.
 struct Parsed {
+    capture: CaptureTable,
     config: SimConfig,
     description: String,
     source: String,
@@ -204,6 +214,7 @@ pub fn parse(text: &str, file: &str) -> core::result::Result<Scenario, ScenarioE
         config: parsed.config,
         description: parsed.description,
         source: parsed.source,
+        capture: parsed.capture,
         file: file.to_string(),
         link_names: parsed.link_names,
         located,
@@ -386,9 +397,14 @@ fn parse_doc(cx: &mut Cx<'_>) -> Result<Parsed> {
         Some(rf) => record(cx, &rf)?,
         None => RecordSpec::default(),
     };
+    let capture = match top.get(cx, "capture") {
+        Some(cf) => capture_table(cx, &cf, &topo.topology)?,
+        None => CaptureTable::default(),
+    };
     reject_unknown_tables(cx, top)?;
 
     Ok(Parsed {
+        capture,
         config: SimConfig {
             name,
             duration,
@@ -427,6 +443,56 @@ fn opt_string(cx: &mut Cx<'_>, t: &mut Section<'_>, key: &'static str) -> Result
         Some(f) => f.string(cx),
         None => Ok(String::new()),
     }
+}
+
+/// `[capture]`: which link directions the run writes to pcap files.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CaptureTable {
+    /// `LINK[:ingress|egress][=FILE]`, as `qoslab run --capture` takes them.
+    pub links: Vec<CaptureSpec>,
+    /// Bytes kept of each frame; 0 = headers only (the default).
+    pub snaplen: u32,
+}
+
+/// The largest snap length (libpcap's maximum for Ethernet).
+pub const MAX_SNAPLEN: u32 = 262_144;
+
+fn capture_table(cx: &mut Cx<'_>, f: &Field<'_>, topo: &Topology) -> Result<CaptureTable> {
+    let mut t = f.table(cx)?;
+    let mut c = CaptureTable::default();
+    // Built only to check the link names; a topology error is reported
+    // by the run itself, at its own key.
+    let net = Net::build(topo).ok();
+    if let Some(lf) = t.get(cx, "links") {
+        for item in lf.array(cx)? {
+            let text = item.string(cx)?;
+            let spec = CaptureSpec::parse(&text).map_err(|m| item.error(cx, m))?;
+            if let Some(net) = &net {
+                spec.taps(net).map_err(|m| item.error(cx, m))?;
+            }
+            if c.links
+                .iter()
+                .any(|s| s.link == spec.link && s.point == spec.point)
+            {
+                return Err(item.error(cx, format!("'{}' is listed twice", spec.link)));
+            }
+            c.links.push(spec);
+        }
+    }
+    if let Some(sf) = t.get(cx, "snaplen") {
+        c.snaplen = sf.u32(cx)?;
+        if c.snaplen > MAX_SNAPLEN {
+            return Err(sf.error(
+                cx,
+                format!(
+                    "snaplen {} is above {MAX_SNAPLEN}; 0 keeps headers only",
+                    c.snaplen
+                ),
+            ));
+        }
+    }
+    t.finish(cx, "in [capture] (links, snaplen)")?;
+    Ok(c)
 }
 
 /// `[record] rtt_percentiles`: how the flow summaries' p50 / p95 are kept.

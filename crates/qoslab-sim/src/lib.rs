@@ -16,7 +16,9 @@
 //!   `qoslab-policy` under their old paths.
 //! - [`run`] — the entry point.
 
+pub mod addr;
 mod arena;
+pub mod capture;
 pub mod cc;
 pub mod config;
 pub mod engine;
@@ -103,6 +105,27 @@ pub struct PlannedFlow {
 /// ids, endpoints and schedule as the simulation would use).
 pub fn plan_flows(config: &SimConfig) -> Result<Vec<PlannedFlow>, SimError> {
     Ok(sim::Sim::new(config)?.planned_flows(config))
+}
+
+pub use sim::{Kind, Pkt};
+
+/// Runs `config` like [`run`], handing every packet that passes `points`
+/// (direction, [`capture::Point`], file index) to `sink`, then finishes the
+/// sink. The second member is what the sink's `finish` gave: records
+/// written per file, or why a file could not be written (the simulated
+/// result is unaffected either way).
+pub fn run_with_capture(
+    config: &SimConfig,
+    progress: &mut dyn FnMut(Progress) -> bool,
+    points: &[(u32, capture::Point, u32)],
+    sink: Box<dyn capture::CaptureSink>,
+) -> Result<(SimResult, Result<Vec<u64>, String>), SimError> {
+    let mut sim = sim::Sim::new(config)?;
+    sim.set_capture(points, sink);
+    sim.run_loop(progress)?;
+    let mut sink = sim.take_capture().expect("set above");
+    let written = sink.finish(config.duration.as_ns());
+    Ok((sim.finish(), written))
 }
 
 /// Run `config` to completion. `progress` is called every few hundred

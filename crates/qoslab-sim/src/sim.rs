@@ -8,6 +8,7 @@
 //! delivered to the destination's endpoint or routed on.
 
 use crate::arena::Arena;
+use crate::capture::{CaptureSink, Point, Taps};
 use crate::config::{PolicySpec, SimConfig, TrafficSpec};
 use crate::engine::EventQueue;
 use crate::link::{Link, NEVER_NS};
@@ -164,6 +165,8 @@ pub struct Sim {
     /// `TxDone` events that found another `TxDone` live (see
     /// [`Link::tx_done_at_ns`]); each costs one heap pop and nothing else.
     stale_events: u64,
+    /// Capture taps (`None`: no capture requested, nothing recorded).
+    taps: Option<Box<Taps>>,
     /// Every delivery (time, flow, wire bytes), for the tests' window checks.
     #[cfg(test)]
     pub deliveries: Vec<(u64, u32, u32)>,
@@ -208,6 +211,7 @@ impl Sim {
             counters: NetCounters::default(),
             events: 0,
             stale_events: 0,
+            taps: None,
             #[cfg(test)]
             deliveries: Vec::new(),
         };
@@ -694,6 +698,15 @@ impl Sim {
 
     /// Egress of direction `d`: policer, then queue, then the transmitter.
     fn enqueue(&mut self, d: u32, id: u32) {
+        if let Some(t) = self.taps.as_mut() {
+            t.tap(
+                d,
+                Point::Ingress,
+                self.now_ns,
+                self.now_ns,
+                self.pkts.get(id),
+            );
+        }
         let now = Instant::from_ns(self.now_ns);
         let l = &mut self.links[d as usize];
         let data = self.pkts.get_mut(id);
@@ -787,6 +800,9 @@ impl Sim {
                 l.tx_packets += 1;
                 l.tx_bytes += p.size_bytes as u64;
                 let id = p.id as u32;
+                if let Some(t) = self.taps.as_mut() {
+                    t.tap(d, Point::Egress, now, l.busy_until_ns, self.pkts.get(id));
+                }
                 if l.draw_loss() {
                     l.lost_packets += 1;
                     self.counters.lost_link += 1;
@@ -1109,6 +1125,17 @@ impl Sim {
                 stop_ns: (f.stop_ns != u64::MAX).then_some(f.stop_ns),
             })
             .collect()
+    }
+
+    /// Records the packets passing `points` (direction, point, file index
+    /// handed to `sink`).
+    pub fn set_capture(&mut self, points: &[(u32, Point, u32)], sink: Box<dyn CaptureSink>) {
+        self.taps = Some(Box::new(Taps::new(self.links.len(), points, sink)));
+    }
+
+    /// Takes the capture sink back (after the run).
+    pub fn take_capture(&mut self) -> Option<Box<dyn CaptureSink>> {
+        self.taps.take().map(|t| t.sink)
     }
 
     /// Packets in flight or queued (arena slots in use).

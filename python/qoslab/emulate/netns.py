@@ -31,6 +31,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from qoslab import _core
+
 __all__ = [
     "PREFIX",
     "REQUIRED_TOOLS",
@@ -83,13 +85,14 @@ def run_cmd(argv: Sequence[str], timeout: float = CMD_TIMEOUT_S, check: bool = T
 
 
 def host_ip(index: int) -> str:
-    """The address of the ``index``-th host: 10.77.0.1, 10.77.0.2, … (250 a /24)."""
-    return f"{SUBNET}.{index // 250}.{index % 250 + 1}"
+    """The address of the ``index``-th host: 10.77.0.1, 10.77.0.2, … (250 a /24);
+    the simulator's captures use the same numbering (``qoslab_sim::addr``)."""
+    return str(_core.host_address(index)[0])
 
 
 def host_mac(index: int) -> str:
     """A locally administered, deterministic MAC for host ``index``'s eth0."""
-    return f"02:71:{(index >> 16) & 0xFF:02x}:{(index >> 8) & 0xFF:02x}:{index & 0xFF:02x}:01"
+    return str(_core.host_address(index)[1])
 
 
 @dataclass
