@@ -35,7 +35,7 @@
 //! # [policy.access.ingress] police = { ... }: policer where hosts enter r1
 //!
 //! [[traffic]]
-//! kind = "tcp-bulk"                # tcp-bulk | udp | onoff | ping
+//! kind = "tcp-bulk"                # tcp-bulk | tcp-fetch | udp | onoff | ping
 //! flows = 4
 //! profile = "windows10"            # linux (default) | windows10 | windows7 | windows-xp
 //! # any TcpConfig override: cc, recovery, sack, mss, header_bytes,
@@ -43,7 +43,17 @@
 //! # buffer: at most this many bytes unacknowledged; default unlimited), window_scaling,
 //! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing,
 //! # frto, rack, tlp, limited_transmit, rescue_retransmit, rto_clears_sack,
-//! # linux_rto (booleans)
+//! # linux_rto, slow_start_after_idle (booleans)
+//!
+//! [[traffic]]
+//! kind = "tcp-fetch"               # request/response over one connection
+//! from = "d0"                      # the server (sends the chunks)
+//! to = "s0"                        # the client (sends the requests)
+//! chunks = 5                       # default 5
+//! chunk_size = "2000000B"          # default 2000000 B
+//! pause = "1s"                     # after a response, before the next request (default 1 s)
+//! request_size = "100B"            # request payload, one segment (default 100 B)
+//! # plus every TcpConfig key above; per-chunk results in `chunks` of the flow
 //!
 //! [record]
 //! interval = "100ms"
