@@ -772,6 +772,10 @@ impl Sim {
         let l = &mut self.links[d as usize];
         let data = self.pkts.get_mut(id);
         let mut p = data.core(id);
+        if let Some(t) = &l.stab {
+            // tc-stab: the policy counts this size; the wire the real one.
+            p.size_bytes = t.pkt_len(p.size_bytes);
+        }
         if let Some(pi) = l.egress_policer {
             let pol = &mut self.policies[pi as usize];
             let v = pol.police(now, &p);
@@ -856,11 +860,13 @@ impl Sim {
         let l = &mut self.links[d as usize];
         match head {
             Some(p) => {
-                let tx = l.tx_time_ns(p.size_bytes);
+                let id = p.id as u32;
+                // The real size (a size table may have changed `p`'s).
+                let size = self.pkts.get(id).size_bytes;
+                let tx = l.tx_time_ns(size);
                 l.busy_until_ns = now.saturating_add(tx);
                 l.tx_packets += 1;
-                l.tx_bytes += p.size_bytes as u64;
-                let id = p.id as u32;
+                l.tx_bytes += size as u64;
                 if l.draw_loss() {
                     l.lost_packets += 1;
                     self.counters.lost_link += 1;
@@ -1324,7 +1330,7 @@ impl Sim {
                     let conn = &self.conns[c as usize];
                     if let Some(fe) = conn.fetch.as_deref() {
                         let mut fe = fe.clone();
-                        if let Some(k) = fe.in_progress() {
+                        for k in fe.server_done..fe.server_started {
                             fe.fill_counters(k, fetch_base(&conn.sender, f));
                         }
                         r.chunks = fe.records;
@@ -1401,6 +1407,7 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
         };
         let mut egress_policer = None;
         let mut queue_policy = None;
+        let mut stab = None;
         let queue = match &d.egress {
             None => {
                 let q = EgressQueue::Fifo(device()?);
@@ -1413,7 +1420,9 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
                 q
             }
             Some(plan) => {
-                let (q, mut p) = match &plan.spec {
+                let (spec, table) = plan.spec.without_stab();
+                stab = table;
+                let (q, mut p) = match spec {
                     PolicySpec::Police(m) => {
                         let pol = policy::build_policer(m, &plan.path)?;
                         let kind = m.kind.to_ascii_lowercase();
@@ -1432,6 +1441,9 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
                         let p = Policy::new(name, "fifo".into(), q.describe());
                         (q, p)
                     }
+                    PolicySpec::Sized { .. } => {
+                        return Err(cfg_err(plan.path.clone(), "one size table per policy"))
+                    }
                     PolicySpec::Tree(t) => {
                         let seed = Rng::new(cfg.seed, STREAM_TREE + i as u64).next_u64();
                         let tree = crate::tree::build(t, &plan.path, seed)?;
@@ -1447,6 +1459,11 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
                     }
                 };
                 p.queue_dir = Some(i as u32);
+                if let Some(t) = &stab {
+                    p.res
+                        .describe
+                        .extend(t.describe().into_iter().map(|(k, v)| (k.to_string(), v)));
+                }
                 let police = p.policer.is_some();
                 policies.push(p);
                 let idx = policies.len() as u32 - 1;
@@ -1467,6 +1484,7 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
             net.nodes[d.from as usize].timer,
         );
         l.egress_policer = egress_policer;
+        l.stab = stab;
         l.queue_policy = queue_policy;
         l.timer_rng = Some(Rng::new(cfg.seed, STREAM_TIMER + i as u64));
         l.ingress_policer = d.ingress.map(|k| ingress_policy[k]);
@@ -1542,3 +1560,7 @@ mod tests;
 #[cfg(test)]
 #[path = "sim_tcp_tests.rs"]
 mod tcp_tests;
+
+#[cfg(test)]
+#[path = "sim_fetch_tests.rs"]
+mod fetch_tests;

@@ -63,8 +63,8 @@ pub struct Fetch {
     pub server_started: u32,
     /// Chunks the server has seen acknowledged in full.
     pub server_done: u32,
-    /// Counters at the start of the chunk in progress at the server.
-    pub base: Base,
+    /// Counters at the start of each chunk begun at the server.
+    pub bases: Vec<Base>,
 }
 
 impl Fetch {
@@ -78,7 +78,7 @@ impl Fetch {
             client_done: 0,
             server_started: 0,
             server_done: 0,
-            base: Base::default(),
+            bases: Vec::with_capacity(chunks as usize),
         }
     }
 
@@ -100,7 +100,7 @@ impl Fetch {
             return false;
         }
         self.server_started += 1;
-        self.base = base;
+        self.bases.push(base);
         self.records[index as usize].start_ns = now_ns;
         true
     }
@@ -110,19 +110,22 @@ impl Fetch {
         (self.server_done < self.server_started).then_some(self.server_done)
     }
 
-    /// The server saw the chunk in progress acknowledged in full.
+    /// The server saw everything it was asked for acknowledged: every
+    /// chunk in progress ends (more than one when a request arrived before
+    /// the ACK that completed the previous response, which was lost).
     pub fn server_finished(&mut self, now_ns: u64, now: Base) {
-        let Some(k) = self.in_progress() else { return };
-        self.server_done += 1;
-        let r = &mut self.records[k as usize];
-        r.end_ns = Some(now_ns);
-        self.fill_counters(k, now);
+        while let Some(k) = self.in_progress() {
+            self.server_done += 1;
+            self.records[k as usize].end_ns = Some(now_ns);
+            self.fill_counters(k, now);
+        }
     }
 
     /// Counters of chunk `k` as increments over its base (also used for a
-    /// chunk the run cut short).
+    /// chunk the run cut short). Chunks overlap only in the lost-ACK case
+    /// above, where both count what happened while both were open.
     pub fn fill_counters(&mut self, k: u32, now: Base) {
-        let b = self.base;
+        let b = self.bases[k as usize];
         let r = &mut self.records[k as usize];
         r.retransmits = now.retransmits - b.retransmits;
         r.timeouts = now.timeouts - b.timeouts;
