@@ -31,6 +31,10 @@
 //! police = { cir = "20mbit", bc = "625000B" }   # kind defaults to "police"
 //! # or shape = { kind = "tbf", rate = "20mbit", burst = "32kb", limit = "64kb" }
 //! # or fifo  = { limit = "200p", head_drop = false }
+//! # optional beside any of them: a tc-stab size table, what the policy counts
+//! # per packet (the wire still carries the real size; see qoslab_policy::stab):
+//! # stab = { overhead = 14, linklayer = "ethernet", mpu = "0B", mtu = "2047B", tsize = 512 }
+//! #   linklayer = "atm" (or "adsl"): whole 53-byte cells of 48 bytes
 //! # or a policy tree (below)
 //! # [policy.access.ingress] police = { ... }: policer where hosts enter r1
 //!
@@ -473,3 +477,6 @@ mod tests;
 
 #[cfg(test)]
 mod tests_tree;
+
+#[cfg(test)]
+mod tests_fetch;
