@@ -17,7 +17,7 @@ behind ``qoslab analyze``): chunk *k* starts when the client's request *k* (its 
 copy; the requests are the client's only payload) is captured at the server, and ends
 when the server captures the first ACK covering byte 1 + (k+1)·L of the response stream
 (chunkperf writes exactly L bytes per request, so the byte ranges are known). Goodput =
-L·8 / (end − start); retransmissions = the server's data segments the analysis flags as
+L·8 / (end - start); retransmissions = the server's data segments the analysis flags as
 retransmitted between start and end; losses = the Flach et al. detector's per-segment
 loss count (its "segment" is one request/response exchange). RTOs are per connection
 (the analysis counts them per flow). A chunk not acknowledged before the capture stopped
@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -528,7 +527,7 @@ def render(data: dict[str, Any]) -> str:
         "### Misses by category (per chunk)",
         "",
         "| category | chunks | goodput hits | median goodput sim/truth | retransmission hits "
-        "| median retx sim − truth |",
+        "| median retx sim - truth |",
         "|---|---|---|---|---|---|",
     ]
     cats: dict[str, list[dict[str, Any]]] = {}
@@ -690,8 +689,10 @@ def main(argv: list[str] | None = None) -> int:
         data = run_all(all_cases)
         write_atomic(RESULTS, json.dumps(data, indent=1) + "\n")
         write_doc(render(data))
-        print(f"wrote {RESULTS.relative_to(ROOT)} and the usc-truth section of "
-              f"{DOC.relative_to(ROOT)} ({data['meta']['wall_s']:.0f} s)")
+        print(
+            f"wrote {RESULTS.relative_to(ROOT)} and the usc-truth section of "
+            f"{DOC.relative_to(ROOT)} ({data['meta']['wall_s']:.0f} s)"
+        )
         return 0
     if not a.scenarios:
         p.print_help()
