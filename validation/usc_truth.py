@@ -172,12 +172,11 @@ def category(c: dict[str, Any]) -> str:
 
 
 def duration_s(c: dict[str, Any]) -> int:
-    """Long enough for every chunk: 2.5x the transfer at the configured rate when shared,
-    1.6x alone, plus the pauses and 30 s (the run stops where the time ends)."""
-    rate = c["pcir"] or c["scir"]
-    shared = c["xt"] or len(c["ports"]) > 1
-    ideal = c["chunks"] * c["chunk_bytes"] * 8 / rate
-    return int(ideal * (2.5 if shared else 1.6) + c["chunks"] * max(c["pauses_ms"]) / 1e3 + 30)
+    """Long enough for every chunk whatever the goodput (a policer with an 8 kB bucket
+    carries ~0.6 Mbit/s whatever its rate): 10 minutes. An idle simulated second costs
+    nothing; only the cross-traffic flow runs to the end."""
+    del c
+    return 600
 
 
 def scenario(c: dict[str, Any]) -> dict[str, Any]:

@@ -75,7 +75,7 @@ impl SizeTable {
         let table = linklayer != LinkLayer::Ethernet || mpu_bytes != 0;
         let mtu = mtu_bytes.unwrap_or(DEFAULT_MTU_BYTES);
         let tsize = tsize.unwrap_or(DEFAULT_TSIZE);
-        if table && (tsize < 2 || tsize > 65_536) {
+        if table && !(2..=65_536).contains(&tsize) {
             return Err(PolicyError::new("stab.tsize", "expected 2 to 65536 slots"));
         }
         if table && mtu == 0 {
