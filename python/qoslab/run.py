@@ -216,6 +216,8 @@ The scenario file is TOML (see scenarios/ and crates/qoslab-scenario):
               bottleneck = { rate = "1gbit", delay = "0.5ms" }
   [policy.bottleneck.egress]  police = { cir = "20mbit", bc = "625000B" }
   [[traffic]] kind = "tcp-bulk", flows = 4, profile = "windows10"
+  [[traffic]] kind = "tcp-fetch", chunks = 5, chunk_size = "2000000B", pause = "1s"
+              (per-chunk results in the JSON: flows[].chunks)
 --out DIR writes results.json, each recorded series as CSV and Parquet and
 the scenario as run, all at once (DIR is complete or untouched).
 A progress bar shows on a terminal (stderr) once a run takes over a second.
@@ -223,6 +225,7 @@ A progress bar shows on a terminal (stderr) once a run takes over a second.
 examples:
   qoslab run scenarios/example.toml
   qoslab run scenarios/isr4000-police.toml --seed 2 --out /tmp/police --json
+  qoslab run scenarios/fetch-policed.toml --json
 """
 
 
