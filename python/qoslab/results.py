@@ -47,6 +47,29 @@ def _rtt_ms(rtt: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _chunk(c: Mapping[str, Any]) -> dict[str, Any]:
+    """One response of a tcp-fetch flow, timed at the server (start: the
+    request arrives; end: the ACK of its last byte arrives)."""
+    end = c["end_ns"]
+    done = c["client_done_ns"]
+    return {
+        "index": c["index"],
+        "request_s": c["request_ns"] / 1e9,
+        "start_s": c["start_ns"] / 1e9,
+        "end_s": None if end is None else end / 1e9,
+        "duration_s": None if end is None else (end - c["start_ns"]) / 1e9,
+        "client_done_s": None if done is None else done / 1e9,
+        "bytes": c["bytes"],
+        "bytes_acked": c["bytes_acked"],
+        "goodput_bps": c["goodput_bps"],
+        "retransmits": c["retransmits"],
+        "packets_lost": c["packets_lost"],
+        "timeouts": c["timeouts"],
+        "fast_recoveries": c["fast_recoveries"],
+        "request_retries": c["request_retries"],
+    }
+
+
 def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
     flows = [
         {
@@ -65,6 +88,7 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
             "timeouts": f["timeouts"],
             "fast_recoveries": f["fast_recoveries"],
             "rtt_ms": _rtt_ms(f["rtt"]),
+            **({"chunks": [_chunk(c) for c in f["chunks"]]} if f.get("chunks") else {}),
         }
         for f in raw["flows"]
     ]

@@ -219,6 +219,8 @@ The scenario file is TOML (see scenarios/ and crates/qoslab-scenario):
               bottleneck = { rate = "1gbit", delay = "0.5ms" }
   [policy.bottleneck.egress]  police = { cir = "20mbit", bc = "625000B" }
   [[traffic]] kind = "tcp-bulk", flows = 4, profile = "windows10"
+  [[traffic]] kind = "tcp-fetch", chunks = 5, chunk_size = "2000000B", pause = "1s"
+              (per-chunk results in the JSON: flows[].chunks)
 --out DIR writes results.json, each recorded series as CSV and Parquet and
 the scenario as run, all at once (DIR is complete or untouched).
 A progress bar shows on a terminal (stderr) once a run takes over a second.
@@ -239,6 +241,7 @@ examples:
   qoslab run scenarios/example.toml --capture r1->r2 --out /tmp/ex
   qoslab analyze /tmp/ex/r1-r2.pcap --policing
   qoslab run scenarios/example.toml --capture 'r1->r2:egress=/tmp/after.pcap' --quiet
+  qoslab run scenarios/fetch-policed.toml --json
 """
 
 

@@ -133,6 +133,15 @@ pub fn plan(sc: &Scenario) -> Result<Plan, ScenarioError> {
                 tcp = Some(linux_tcp(sc, ti, c)?);
                 endpoints.dscp
             }
+            TrafficSpec::TcpFetch { .. } => {
+                return Err(located(
+                    sc,
+                    format!("traffic[{ti}].kind"),
+                    "tcp-fetch cannot be emulated yet (iperf3 has no request/response mode); \
+                     use tcp-bulk"
+                        .into(),
+                ));
+            }
             TrafficSpec::UdpCbr {
                 rate,
                 payload_bytes,

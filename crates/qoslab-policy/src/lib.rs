@@ -26,6 +26,7 @@ pub mod policy;
 pub mod registry;
 pub mod result;
 pub mod spec;
+pub mod stab;
 pub mod trace;
 pub mod tree;
 

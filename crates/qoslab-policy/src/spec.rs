@@ -18,6 +18,23 @@ pub enum PolicySpec {
     /// replacing the device FIFO: one `qoslab_core::Shaper` built by
     /// [`crate::tree`].
     Tree(Box<TreeSpec>),
+    /// Another policy behind a size table (tc-stab): everything the policy
+    /// accounts sees [`SizeTable::pkt_len`](crate::stab::SizeTable::pkt_len)
+    /// of each packet; the wire still serialises the real size.
+    Sized {
+        stab: crate::stab::SizeTable,
+        inner: Box<PolicySpec>,
+    },
+}
+
+impl PolicySpec {
+    /// The policy without its size table, and the table if any.
+    pub fn without_stab(&self) -> (&PolicySpec, Option<crate::stab::SizeTable>) {
+        match self {
+            PolicySpec::Sized { stab, inner } => (inner.without_stab().0, Some(*stab)),
+            p => (p, None),
+        }
+    }
 }
 
 /// A policy tree: the root qdisc, optionally behind a policer (Cisco

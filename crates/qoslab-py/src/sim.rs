@@ -205,6 +205,25 @@ fn flow_dict<'py>(py: Python<'py>, f: &FlowResult) -> PyResult<Bound<'py, PyDict
     d.set_item("timeouts", f.timeouts)?;
     d.set_item("fast_recoveries", f.fast_recoveries)?;
     d.set_item("rtt", rtt_dict(py, &f.rtt)?)?;
+    let chunks = PyList::empty(py);
+    for c in &f.chunks {
+        let x = PyDict::new(py);
+        x.set_item("index", c.index)?;
+        x.set_item("request_ns", c.request_ns)?;
+        x.set_item("start_ns", c.start_ns)?;
+        x.set_item("end_ns", c.end_ns)?;
+        x.set_item("client_done_ns", c.client_done_ns)?;
+        x.set_item("bytes", c.bytes)?;
+        x.set_item("bytes_acked", c.bytes_acked)?;
+        x.set_item("goodput_bps", c.goodput_bps)?;
+        x.set_item("retransmits", c.retransmits)?;
+        x.set_item("packets_lost", c.packets_lost)?;
+        x.set_item("timeouts", c.timeouts)?;
+        x.set_item("fast_recoveries", c.fast_recoveries)?;
+        x.set_item("request_retries", c.request_retries)?;
+        chunks.append(x)?;
+    }
+    d.set_item("chunks", chunks)?;
     Ok(d)
 }
 

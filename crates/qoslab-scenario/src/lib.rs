@@ -31,11 +31,15 @@
 //! police = { cir = "20mbit", bc = "625000B" }   # kind defaults to "police"
 //! # or shape = { kind = "tbf", rate = "20mbit", burst = "32kb", limit = "64kb" }
 //! # or fifo  = { limit = "200p", head_drop = false }
+//! # optional beside any of them: a tc-stab size table, what the policy counts
+//! # per packet (the wire still carries the real size; see qoslab_policy::stab):
+//! # stab = { overhead = 14, linklayer = "ethernet", mpu = "0B", mtu = "2047B", tsize = 512 }
+//! #   linklayer = "atm" (or "adsl"): whole 53-byte cells of 48 bytes
 //! # or a policy tree (below)
 //! # [policy.access.ingress] police = { ... }: policer where hosts enter r1
 //!
 //! [[traffic]]
-//! kind = "tcp-bulk"                # tcp-bulk | udp | onoff | ping
+//! kind = "tcp-bulk"                # tcp-bulk | tcp-fetch | udp | onoff | ping
 //! flows = 4
 //! profile = "windows10"            # linux (default) | windows10 | windows7 | windows-xp
 //! # any TcpConfig override: cc, recovery, sack, mss, header_bytes,
@@ -43,7 +47,17 @@
 //! # buffer: at most this many bytes unacknowledged; default unlimited), window_scaling,
 //! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing,
 //! # frto, rack, tlp, limited_transmit, rescue_retransmit, rto_clears_sack,
-//! # linux_rto (booleans)
+//! # linux_rto, slow_start_after_idle (booleans)
+//!
+//! [[traffic]]
+//! kind = "tcp-fetch"               # request/response over one connection
+//! from = "d0"                      # the server (sends the chunks)
+//! to = "s0"                        # the client (sends the requests)
+//! chunks = 5                       # default 5
+//! chunk_size = "2000000B"          # default 2000000 B
+//! pause = "1s"                     # after a response, before the next request (default 1 s)
+//! request_size = "100B"            # request payload, one segment (default 100 B)
+//! # plus every TcpConfig key above; per-chunk results in `chunks` of the flow
 //!
 //! [record]
 //! interval = "100ms"
@@ -533,3 +547,6 @@ mod tests;
 
 #[cfg(test)]
 mod tests_tree;
+
+#[cfg(test)]
+mod tests_fetch;

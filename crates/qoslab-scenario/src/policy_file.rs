@@ -24,7 +24,22 @@ pub fn parse_policy(text: &str, file: &str) -> Result<TreeSpec, ScenarioError> {
     })?;
     let f = Field::from_item(BASE.to_string(), 0, 0, doc.as_item());
     let spec = crate::topology::policy(&mut cx, &f)?;
+    if let PolicySpec::Sized { .. } = spec {
+        let path = format!("{BASE}.stab");
+        let at = cx
+            .located
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map_or(0, |(_, at)| *at);
+        return Err(cx.err(
+            at,
+            &path,
+            "a size table (stab) belongs to a link's policy in a scenario; a trace's \
+             sizes are already the sizes counted",
+        ));
+    }
     Ok(match spec {
+        PolicySpec::Sized { .. } => unreachable!("refused above"),
         PolicySpec::Tree(t) => *t,
         PolicySpec::Shape(s) => {
             let params: Vec<(&str, &str)> = s

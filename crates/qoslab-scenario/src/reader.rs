@@ -267,6 +267,12 @@ impl<'a> Field<'a> {
         self.value.and_then(Value::as_integer)
     }
 
+    pub fn i32(&self, cx: &Cx<'_>) -> Result<i32> {
+        self.integer()
+            .and_then(|i| i32::try_from(i).ok())
+            .ok_or_else(|| self.expected(cx, "an integer"))
+    }
+
     pub fn u64(&self, cx: &Cx<'_>) -> Result<u64> {
         self.integer()
             .and_then(|i| u64::try_from(i).ok())

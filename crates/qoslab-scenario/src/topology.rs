@@ -13,6 +13,7 @@ use qoslab_core::parse::Limit;
 use qoslab_core::shaper::AnyShaper;
 use qoslab_core::Duration;
 use qoslab_policy::spec::{FifoLimit, FifoSpec, MeterSpec, PolicySpec, QdiscSpec, ShaperSpec};
+use qoslab_policy::stab::{parse_linklayer, LinkLayer, SizeTable};
 use qoslab_sim::config::{
     DumbbellSpec, ExplicitTopology, LinkParams, LinkSpec, NodeSpec, TimerSpec, Topology,
 };
@@ -486,6 +487,65 @@ fn ingress(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<MeterSpec> {
 /// child `qdisc`, optionally behind `police`).
 pub(crate) fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
     let mut t = f.table(cx)?;
+    let stab = match t.get(cx, "stab") {
+        Some(s) => Some(size_table(cx, &s)?),
+        None => None,
+    };
+    let spec = policy_unsized(cx, f, t)?;
+    Ok(match stab {
+        Some(stab) => PolicySpec::Sized {
+            stab,
+            inner: Box::new(spec),
+        },
+        None => spec,
+    })
+}
+
+/// `stab = { overhead = 14, linklayer = "ethernet" | "atm" | "adsl", mpu = "64B",
+/// mtu = "2047B", tsize = 512 }` (tc-stab(8); see `qoslab_policy::stab`).
+fn size_table(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<SizeTable> {
+    let mut t = f.table(cx)?;
+    let overhead = match t.get(cx, "overhead") {
+        Some(o) => o.i32(cx)?,
+        None => 0,
+    };
+    let linklayer = match t.get(cx, "linklayer") {
+        Some(l) => {
+            let name = l.choice(cx, &["ethernet", "atm", "adsl"])?;
+            parse_linklayer(name).expect("a tc link layer")
+        }
+        None => LinkLayer::Ethernet,
+    };
+    let small = |cx: &mut Cx<'_>, t: &mut Section<'_>, key: &'static str| match t.get(cx, key) {
+        Some(v) => match v.size(cx)? {
+            n @ 0..=65_535 => Ok(Some(n as u32)),
+            _ => Err(v.error(
+                cx,
+                format!("{key} must be at most 65535 bytes (tc's 16 bits)"),
+            )),
+        },
+        None => Ok(None),
+    };
+    let mpu = small(cx, &mut t, "mpu")?.unwrap_or(0);
+    let mtu = small(cx, &mut t, "mtu")?;
+    let tsize_f = t.get(cx, "tsize");
+    let tsize = match &tsize_f {
+        Some(v) => Some(v.u32(cx)?),
+        None => None,
+    };
+    let at = t.at;
+    let path = t.path.clone();
+    t.finish(cx, "in a stab table")?;
+    SizeTable::new(overhead, linklayer, mpu, mtu, tsize).map_err(|e| {
+        let key = e.path.trim_start_matches("stab.");
+        match (&tsize_f, key) {
+            (Some(v), "tsize") => v.error(cx, e.message),
+            _ => cx.err(at, &format!("{path}.{key}"), e.message),
+        }
+    })
+}
+
+fn policy_unsized(cx: &mut Cx<'_>, f: &Field<'_>, mut t: Section<'_>) -> Result<PolicySpec> {
     let police = t.get(cx, "police");
     let shape = t.get(cx, "shape");
     let fifo = t.get(cx, "fifo");
@@ -496,7 +556,11 @@ pub(crate) fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
     let mut kinds: Vec<(String, Field<'_>)> = Vec::new();
     let mut unknown = None;
     for (key, v) in t.entries(cx) {
-        if ["police", "shape", "fifo", "class", "filter", "qdisc"].contains(&key.as_str()) {
+        if [
+            "police", "shape", "fifo", "class", "filter", "qdisc", "stab",
+        ]
+        .contains(&key.as_str())
+        {
             continue;
         }
         if crate::tree::is_root_kind(&key) {
@@ -506,7 +570,9 @@ pub(crate) fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
         }
     }
     if let Some((key, v)) = unknown {
-        let mut known = vec!["police", "shape", "fifo", "class", "filter", "qdisc"];
+        let mut known = vec![
+            "police", "shape", "fifo", "class", "filter", "qdisc", "stab",
+        ];
         known.extend(crate::tree::root_kinds());
         let hint = nearest(&key.to_ascii_lowercase(), &known)
             .map(|k| format!(" (did you mean '{k}'?)"))
@@ -517,7 +583,7 @@ pub(crate) fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
             format!(
                 "unknown key '{key}' in a policy{hint}; a policy is police, shape or fifo, \
                  or a root qdisc ({}) with class, filter and qdisc tables",
-                known[6..].join(", ")
+                known[7..].join(", ")
             ),
         ));
     }

@@ -1,5 +1,6 @@
-//! `[[traffic]]`: iperf3-like TCP bulk flows, UDP constant bit rate, UDP
-//! on/off and ping probes. The keys a table may hold depend on its `kind`;
+//! `[[traffic]]`: iperf3-like TCP bulk flows, request/response chunk
+//! fetches over one TCP connection (`tcp-fetch`), UDP constant bit rate,
+//! UDP on/off and ping probes. The keys a table may hold depend on its `kind`;
 //! any other key is rejected with the nearest valid one.
 
 use crate::reader::{Cx, Field, Result, Section};
@@ -7,7 +8,15 @@ use crate::topology::check_node;
 use qoslab_core::Duration;
 use qoslab_sim::config::{CcKind, Endpoints, RecoveryKind, Schedule, TcpConfig, TrafficSpec};
 
-pub const KINDS: [&str; 4] = ["tcp-bulk", "udp", "onoff", "ping"];
+pub const KINDS: [&str; 5] = ["tcp-bulk", "tcp-fetch", "udp", "onoff", "ping"];
+
+/// `tcp-fetch` defaults: the USC-NSL policing lab's client (Flach et al.,
+/// SIGCOMM 2016: 5 chunks of 2 MB, one connection), a 1 s pause, and a
+/// 100-byte request (a short HTTP GET).
+pub const DEFAULT_FETCH_CHUNKS: u32 = 5;
+pub const DEFAULT_FETCH_CHUNK_BYTES: u64 = 2_000_000;
+pub const DEFAULT_FETCH_PAUSE: Duration = Duration::from_secs(1);
+pub const DEFAULT_FETCH_REQUEST_BYTES: u32 = 100;
 
 /// iperf3's UDP block size when `-l` is not given (its default for UDP is
 /// the path MSS with a 1460-byte fallback; 1460 on Ethernet).
@@ -45,7 +54,7 @@ pub(crate) fn traffic(
     let kind_f = t.require(
         cx,
         "kind",
-        "what to send: kind = \"tcp-bulk\", \"udp\", \"onoff\" or \"ping\"",
+        "what to send: kind = \"tcp-bulk\", \"tcp-fetch\", \"udp\", \"onoff\" or \"ping\"",
     )?;
     let kind = kind_f.choice(cx, &KINDS)?;
     let endpoints = endpoints(cx, &mut t, nodes)?;
@@ -82,6 +91,52 @@ pub(crate) fn traffic(
                 endpoints,
                 schedule,
                 bytes,
+                tcp,
+                label,
+            }
+        }
+        "tcp-fetch" => {
+            let chunks = match t.get(cx, "chunks") {
+                Some(f) => f.count(cx)?,
+                None => DEFAULT_FETCH_CHUNKS,
+            };
+            let chunk_bytes = match t.get(cx, "chunk_size") {
+                Some(f) => match f.size(cx)? {
+                    0 => return Err(f.error(cx, "chunk_size must be above 0")),
+                    n => n,
+                },
+                None => DEFAULT_FETCH_CHUNK_BYTES,
+            };
+            let pause = match t.get(cx, "pause") {
+                Some(f) => f.time(cx)?,
+                None => DEFAULT_FETCH_PAUSE,
+            };
+            let request_f = t.get(cx, "request_size");
+            let request_bytes = match &request_f {
+                Some(f) => match f.size(cx)? {
+                    n @ 1..=65_495 => n as u32,
+                    _ => return Err(f.error(cx, "request_size must be 1 to 65495 bytes")),
+                },
+                None => DEFAULT_FETCH_REQUEST_BYTES,
+            };
+            let tcp = tcp_config(cx, &mut t)?;
+            if let Some(f) = request_f.filter(|_| request_bytes > tcp.mss) {
+                return Err(f.error(
+                    cx,
+                    format!(
+                        "request_size must fit one segment (mss = {} bytes)",
+                        tcp.mss
+                    ),
+                ));
+            }
+            TrafficSpec::TcpFetch {
+                flows,
+                endpoints,
+                schedule,
+                chunks,
+                chunk_bytes,
+                pause,
+                request_bytes,
                 tcp,
                 label,
             }
@@ -375,6 +430,7 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
         ("limited_transmit", &mut c.limited_transmit),
         ("rescue_retransmit", &mut c.rescue_retransmit),
         ("rto_clears_sack", &mut c.rto_clears_sack),
+        ("slow_start_after_idle", &mut c.slow_start_after_idle),
         ("linux_rto", &mut c.linux_rto),
     ] {
         if let Some(f) = t.get(cx, key) {

@@ -198,6 +198,24 @@ pub enum TrafficSpec {
         exponential: bool,
         label: String,
     },
+    /// Request/response over one persistent TCP connection (an HTTP/1.1
+    /// client fetching `chunks` objects of `chunk_bytes`): the client at
+    /// `to` asks with a `request_bytes` request, the server at `from`
+    /// answers with `chunk_bytes`, and the client waits `pause` after the
+    /// last byte of a response before its next request. Per-chunk results
+    /// in [`FlowResult::chunks`](crate::result::FlowResult::chunks).
+    TcpFetch {
+        flows: u32,
+        endpoints: Endpoints,
+        schedule: Schedule,
+        chunks: u32,
+        chunk_bytes: u64,
+        pause: Duration,
+        /// Request payload bytes (IP + TCP headers added).
+        request_bytes: u32,
+        tcp: TcpConfig,
+        label: String,
+    },
     /// `ping -i interval -s size`: ICMP echo requests, replies measured.
     Ping {
         endpoints: Endpoints,
@@ -307,6 +325,13 @@ pub struct TcpConfig {
     /// marks every segment lost (no RACK sparing, as Linux's reneging
     /// path).
     pub rto_clears_sack: bool,
+    /// Restart the window after an idle period longer than the RTO
+    /// (Linux sysctl `tcp_slow_start_after_idle`, default 1;
+    /// `tcp_slow_start_after_idle_check` in include/net/tcp.h and
+    /// `tcp_cwnd_restart` in net/ipv4/tcp_output.c; RFC 5681 §4.1 /
+    /// RFC 7661 §2 describe the same restart). Only an application that
+    /// pauses (`tcp-fetch`) is ever idle; a bulk sender never is.
+    pub slow_start_after_idle: bool,
 }
 
 impl TcpConfig {
@@ -405,6 +430,7 @@ impl TcpConfig {
             limited_transmit: true,
             rescue_retransmit: false,
             rto_clears_sack: false,
+            slow_start_after_idle: true,
         };
         match name {
             "linux" => Some(linux),

@@ -34,6 +34,9 @@ pub struct Link {
     pub queue: EgressQueue,
     /// Policy index of an egress policer in front of the queue.
     pub egress_policer: Option<u32>,
+    /// The egress policy's size table (tc-stab): what its policer and
+    /// queue count per packet; serialisation uses the real size.
+    pub stab: Option<qoslab_policy::stab::SizeTable>,
     /// Policy index that reports this direction's queue.
     pub queue_policy: Option<u32>,
     /// Policy index of the policer on `to`'s ingress for these packets.
@@ -94,6 +97,7 @@ impl Link {
             rng,
             queue,
             egress_policer: None,
+            stab: None,
             queue_policy: None,
             ingress_policer: None,
             timer,

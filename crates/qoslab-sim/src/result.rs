@@ -51,6 +51,45 @@ pub struct FlowResult {
     pub timeouts: u64,
     /// TCP: fast-recovery episodes.
     pub fast_recoveries: u64,
+    /// `tcp-fetch`: one entry per response begun, in order (empty for
+    /// every other kind).
+    pub chunks: Vec<ChunkResult>,
+}
+
+/// One response of a `tcp-fetch` flow, timed at the server (where the
+/// USC-NSL captures were taken): it starts when the request arrives there
+/// and ends when the ACK covering the response's last byte arrives there.
+/// Counters are the connection's increments between those two instants.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChunkResult {
+    /// 0-based chunk number.
+    pub index: u32,
+    /// The client sent the (first copy of the) request.
+    pub request_ns: u64,
+    /// The request arrived at the server.
+    pub start_ns: u64,
+    /// The last byte was acknowledged at the server; `None` if the run
+    /// ended first.
+    pub end_ns: Option<u64>,
+    /// The client had every byte of the response.
+    pub client_done_ns: Option<u64>,
+    /// Response payload bytes (the configured chunk size).
+    pub bytes: u64,
+    /// Response bytes acknowledged by the end (or by the end of the run).
+    pub bytes_acked: u64,
+    /// bytes · 8 / (end − start); 0 while unfinished.
+    pub goodput_bps: f64,
+    /// Data segments retransmitted by the server during the chunk.
+    pub retransmits: u64,
+    /// The flow's packets lost in the network (either direction) during
+    /// the chunk.
+    pub packets_lost: u64,
+    /// Retransmission timeouts during the chunk.
+    pub timeouts: u64,
+    /// Fast-recovery episodes during the chunk.
+    pub fast_recoveries: u64,
+    /// Times the request itself had to be sent again (it was lost).
+    pub request_retries: u32,
 }
 
 /// Column-wise time series. Every column of one table has the same length.

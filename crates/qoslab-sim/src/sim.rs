@@ -19,6 +19,7 @@ use crate::stats::{self, FlowStat};
 use crate::tcp::{AppLimit, TcpHeader, TcpReceiver, TcpSender};
 use crate::timer::{fire_time_ns, lateness_ns};
 use crate::traffic::bulk::{IoBuf, Side, TcpConn, UNARMED};
+use crate::traffic::fetch::{self, Fetch};
 use crate::traffic::ping::PingClock;
 use crate::traffic::udp::UdpClock;
 use crate::traffic::IP_UDP_HEADER_BYTES;
@@ -51,6 +52,8 @@ pub enum Kind {
     TcpToReceiver,
     /// TCP segment toward the sender (ACK, SYN-ACK).
     TcpToSender,
+    /// A `tcp-fetch` request (client → server); `seq` = chunk number.
+    FetchRequest,
 }
 
 /// A packet in flight (arena slot).
@@ -82,7 +85,9 @@ impl Pkt {
             Kind::Udp => (17, 10_000u16.wrapping_add(self.flow as u16), 5201),
             Kind::PingRequest | Kind::PingReply => (1, 0, 0),
             Kind::TcpToReceiver => (6, 10_000u16.wrapping_add(self.flow as u16), 5201),
-            Kind::TcpToSender => (6, 5201, 10_000u16.wrapping_add(self.flow as u16)),
+            Kind::TcpToSender | Kind::FetchRequest => {
+                (6, 5201, 10_000u16.wrapping_add(self.flow as u16))
+            }
         };
         Packet {
             id: id as u64,
@@ -111,6 +116,11 @@ pub enum Ev {
     TcpStart(u32),
     TcpStop(u32),
     TcpTimer(u32, Side),
+    /// The client of `tcp-fetch` connection `c` sends its next request.
+    FetchRequest(u32),
+    /// Connection `c`'s request for chunk `k` may need sending again
+    /// (attempt `n`).
+    FetchRetry(u32, u32, u32),
     Sample,
 }
 
@@ -319,6 +329,13 @@ impl Sim {
                     label,
                     ..
                 }
+                | TrafficSpec::TcpFetch {
+                    flows,
+                    endpoints,
+                    schedule,
+                    label,
+                    ..
+                }
                 | TrafficSpec::UdpCbr {
                     flows,
                     endpoints,
@@ -450,11 +467,48 @@ impl Sim {
                         let clock = Clock::Ping(PingClock::new(start, ns(*interval)));
                         self.add_source(f, clock, *payload_bytes, Kind::PingRequest);
                     }
-                    TrafficSpec::TcpBulk { bytes, tcp, .. } => {
+                    TrafficSpec::TcpBulk { .. } | TrafficSpec::TcpFetch { .. } => {
+                        let (tcp, app, fetch) = match t {
+                            TrafficSpec::TcpBulk { bytes, tcp, .. } => {
+                                if *bytes == Some(0) {
+                                    return Err(cfg_err(path("bytes"), "must be > 0"));
+                                }
+                                (
+                                    tcp,
+                                    bytes.map_or(AppLimit::Unlimited, AppLimit::Bytes),
+                                    None,
+                                )
+                            }
+                            TrafficSpec::TcpFetch {
+                                chunks,
+                                chunk_bytes,
+                                pause,
+                                request_bytes,
+                                tcp,
+                                ..
+                            } => {
+                                if *chunks == 0 {
+                                    return Err(cfg_err(path("chunks"), "must be at least 1"));
+                                }
+                                if *chunk_bytes == 0 {
+                                    return Err(cfg_err(path("chunk_size"), "must be > 0"));
+                                }
+                                if *request_bytes == 0 || *request_bytes > tcp.mss {
+                                    return Err(cfg_err(
+                                        path("request_size"),
+                                        format!(
+                                            "must be 1..={} bytes (one segment of the MSS)",
+                                            tcp.mss
+                                        ),
+                                    ));
+                                }
+                                let f =
+                                    Fetch::new(*chunks, *chunk_bytes, ns(*pause), *request_bytes);
+                                (tcp, AppLimit::Bytes(0), Some(Box::new(f)))
+                            }
+                            _ => unreachable!("matched above"),
+                        };
                         check_tcp(tcp, &path("tcp"))?;
-                        if *bytes == Some(0) {
-                            return Err(cfg_err(path("bytes"), "must be > 0"));
-                        }
                         let cc_seed = Rng::new(cfg.seed, STREAM_CC + flow_id as u64).next_u64();
                         let cc = crate::cc::build_seeded(tcp.cc, cc_seed).ok_or_else(|| {
                             cfg_err(
@@ -462,7 +516,6 @@ impl Sim {
                                 format!("congestion control {:?} is not available yet", tcp.cc),
                             )
                         })?;
-                        let app = bytes.map_or(AppLimit::Unlimited, AppLimit::Bytes);
                         let mut f = FlowStat::new("tcp", label, from, to, start, stop);
                         let c = self.conns.len() as u32;
                         f.tcp = Some(c);
@@ -472,6 +525,7 @@ impl Sim {
                             flow: flow_id,
                             header_bytes: tcp.header_bytes,
                             armed_ns: [UNARMED; 2],
+                            fetch,
                         });
                         self.flows.push(f);
                         if start < self.duration_ns {
@@ -529,7 +583,12 @@ fn arm_tx_done(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) {
 /// Frees a packet lost in the network and charges it to its flow.
 #[inline]
 fn drop_from_flow(flows: &mut [FlowStat], pkts: &mut Arena<Pkt>, id: u32) {
-    flows[pkts.get(id).flow as usize].packets_dropped += 1;
+    let p = pkts.get(id);
+    let f = &mut flows[p.flow as usize];
+    f.packets_dropped += 1;
+    if p.kind == Kind::TcpToReceiver && p.payload_bytes > 0 {
+        f.data_dropped += 1;
+    }
     pkts.free(id);
 }
 
@@ -537,6 +596,18 @@ fn next_send(s: &mut Source) -> (u64, u32) {
     match &mut s.clock {
         Clock::Udp(c) => (c.next_ns(), 0),
         Clock::Ping(p) => p.next(),
+    }
+}
+
+/// The counters a `tcp-fetch` chunk is measured by, now.
+fn fetch_base(s: &TcpSender, f: &FlowStat) -> fetch::Base {
+    let st = s.stats();
+    fetch::Base {
+        retransmits: st.retransmits,
+        timeouts: st.timeouts,
+        fast_recoveries: st.fast_recoveries,
+        data_lost: f.data_dropped,
+        bytes_acked: st.bytes_acked,
     }
 }
 
@@ -587,6 +658,7 @@ fn check_payload(b: u32, path: &str) -> Result<(), SimError> {
 fn default_label(t: &TrafficSpec) -> String {
     match t {
         TrafficSpec::TcpBulk { .. } => "bulk",
+        TrafficSpec::TcpFetch { .. } => "fetch",
         TrafficSpec::UdpCbr { .. } => "udp",
         TrafficSpec::OnOff { .. } => "onoff",
         TrafficSpec::Ping { .. } => "ping",
@@ -656,6 +728,8 @@ impl Sim {
                     self.after_tcp(c, Side::Sender, io, t);
                 }
                 Ev::TcpTimer(c, side) => self.on_tcp_timer(c, side),
+                Ev::FetchRequest(c) => self.fetch_request(c, 0),
+                Ev::FetchRetry(c, k, n) => self.fetch_retry(c, k, n),
                 Ev::Sample => self.on_sample(),
             }
             if self.events % PROGRESS_EVERY == 0 && !progress(self.progress()) {
@@ -711,6 +785,10 @@ impl Sim {
         let l = &mut self.links[d as usize];
         let data = self.pkts.get_mut(id);
         let mut p = data.core(id);
+        if let Some(t) = &l.stab {
+            // tc-stab: the policy counts this size; the wire the real one.
+            p.size_bytes = t.pkt_len(p.size_bytes);
+        }
         if let Some(pi) = l.egress_policer {
             let pol = &mut self.policies[pi as usize];
             let v = pol.police(now, &p);
@@ -795,11 +873,13 @@ impl Sim {
         let l = &mut self.links[d as usize];
         match head {
             Some(p) => {
-                let tx = l.tx_time_ns(p.size_bytes);
+                let id = p.id as u32;
+                // The real size (a size table may have changed `p`'s).
+                let size = self.pkts.get(id).size_bytes;
+                let tx = l.tx_time_ns(size);
                 l.busy_until_ns = now.saturating_add(tx);
                 l.tx_packets += 1;
-                l.tx_bytes += p.size_bytes as u64;
-                let id = p.id as u32;
+                l.tx_bytes += size as u64;
                 if let Some(t) = self.taps.as_mut() {
                     t.tap(d, Point::Egress, now, l.busy_until_ns, self.pkts.get(id));
                 }
@@ -916,6 +996,11 @@ impl Sim {
                 }
                 self.pkts.free(id);
             }
+            Kind::FetchRequest => {
+                self.pkts.free(id);
+                let Some(c) = f.tcp else { return };
+                self.fetch_arrived(c, data.seq);
+            }
             Kind::TcpToReceiver | Kind::TcpToSender => {
                 self.pkts.free(id);
                 let Some(c) = f.tcp else { return };
@@ -929,6 +1014,20 @@ impl Sim {
                         f.last_rx_ns = self.now_ns;
                     }
                     f.bytes_delivered = delivered;
+                    if let Some(fe) = conn.fetch.as_deref_mut() {
+                        let t = self.now_ns;
+                        if data.tcp.flags & crate::tcp::SYN != 0 && fe.records.is_empty() {
+                            // Request 0 leaves right after the SYN-ACK.
+                            self.q.schedule(t, Ev::FetchRequest(c));
+                        } else if fe.client_progress(delivered, t)
+                            && (fe.client_done as usize) < fe.chunks as usize
+                        {
+                            let at = t.saturating_add(fe.pause_ns);
+                            if at < self.duration_ns {
+                                self.q.schedule(at, Ev::FetchRequest(c));
+                            }
+                        }
+                    }
                     Side::Receiver
                 } else {
                     conn.sender.on_segment(now, &data.tcp, &mut io);
@@ -1023,14 +1122,109 @@ impl Sim {
             }
         }
         self.io = io;
-        let conn = &self.conns[c as usize];
+        let conn = &mut self.conns[c as usize];
         if side == Side::Sender && conn.sender.is_done() {
             let f = &mut self.flows[flow as usize];
-            f.done_ns.get_or_insert(now);
+            match conn.fetch.as_deref_mut() {
+                None => {
+                    f.done_ns.get_or_insert(now);
+                }
+                Some(fe) => {
+                    if fe.in_progress().is_some() {
+                        fe.server_finished(now, fetch_base(&conn.sender, f));
+                        if fe.all_done() {
+                            f.done_ns.get_or_insert(now);
+                        }
+                    }
+                }
+            }
         }
+        let conn = &self.conns[c as usize];
         if let Some(t) = conn.next_timer_ns(side) {
             self.arm_tcp(c, side, t.max(min_timer_ns));
         }
+    }
+
+    /// The client of connection `c` sends its next request (`retry` > 0:
+    /// a copy of the current one).
+    fn fetch_request(&mut self, c: u32, retry: u32) {
+        let now = self.now_ns;
+        let conn = &mut self.conns[c as usize];
+        let rto = conn.sender.rto().as_ns();
+        let hdr = conn.header_bytes;
+        let flow = conn.flow;
+        let Some(fe) = conn.fetch.as_deref_mut() else {
+            return;
+        };
+        let k = if retry == 0 {
+            let k = fe.records.len() as u32;
+            if k >= fe.chunks {
+                return;
+            }
+            fe.request_sent(k, now);
+            k
+        } else {
+            let k = fe.records.len() as u32 - 1;
+            fe.records[k as usize].request_retries = retry;
+            k
+        };
+        let req = fe.request_bytes;
+        let f = &self.flows[flow as usize];
+        if now >= f.stop_ns {
+            return;
+        }
+        let (src, dst) = (f.to, f.from);
+        let id = self.pkts.alloc(Pkt {
+            src,
+            dst,
+            flow,
+            kind: Kind::FetchRequest,
+            hops: 0,
+            dscp: self.flow_dscp[flow as usize],
+            color: Color::Green,
+            size_bytes: req + hdr,
+            payload_bytes: 0,
+            sent_ns: now,
+            seq: k,
+            tcp: TcpHeader::default(),
+        });
+        self.counters.created += 1;
+        // RFC 6298 §5.5: the retry timer doubles per attempt.
+        let wait = rto.saturating_mul(1u64 << retry.min(20));
+        let at = now.saturating_add(wait);
+        if retry < fetch::MAX_REQUEST_RETRIES && at < self.duration_ns {
+            self.q.schedule(at, Ev::FetchRetry(c, k, retry + 1));
+        }
+        self.forward(src, id);
+    }
+
+    /// The retry timer of request `k`: resend it unless the server has it.
+    fn fetch_retry(&mut self, c: u32, k: u32, attempt: u32) {
+        let Some(fe) = self.conns[c as usize].fetch.as_deref() else {
+            return;
+        };
+        if fe.server_started > k {
+            return;
+        }
+        self.fetch_request(c, attempt);
+    }
+
+    /// Request `k` of connection `c` reached the server.
+    fn fetch_arrived(&mut self, c: u32, k: u32) {
+        let now = self.now_ns;
+        let conn = &mut self.conns[c as usize];
+        let f = &self.flows[conn.flow as usize];
+        let base = fetch_base(&conn.sender, f);
+        let Some(fe) = conn.fetch.as_deref_mut() else {
+            return;
+        };
+        if !fe.request_arrived(k, now, base) {
+            return;
+        }
+        let bytes = fe.chunk_bytes;
+        let mut io = std::mem::take(&mut self.io);
+        conn.sender.app_write(Instant::from_ns(now), bytes, &mut io);
+        self.after_tcp(c, Side::Sender, io, now);
     }
 
     fn on_source(&mut self, si: u32) {
@@ -1104,6 +1298,7 @@ impl Sim {
         let origin = cfg.traffic.iter().enumerate().flat_map(|(i, t)| {
             let n = match t {
                 TrafficSpec::TcpBulk { flows, .. }
+                | TrafficSpec::TcpFetch { flows, .. }
                 | TrafficSpec::UdpCbr { flows, .. }
                 | TrafficSpec::OnOff { flows, .. } => *flows,
                 TrafficSpec::Ping { .. } => 1,
@@ -1159,7 +1354,15 @@ impl Sim {
             .map(|(i, f)| {
                 let mut r = f.result(i as u32, &self.node_names, end);
                 if let Some(c) = f.tcp {
-                    let st = self.conns[c as usize].sender.stats();
+                    let conn = &self.conns[c as usize];
+                    if let Some(fe) = conn.fetch.as_deref() {
+                        let mut fe = fe.clone();
+                        for k in fe.server_done..fe.server_started {
+                            fe.fill_counters(k, fetch_base(&conn.sender, f));
+                        }
+                        r.chunks = fe.records;
+                    }
+                    let st = conn.sender.stats();
                     r.packets_sent = st.segments_sent;
                     r.retransmits = st.retransmits;
                     r.timeouts = st.timeouts;
@@ -1231,6 +1434,7 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
         };
         let mut egress_policer = None;
         let mut queue_policy = None;
+        let mut stab = None;
         let queue = match &d.egress {
             None => {
                 let q = EgressQueue::Fifo(device()?);
@@ -1243,7 +1447,9 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
                 q
             }
             Some(plan) => {
-                let (q, mut p) = match &plan.spec {
+                let (spec, table) = plan.spec.without_stab();
+                stab = table;
+                let (q, mut p) = match spec {
                     PolicySpec::Police(m) => {
                         let pol = policy::build_policer(m, &plan.path)?;
                         let kind = m.kind.to_ascii_lowercase();
@@ -1262,6 +1468,9 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
                         let p = Policy::new(name, "fifo".into(), q.describe());
                         (q, p)
                     }
+                    PolicySpec::Sized { .. } => {
+                        return Err(cfg_err(plan.path.clone(), "one size table per policy"))
+                    }
                     PolicySpec::Tree(t) => {
                         let seed = Rng::new(cfg.seed, STREAM_TREE + i as u64).next_u64();
                         let tree = crate::tree::build(t, &plan.path, seed)?;
@@ -1277,6 +1486,11 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
                     }
                 };
                 p.queue_dir = Some(i as u32);
+                if let Some(t) = &stab {
+                    p.res
+                        .describe
+                        .extend(t.describe().into_iter().map(|(k, v)| (k.to_string(), v)));
+                }
                 let police = p.policer.is_some();
                 policies.push(p);
                 let idx = policies.len() as u32 - 1;
@@ -1297,6 +1511,7 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
             net.nodes[d.from as usize].timer,
         );
         l.egress_policer = egress_policer;
+        l.stab = stab;
         l.queue_policy = queue_policy;
         l.timer_rng = Some(Rng::new(cfg.seed, STREAM_TIMER + i as u64));
         l.ingress_policer = d.ingress.map(|k| ingress_policy[k]);
@@ -1372,3 +1587,7 @@ mod tests;
 #[cfg(test)]
 #[path = "sim_tcp_tests.rs"]
 mod tcp_tests;
+
+#[cfg(test)]
+#[path = "sim_fetch_tests.rs"]
+mod fetch_tests;

@@ -74,6 +74,8 @@ pub struct FlowStat {
     pub packets_received: u64,
     /// Packets of this flow dropped in the network (policies, loss, loops).
     pub packets_dropped: u64,
+    /// TCP data segments (payload > 0, toward the receiver) among them.
+    pub data_dropped: u64,
     pub bytes_delivered: u64,
     /// When the receiver last got new in-order payload (0 = never).
     pub last_rx_ns: u64,
@@ -106,6 +108,7 @@ impl FlowStat {
             packets_sent: 0,
             packets_received: 0,
             packets_dropped: 0,
+            data_dropped: 0,
             bytes_delivered: 0,
             last_rx_ns: 0,
             rtt: RttStat::default(),
@@ -154,6 +157,7 @@ impl FlowStat {
             rtt: self.rtt.summary(),
             timeouts: 0,
             fast_recoveries: 0,
+            chunks: Vec::new(),
         }
     }
 }

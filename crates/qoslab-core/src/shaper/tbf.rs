@@ -45,6 +45,15 @@
 //!   ignored, as tc does (it only shapes tc's unused rate table).
 //! - `mpu` (bytes, default 0): minimum charged size (`psched_l2t_ns`);
 //!   tc stores it in a 16-bit field, so values above 65535 are refused.
+//! - `overhead` (bytes, default 0, tc's 16-bit field) and `linklayer`
+//!   (`ethernet` default, `atm`/`adsl`): tbf's own options in its rate spec
+//!   (`struct tc_ratespec`, `psched_ratecfg_precompute` keeps them), used
+//!   only by `psched_l2t_ns` (include/net/sch_generic.h): `len += overhead;
+//!   len = max(len, mpu)`, then for ATM ⌈len/48⌉·53. They change what a
+//!   packet costs in tokens and the bucket depth `buffer = l2t(burst)`, not
+//!   the bfifo's byte limit nor the `max_size` check (both `qdisc_pkt_len`,
+//!   the real size). A tc-stab size table, which changes every length the
+//!   qdisc sees, is the policy layer's (`qoslab_policy::stab`).
 //!
 //! Queue: without an inner qdisc TBF enqueues into a `bfifo` of `limit` bytes
 //! (sch_tbf.c `fifo_create_dflt`; sch_fifo.c `bfifo_enqueue`: accept iff
@@ -53,8 +62,7 @@
 //! (`tbf_enqueue`) → [`DropReason::TooBig`].
 //!
 //! Left out: GSO segmentation of oversized packets (`tbf_segment`; our
-//! packets are wire-size frames, never GSO), `overhead` and `linklayer atm`
-//! (always 0 / ethernet), inner qdiscs, and the hrtimer slack of the
+//! packets are wire-size frames, never GSO), inner qdiscs, and the hrtimer slack of the
 //! watchdog (we release at the exact nanosecond).
 
 use super::{DropReason, Dropped, Shaper};
@@ -67,13 +75,15 @@ use std::collections::VecDeque;
 /// Nanoseconds per psched tick (`PSCHED_SHIFT` = 6 in `include/net/pkt_sched.h`).
 const PSCHED_TICK_NS: u64 = 64;
 
-/// The kernel's `struct psched_ratecfg`, without overhead and link layer.
+/// The kernel's `struct psched_ratecfg`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct RateCfg {
     rate_bytes_ps: u64,
     mult: u32,
     shift: u8,
     mpu: u32,
+    overhead: u32,
+    atm: bool,
 }
 
 impl RateCfg {
@@ -98,13 +108,35 @@ impl RateCfg {
             mult,
             shift,
             mpu,
+            overhead: 0,
+            atm: false,
+        }
+    }
+
+    /// The same rate with tc's `overhead` and `linklayer`.
+    fn with_linklayer(self, overhead: u32, atm: bool) -> Self {
+        RateCfg {
+            overhead,
+            atm,
+            ..self
+        }
+    }
+
+    /// The length `psched_l2t_ns` charges: overhead, mpu, ATM cells.
+    #[inline(always)]
+    fn charged_len(&self, len: u32) -> u64 {
+        let len = (len as u64 + self.overhead as u64).max(self.mpu as u64);
+        if self.atm {
+            len.div_ceil(48) * 53
+        } else {
+            len
         }
     }
 
     /// `psched_l2t_ns`: time to send `len` bytes, in ns, rounded down.
     #[inline(always)]
     fn l2t_ns(&self, len: u32) -> i64 {
-        let len = len.max(self.mpu) as u64;
+        let len = self.charged_len(len);
         // len < 2^32 and mult < 2^32: the product fits in u64, and the
         // result (≤ 2^64 >> shift) fits i64 because shift ≥ 1 for every
         // rate we accept (rate < 10^9/2^31 bytes/s is impossible).
@@ -122,7 +154,11 @@ impl RateCfg {
         }
         // (L·mult) >> shift ≤ ns  ⇔  L·mult < (ns + 1) << shift.
         let lim = ((ns as u128 + 1) << self.shift) - 1;
-        (lim / self.mult as u128).min(u64::MAX as u128) as u64
+        let charged = (lim / self.mult as u128).min(u64::MAX as u128) as u64;
+        // Undo the link layer: whole cells, then the overhead (as
+        // `psched_ns_t2l`); with neither, the exact inverse above.
+        let charged = if self.atm { charged / 53 * 48 } else { charged };
+        charged.saturating_sub(self.overhead as u64)
     }
 }
 
@@ -306,6 +342,25 @@ impl Tbf {
         let peak = p.opt_rate("peakrate")?;
         let mtu = p.opt_size("mtu")?;
         let mpu = p.opt_size("mpu")?.unwrap_or(Bytes::new(0));
+        let overhead = match p.opt_size("overhead")? {
+            None => 0,
+            Some(o) => u16::try_from(o.get()).map_err(|_| {
+                ConfigError::new("overhead", format!("{o} is above tc's 16-bit 65535B"))
+            })? as u32,
+        };
+        let atm = match p.opt_str("linklayer")? {
+            None => false,
+            Some(l) => match l.to_ascii_lowercase().as_str() {
+                "ethernet" => false,
+                "atm" | "adsl" => true,
+                other => {
+                    return Err(ConfigError::new(
+                        "linklayer",
+                        format!("'{other}' is not ethernet, atm or adsl"),
+                    ))
+                }
+            },
+        };
         let limit = match (limit, latency) {
             (Some(_), Some(_)) => {
                 return Err(ConfigError::new(
@@ -322,7 +377,24 @@ impl Tbf {
             (Some(l), None) => TbfLimit::Bytes(l),
             (None, Some(t)) => TbfLimit::Latency(t),
         };
-        Self::new(rate, burst, limit, peak, mtu, mpu)
+        let mut t = Self::new(rate, burst, limit, peak, mtu, mpu)?;
+        if overhead != 0 || atm {
+            t.set_linklayer(overhead, atm);
+        }
+        Ok(t)
+    }
+
+    /// tbf's own `overhead` and `linklayer atm` (see the module docs):
+    /// recomputes the bucket depths with them and refills the buckets.
+    pub fn set_linklayer(&mut self, overhead: u32, atm: bool) {
+        self.rate = self.rate.with_linklayer(overhead, atm);
+        self.peak = self.peak.map(|p| p.with_linklayer(overhead, atm));
+        self.buffer_ns = self.rate.l2t_ns(self.burst);
+        if let Some(p) = &self.peak {
+            self.mtu_ns = p.l2t_ns(self.mtu);
+        }
+        self.tokens = self.buffer_ns;
+        self.ptokens = self.mtu_ns;
     }
 
     /// Queue limit in bytes (given, or derived from latency).
@@ -552,6 +624,11 @@ impl Shaper for Tbf {
             ("buffer_ns", self.buffer_ns.to_string()),
             ("max_size", format!("{}B", self.max_size)),
             ("mpu", format!("{}B", self.rate.mpu)),
+            ("overhead", format!("{}B", self.rate.overhead)),
+            (
+                "linklayer",
+                if self.rate.atm { "atm" } else { "ethernet" }.into(),
+            ),
         ];
         match (self.peak_bps, &self.peak) {
             (Some(p), Some(_)) => {
@@ -609,6 +686,71 @@ mod tests {
         assert_eq!(r.l2t_ns(3), 3_000_000_000);
         // mpu raises the charged size.
         assert_eq!(RateCfg::new(62_500, 64).l2t_ns(1), 1_024_000);
+    }
+
+    /// Departure times of 40 back-to-back 1500-byte packets.
+    fn departures(t: &mut Tbf) -> Vec<u64> {
+        for i in 0..40 {
+            t.enqueue(Instant::ZERO, Packet::new(i, 1500)).unwrap();
+        }
+        let (mut now, mut out) = (Instant::ZERO, Vec::new());
+        while out.len() < 40 {
+            match t.dequeue(now) {
+                Some(_) => out.push(now.as_ns()),
+                None => now = t.next_ready(now).expect("a packet waits"),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn overhead_and_atm_charge_tokens_as_psched_l2t_ns() {
+        // 1 Mbit/s = 125000 B/s: 8 µs per charged byte (mult/shift exact).
+        let r = RateCfg::new(125_000, 0);
+        assert_eq!(r.with_linklayer(14, false).l2t_ns(1500), 1514 * 8_000);
+        // ATM: ⌈1500/48⌉ = 32 cells = 1696 bytes; with overhead 10, ⌈1510/48⌉ = 32.
+        assert_eq!(r.with_linklayer(0, true).l2t_ns(1500), 1696 * 8_000);
+        assert_eq!(r.with_linklayer(10, true).l2t_ns(1500), 1696 * 8_000);
+        assert_eq!(r.with_linklayer(10, true).l2t_ns(1527), 33 * 53 * 8_000);
+        // mpu applies after the overhead (len += overhead; max(len, mpu)).
+        assert_eq!(
+            RateCfg::new(125_000, 64)
+                .with_linklayer(4, false)
+                .l2t_ns(40),
+            64 * 8_000
+        );
+        // Token reporting inverts the charge: whole cells less the overhead.
+        assert_eq!(r.with_linklayer(0, true).t2l_bytes(1696 * 8_000), 1536);
+        assert_eq!(r.with_linklayer(14, false).t2l_bytes(1514 * 8_000), 1500);
+
+        let base = [("rate", "1mbit"), ("burst", "3000B"), ("limit", "100000B")];
+        let spacing = |extra: &[(&str, &str)]| {
+            let mut kv = base.to_vec();
+            kv.extend_from_slice(extra);
+            let d = departures(&mut tbf(&kv).unwrap());
+            (d[39] - d[9]) / 30
+        };
+        assert_eq!(spacing(&[]), 1500 * 8_000);
+        assert_eq!(spacing(&[("overhead", "14")]), 1514 * 8_000);
+        assert_eq!(spacing(&[("linklayer", "atm")]), 1696 * 8_000);
+        // The bfifo limit and max_size still count real bytes.
+        let t = tbf(&[
+            ("rate", "1mbit"),
+            ("burst", "1500B"),
+            ("limit", "3000B"),
+            ("linklayer", "adsl"),
+        ])
+        .unwrap();
+        assert_eq!((t.max_size(), t.limit_bytes()), (1500, 3000));
+        assert_eq!(t.buffer_ns(), 1696 * 8_000, "buffer = l2t(burst)");
+        assert!(tbf(&[
+            ("rate", "1mbit"),
+            ("burst", "1500B"),
+            ("limit", "3000B"),
+            ("linklayer", "ppp")
+        ])
+        .is_err());
+        assert_eq!(desc(&t, "linklayer"), "atm");
     }
 
     /// Example from the kernel/tc docs: `tbf rate 180kbit latency 20ms

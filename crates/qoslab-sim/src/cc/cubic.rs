@@ -76,8 +76,9 @@
 //!   gap is in the ACK spacing the two see, not yet explained.
 //!
 //! Left out: Linux's once-per-jiffy throttle of the `cnt` computation (we
-//! recompute on every ACK), the epoch shift after an idle period
-//! (`CA_EVENT_TX_START`, which the contract has no event for), and ECN. Undo of a spurious reduction (F-RTO, Eifel) is the trait's
+//! recompute on every ACK) and ECN. The epoch shift after an idle period
+//! (`CA_EVENT_TX_START`) is `on_tx_start`, raised when a paused
+//! application (`tcp-fetch`) writes again. Undo of a spurious reduction (F-RTO, Eifel) is the trait's
 //! default, which is what Linux CUBIC uses (`tcp_reno_undo_cwnd`).
 
 use super::{AckSample, CcState, CongestionControl};
@@ -402,6 +403,17 @@ fn icbrt(x: u128) -> u64 {
 impl CongestionControl for Cubic {
     fn name(&self) -> &'static str {
         "cubic"
+    }
+
+    /// Linux `cubictcp_cwnd_event(CA_EVENT_TX_START)`: after an idle
+    /// period the epoch moves forward by it (never past now), so the cubic
+    /// curve resumes where it left off instead of jumping ahead.
+    fn on_tx_start(&mut self, _state: &mut CcState, idle: Duration, now: Instant) {
+        if let Some(e) = self.epoch_start {
+            if idle > Duration::ZERO {
+                self.epoch_start = Some(e.saturating_add(idle).min(now));
+            }
+        }
     }
 
     fn init(&mut self, _state: &mut CcState, now: Instant) {

@@ -192,6 +192,15 @@ pub trait CongestionControl: Send {
         state.ssthresh_bytes = state.ssthresh_bytes.max(prior_ssthresh_bytes);
     }
 
+    /// The sender transmits from an empty pipe after `idle` without
+    /// sending (Linux `CA_EVENT_TX_START`, raised by `tcp_event_data_sent`
+    /// in net/ipv4/tcp_output.c). Called by [`TcpSender::app_write`]
+    /// (an application that paused), the only path on which a sender here
+    /// goes idle.
+    ///
+    /// [`TcpSender::app_write`]: crate::tcp::TcpSender::app_write
+    fn on_tx_start(&mut self, _state: &mut CcState, _idle: Duration, _now: Instant) {}
+
     /// True when the algorithm sets cwnd itself in every state (BBR's
     /// `cong_control`), so the sender must not apply its own recovery
     /// window arithmetic.

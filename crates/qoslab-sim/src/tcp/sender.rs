@@ -307,6 +307,8 @@ pub struct TcpSender {
     tlp_retrans: bool,
     /// RFC 6675 RescueRxt (`None` = undefined).
     rescue_rxt: Option<u64>,
+    /// Last data transmission (Linux `lsndtime`), for the idle restart.
+    last_data_sent: Option<Instant>,
     stats: SenderStats,
 }
 
@@ -384,6 +386,7 @@ impl TcpSender {
             tlp_high_seq: None,
             tlp_retrans: false,
             rescue_rxt: None,
+            last_data_sent: None,
             stats: SenderStats::default(),
         }
     }
@@ -437,6 +440,63 @@ impl TcpSender {
     pub fn stop(&mut self, _now: Instant) {
         let end = self.snd_nxt.max(1);
         self.app_end = Some(self.app_end.map_or(end, |e| e.min(end)));
+    }
+
+    /// The application writes `bytes` more (a `tcp-fetch` response).
+    ///
+    /// Linux `tcp_sendmsg_locked` → `tcp_skb_entail` →
+    /// `tcp_slow_start_after_idle_check` (include/net/tcp.h): with
+    /// `tcp_slow_start_after_idle` set, nothing outstanding, and a
+    /// congestion control without its own `cong_control` (not BBR), an idle
+    /// time `delta` = now − `lsndtime` longer than the RTO calls
+    /// `tcp_cwnd_restart` (net/ipv4/tcp_output.c): ssthresh =
+    /// `tcp_current_ssthresh` (max(ssthresh, ¾·cwnd) outside a reduction),
+    /// restart window = min(initial window, cwnd), cwnd halved once per RTO
+    /// of idle time while above it, and never below it. Then the first
+    /// transmission from an empty pipe is `CA_EVENT_TX_START`
+    /// (`tcp_event_data_sent`), told to the congestion control with the
+    /// idle time (CUBIC shifts its epoch by it).
+    pub fn app_write(&mut self, now: Instant, bytes: u64, io: &mut dyn TcpIo) {
+        let end = self.app_end.unwrap_or(1).max(self.snd_nxt.max(1));
+        self.app_end = Some(end + bytes);
+        if self.phase != Phase::Established {
+            return;
+        }
+        if let Some(last) = self.last_data_sent.filter(|_| self.sb.is_empty()) {
+            let idle = now.saturating_since(last);
+            let rto = self.rtt.rto();
+            if self.cfg.slow_start_after_idle && !self.cc.owns_cwnd() && idle > rto {
+                self.cwnd_restart(idle, rto);
+            }
+            self.cc.on_tx_start(&mut self.state, idle, now);
+        }
+        self.try_send(now, io);
+    }
+
+    /// Linux `tcp_cwnd_restart` (net/ipv4/tcp_output.c), in bytes.
+    fn cwnd_restart(&mut self, idle: Duration, rto: Duration) {
+        let mss = self.mss() as u64;
+        let cwnd0 = self.state.cwnd_bytes;
+        let in_reduction = matches!(self.ca, CaState::Recovery);
+        if !in_reduction {
+            // tcp_current_ssthresh
+            self.state.ssthresh_bytes = self.state.ssthresh_bytes.max((cwnd0 >> 1) + (cwnd0 >> 2));
+        }
+        let restart = (self.cfg.initial_window_segments.max(1) as u64 * mss).min(cwnd0);
+        let mut cwnd = cwnd0;
+        let mut delta = idle.as_ns() as i128;
+        let rto_ns = rto.as_ns().max(1) as i128;
+        loop {
+            delta -= rto_ns;
+            if delta <= 0 || cwnd <= restart {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        self.state.cwnd_bytes = cwnd.max(restart);
+        // snd_cwnd_used = 0, snd_cwnd_stamp = now: a fresh validation window.
+        self.max_flight_bytes = 0;
+        self.is_cwnd_limited = false;
     }
 
     pub fn stats(&self) -> SenderStats {
@@ -1490,6 +1550,7 @@ impl TcpSender {
 
     fn after_send(&mut self, now: Instant, len: u32, paced: bool) {
         self.stats.segments_sent += 1;
+        self.last_data_sent = Some(now); // tcp_event_data_sent: lsndtime
         if self.ca == CaState::Recovery {
             self.prr_out += len as u64;
         }

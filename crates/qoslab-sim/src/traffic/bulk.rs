@@ -32,6 +32,8 @@ pub struct TcpConn {
     pub header_bytes: u32,
     /// Earliest pending timer event per side ([`UNARMED`] if none).
     pub armed_ns: [u64; 2],
+    /// `tcp-fetch`: the request/response state (`None` for bulk).
+    pub fetch: Option<Box<super::fetch::Fetch>>,
 }
 
 impl TcpConn {

@@ -3,8 +3,10 @@
 //! - [`udp`] — iperf3 `-u` constant bit rate and on/off UDP.
 //! - [`ping`] — ICMP echo probes.
 //! - [`bulk`] — iperf3 TCP bulk transfer (a `TcpSender` / `TcpReceiver` pair).
+//! - [`fetch`] — request/response chunks over one such connection.
 
 pub mod bulk;
+pub mod fetch;
 pub mod ping;
 pub mod udp;
 

@@ -1,0 +1,123 @@
+"""``tcp-fetch`` end to end from the CLI: per-chunk results in ``qoslab run --json``;
+and validation/usc_truth.py's case parsing, scenarios and truth extraction."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import qoslab
+from qoslab.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "scenarios" / "fetch-policed.toml"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("usc_truth", ROOT / "validation" / "usc_truth.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["usc_truth"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ut = _load()
+
+
+def test_run_json_has_every_chunk(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(SCENARIO), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    flow = out["flows"][0]
+    chunks = flow["chunks"]
+    assert [c["index"] for c in chunks] == [0, 1, 2, 3, 4]
+    assert flow["bytes"] == 5 * 2_000_000
+    for prev, c in itertools.pairwise(chunks):
+        # The next request leaves the pause after the client had the last byte.
+        assert c["request_s"] == pytest.approx(prev["client_done_s"] + 1.0, abs=1e-9)
+    for c in chunks:
+        assert c["end_s"] > c["client_done_s"] > c["start_s"] > c["request_s"]
+        assert c["duration_s"] == pytest.approx(c["end_s"] - c["start_s"])
+        # Sanity check: a 1.5 Mbit/s policer with a 100 kB bucket cannot carry a
+        # 2 MB chunk much faster than CIR plus the bucket.
+        assert c["goodput_bps"] < 1.5e6 * (1 + 100_000 / 2_000_000) * 1.05
+        assert c["retransmits"] >= c["packets_lost"] - 5
+
+
+def test_a_bulk_flow_has_no_chunks() -> None:
+    s = qoslab.simulate(ROOT / "scenarios" / "example.toml").summary
+    assert all("chunks" not in f for f in s["flows"])
+
+
+def test_every_capture_is_a_case_with_a_unique_name() -> None:
+    cases = ut.cases()
+    assert len(cases) == 53
+    assert len({c["name"] for c in cases}) == 53
+    c = ut.parse_name(
+        "C=5-L=2000000-CD1=1000-CD2=1000-ID=0-PCIR=1500000-PBC=100000-RTT=100-RTTV=0-"
+        "RTTC=0%-LOSS=0%-XT=1-TCP=cubic-T=1-CP1=16392-CP2=16393.pcap.xz"
+    )
+    assert c["name"] == "police1.5M-bc100k-2conn-xt"
+    assert (c["pcir"], c["pbc"], c["ports"], c["pauses_ms"]) == (
+        1_500_000,
+        100_000,
+        [16392, 16393],
+        [1000, 1000],
+    )
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        ut.parse_name("C=5-oops.pcap.xz")
+
+
+def test_scenarios_are_valid_and_say_the_configuration() -> None:
+    by = {c["name"]: c for c in ut.cases()}
+    s = ut.scenario(by["shape10M-qdef-loss2%-cd500"])
+    assert s["policy"]["bottleneck"]["egress"]["shape"]["rate"] == "10000000bit"
+    assert s["topology"]["bottleneck"]["loss"] == "2%"
+    assert s["traffic"][0]["pause"] == "500ms"
+    s = ut.scenario(by["police1.5M-bc8k-2conn-xt"])
+    assert s["traffic"][0]["flows"] == 2
+    assert s["traffic"][1]["kind"] == "tcp-bulk"
+    # Every scenario parses (a 1 s run checks the whole file, keys and values).
+    for c in ut.cases():
+        sc = ut.scenario(c)
+        sc["scenario"]["duration"] = "1s"
+        qoslab.simulate(sc)
+
+
+def test_truth_chunks_follow_the_requests() -> None:
+    """Sanity check of the extraction on the capture shipped as an example: five
+    requests, chunks in order, the last cut by the capture's end."""
+    c = {x["name"]: x for x in ut.cases()}["police1.5M-bc100k"]
+    (conn,) = ut.truth(c)
+    chunks = conn["chunks"]
+    assert len(chunks) == 5
+    starts = [x["start_s"] for x in chunks]
+    assert starts == sorted(starts)
+    assert [x["end_s"] is None for x in chunks] == [False] * 4 + [True]
+    for x in chunks[:4]:
+        assert 1.3e6 < x["goodput_bps"] < 1.6e6
+        assert x["losses"] is not None
+    assert not conn["complete"]
+
+
+def test_render_marks_hits_and_misses() -> None:
+    c = {x["name"]: x for x in ut.cases()}["police1.5M-bc100k"]
+    chunk = {"index": 0, "start_s": 0.0, "end_s": 10.0, "retransmits": 10, "losses": 12}
+    truth = [
+        {"port": 1, "chunks": [{**chunk, "goodput_bps": 1.6e6}], "timeouts": 2, "complete": True}
+    ]
+    sim = [
+        {
+            "chunks": [{**chunk, "goodput_bps": 1.6e6 * 1.2, "end_s": 10 / 1.2, "timeouts": 0}],
+            "timeouts": 0,
+        }
+    ]
+    (row,) = ut.chunk_rows(c, truth, sim)
+    assert row["goodput_ok"] is False and row["rtx_ok"] is True
+    case = ut.case_row(c, truth, sim)
+    assert case["rto_ok"] is True  # 0 vs 2: within ±3
+    assert not ut.count_ok(20, 10) and ut.count_ok(13, 10) and ut.count_ok(4, 1)
