@@ -750,3 +750,38 @@ fn a_late_timer_is_parsed_and_its_errors_located() {
         assert!(e.contains(what), "{bad}: {e}");
     }
 }
+
+/// `window = "auto"` is Linux's receive-buffer autotuning (the linux
+/// profile's default); an explicit size locks the buffer (SO_RCVBUF); other
+/// profiles have no autotuning modelled, so "auto" is refused there.
+#[test]
+fn window_auto_is_linux_autotuning_and_a_size_turns_it_off() {
+    let tcp_of = |text: &str| {
+        let c = parse(text, "x.toml").unwrap().config;
+        let TrafficSpec::TcpBulk { tcp, .. } = &c.traffic[0] else {
+            panic!("tcp-bulk expected")
+        };
+        tcp.clone()
+    };
+    let set = |extra: &str| {
+        MINIMAL.replace(
+            "kind = \"tcp-bulk\"",
+            &format!("kind = \"tcp-bulk\"\n{extra}"),
+        )
+    };
+    assert!(tcp_of(MINIMAL).rcvbuf_autotune, "the linux default");
+    assert!(tcp_of(&set("window = \"auto\"")).rcvbuf_autotune);
+    let fixed = tcp_of(&set("window = \"64kb\""));
+    assert!(!fixed.rcvbuf_autotune);
+    assert_eq!(fixed.receive_window_bytes, 64 * 1024);
+    let (_, _, path, msg) = err(&set("profile = \"windows10\"\nwindow = \"auto\""));
+    assert!(
+        path.ends_with("window") && msg.contains("autotuning"),
+        "{path}: {msg}"
+    );
+    let (_, _, path, msg) = err(&set("window = \"automatic\""));
+    assert!(
+        path.ends_with("window") && msg.contains("auto"),
+        "{path}: {msg}"
+    );
+}

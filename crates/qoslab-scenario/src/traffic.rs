@@ -355,13 +355,37 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
             })?)
         };
     }
-    let window = t.get_either(cx, "window", "awnd")?;
+    let mut window = t.get_either(cx, "window", "awnd")?;
     if let Some(f) = &window {
-        let w = f.size(cx)?;
-        if w == 0 {
-            return Err(f.error(cx, "the receive window must be above 0"));
+        if f.is_str() && f.str(cx, "")?.eq_ignore_ascii_case("auto") {
+            // Linux's receive-buffer autotuning (the linux profile's
+            // default); other stacks' autotuning is not modelled.
+            if c.profile != "linux" {
+                return Err(f.error(
+                    cx,
+                    format!(
+                        "window = \"auto\" is Linux's receive-buffer autotuning; profile \
+                         {} needs a window size",
+                        c.profile
+                    ),
+                ));
+            }
+            c.rcvbuf_autotune = true;
+            window = None;
+        } else {
+            let w = f.size(cx).map_err(|_| {
+                f.error(
+                    cx,
+                    "expected a size such as \"64kb\" or \"auto\" (Linux autotuning)",
+                )
+            })?;
+            if w == 0 {
+                return Err(f.error(cx, "the receive window must be above 0"));
+            }
+            c.receive_window_bytes = w;
+            // An explicit buffer locks it (SO_RCVBUF: SOCK_RCVBUF_LOCK).
+            c.rcvbuf_autotune = false;
         }
-        c.receive_window_bytes = w;
     }
     if let Some(f) = t.get(cx, "sndbuf") {
         let b = f.size(cx)?;

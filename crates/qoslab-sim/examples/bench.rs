@@ -93,6 +93,7 @@ fn case(name: &str) -> Option<(SimConfig, &'static str)> {
             let d = dumbbell(100, lp(70_000_000, Duration::from_ms(3), 800), None);
             let mut tcp = TcpConfig::profile("linux").unwrap();
             tcp.receive_window_bytes = 65_535;
+            tcp.rcvbuf_autotune = false;
             tcp.window_scaling = false;
             (
                 SimConfig {

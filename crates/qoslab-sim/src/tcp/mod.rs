@@ -22,6 +22,7 @@ mod harness;
 mod pacing;
 mod rack;
 mod rate;
+mod rcvbuf;
 mod receiver;
 mod rtt;
 mod scoreboard;

@@ -38,10 +38,15 @@
 //!   is held while a hole is open, a sender still sees the full window
 //!   beyond `rcv_nxt`.
 //!
+//! - With `rcvbuf_autotune` (the linux profile's default) the window is
+//!   Linux's autotuned one instead, see [`super::rcvbuf`]; a segment that
+//!   grows the window is acknowledged at once (`tcp_grow_window` sets
+//!   `icsk_ack.quick`).
+//!
 //! Left out: FIN/close, SACK compression (Linux ≥ 4.18 `tcp_sack_compress`
-//! delays ACKs of out-of-order data by up to ~1 ms), receive-buffer
-//! autotuning (`tcp_rcv_space_adjust`), window probes.
+//! delays ACKs of out-of-order data by up to ~1 ms), window probes.
 
+use super::rcvbuf::RcvBuf;
 use super::{TcpHeader, TcpIo, ACK, SYN};
 use crate::config::TcpConfig;
 use qoslab_core::{Duration, Instant};
@@ -49,6 +54,9 @@ use std::collections::BTreeMap;
 
 /// Linux caps the window-scale shift at 14 (RFC 7323 §2.3).
 const MAX_WSCALE: u32 = 14;
+
+/// The longest a read waits for the receive path to go idle (1 ms).
+const READ_WAIT_MAX_NS: u64 = 1_000_000;
 
 /// How many recently reported SACK blocks are remembered.
 const SACK_MEMORY: usize = 8;
@@ -79,11 +87,24 @@ pub struct TcpReceiver {
     delack_at: Option<Instant>,
     delivered_bytes: u64,
     acks_sent: u64,
+    /// Linux receive-buffer autotuning, when the profile has it.
+    autotune: Option<RcvBuf>,
+    /// With autotuning, the application's reads: what it has read up to,
+    /// and when it next reads (`receiver_read_delay` after data became
+    /// readable). Without, it reads everything at once.
+    copied_seq: u64,
+    read_at: Option<Instant>,
+    /// When the data waiting for the pending read became readable.
+    read_first: Option<Instant>,
+    read_delay: Duration,
 }
 
 impl TcpReceiver {
     pub fn new(cfg: &TcpConfig) -> TcpReceiver {
-        let (rwnd_bytes, wscale) = if cfg.window_scaling {
+        let autotune = cfg.rcvbuf_autotune.then(|| RcvBuf::new(cfg));
+        let (rwnd_bytes, wscale) = if let Some(a) = &autotune {
+            (a.syn_window(), a.wscale())
+        } else if cfg.window_scaling {
             let rwnd = cfg.receive_window_bytes.min(65535u64 << MAX_WSCALE);
             let mut s = 0;
             while rwnd > 65535u64 << s {
@@ -117,6 +138,11 @@ impl TcpReceiver {
             delack_at: None,
             delivered_bytes: 0,
             acks_sent: 0,
+            autotune,
+            copied_seq: 1,
+            read_at: None,
+            read_first: None,
+            read_delay: cfg.receiver_read_delay,
         }
     }
 
@@ -136,11 +162,63 @@ impl TcpReceiver {
     }
 
     pub fn next_timer(&self) -> Option<Instant> {
-        self.delack_at
+        match (self.delack_at, self.read_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn on_timer(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        if self.read_at.is_some_and(|t| t <= now) {
+            self.read(now, io);
+        }
         if self.delack_at.is_some_and(|t| t <= now) {
+            self.send_ack(now, io);
+        }
+    }
+
+    /// Payload bytes held in the receive buffer: unread in-order data and
+    /// out-of-order data.
+    fn queued(&self) -> u64 {
+        (self.rcv_nxt - self.copied_seq) + self.ooo_bytes
+    }
+
+    /// In-order data is readable: schedule the application's read.
+    fn readable(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        if self.autotune.is_none() {
+            self.copied_seq = self.rcv_nxt;
+            return;
+        }
+        if self.read_delay.as_ns() == 0 {
+            self.read(now, io);
+            return;
+        }
+        // The application runs once the receive path has been idle for
+        // `read_delay` (while segments keep arriving the CPU is in the
+        // receive softirq): Linux 6.18 traced through the emulator
+        // (tcp:tcp_rcv_space_adjust, one call per segment read) reads a
+        // whole flight in one loop after its last segment arrived. Bounded
+        // so that a steady stream is still read.
+        let first = *self.read_first.get_or_insert(now);
+        let cap = first.saturating_add(Duration::from_ns(READ_WAIT_MAX_NS));
+        self.read_at = Some(now.saturating_add(self.read_delay).min(cap));
+    }
+
+    /// The application reads everything queued, one segment at a time
+    /// (`tcp_recvmsg_locked` → `tcp_rcv_space_adjust` per skb), then
+    /// `tcp_cleanup_rbuf` may send a window update.
+    fn read(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        self.read_at = None;
+        self.read_first = None;
+        let (nxt, span, mss) = (self.rcv_nxt, self.ooo_span(), self.mss as u64);
+        let Some(a) = &mut self.autotune else {
+            return;
+        };
+        while self.copied_seq < nxt {
+            self.copied_seq = (self.copied_seq + mss).min(nxt);
+            a.on_read(self.copied_seq, nxt, span);
+        }
+        if a.read_opens_window(nxt, self.ooo_bytes) {
             self.send_ack(now, io);
         }
     }
@@ -150,8 +228,18 @@ impl TcpReceiver {
             self.on_syn(now, h, io);
             return;
         }
-        if !self.syn_seen || h.payload_len == 0 {
-            return; // the handshake's ACK, or noise before the SYN
+        if !self.syn_seen {
+            return; // noise before the SYN
+        }
+        if let Some(a) = &mut self.autotune {
+            // The handshake's ACK (or the first data): established.
+            a.establish(now, self.rcv_nxt);
+            if h.payload_len > 0 {
+                a.on_data(now, h.payload_len as u64, h.ts_ecr);
+            }
+        }
+        if h.payload_len == 0 {
+            return; // the handshake's ACK
         }
         // RFC 7323 §4.3 (2): TS.Recent from segments at or left of the
         // last ACK sent.
@@ -174,12 +262,24 @@ impl TcpReceiver {
         }
         if start > self.rcv_nxt {
             self.on_out_of_order(start, end);
+            let (queued, span) = (self.queued(), self.ooo_span());
+            if let Some(a) = &mut self.autotune {
+                a.on_out_of_order(h.payload_len as u64, queued, span);
+            }
             self.send_ack(now, io);
             return;
         }
         // In order (possibly overlapping what we have).
         let had_gap = !self.ooo.is_empty();
         self.advance(end);
+        let (nxt, queued) = (self.rcv_nxt, self.queued());
+        if let Some(a) = &mut self.autotune {
+            if a.on_in_order(now, h.payload_len as u64, nxt, queued) {
+                // tcp_grow_window: icsk_ack.quick |= 1.
+                self.quickack_left = self.quickack_left.max(1);
+            }
+        }
+        self.readable(now, io);
         if had_gap {
             self.send_ack(now, io); // fills (part of) a gap: RFC 5681 §4.2
             return;
@@ -266,7 +366,20 @@ impl TcpReceiver {
         self.sack_recent.truncate(SACK_MEMORY);
     }
 
+    /// Bytes from rcv_nxt to the end of the highest out-of-order block.
+    fn ooo_span(&self) -> u64 {
+        self.ooo
+            .last_key_value()
+            .map_or(0, |(_, &e)| e.saturating_sub(self.rcv_nxt))
+    }
+
     fn window(&mut self) -> u64 {
+        let queued = self.queued();
+        if let Some(a) = &mut self.autotune {
+            let w = a.select_window(self.rcv_nxt, queued);
+            self.right_edge = self.right_edge.max(self.rcv_nxt + w);
+            return w;
+        }
         let free = self.rwnd_bytes.saturating_sub(self.ooo_bytes);
         let free = (free >> self.wscale) << self.wscale;
         self.right_edge = self.right_edge.max(self.rcv_nxt + free);
@@ -327,6 +440,7 @@ mod tests {
 
     fn cfg() -> TcpConfig {
         let mut c = TcpConfig::profile("linux").unwrap();
+        c.rcvbuf_autotune = false; // a fixed 6 MiB buffer (tests below)
         c.mss = 1000;
         c.quickack_segments = 0;
         c

@@ -1940,6 +1940,8 @@ mod tests {
         let mut c = cfg(RecoveryKind::Sack);
         c.delayed_ack = Some(ms(40));
         c.quickack_segments = 0;
+        // A fixed window: an autotuned one ACKs each segment that grows it.
+        c.rcvbuf_autotune = false;
         let mut h = harness(&c, AppLimit::Bytes(2_000), None);
         h.start();
         h.run_to_done(at_ms(1_000));
@@ -2078,6 +2080,8 @@ mod tests {
             let mut c = TcpConfig::profile("linux").unwrap();
             c.cc = crate::config::CcKind::Reno;
             c.rack = rack;
+            // The fixed 6 MiB window, so that the queue gets deep.
+            c.rcvbuf_autotune = false;
             let s = TcpSender::new(&c, Box::new(Reno::new()), AppLimit::Unlimited);
             let mut h = Harness::new(s, TcpReceiver::new(&c), ms(20));
             h.header_bytes = c.header_bytes;
