@@ -2,9 +2,10 @@
 answered by a targeted sweep of simulations, beside the rules of thumb.
 
 The set-up simulated: N TCP bulk flows (one sender, one receiver) over a
-path of the given RTT; on the r1 -> r2 link, 1 Gbit/s (or 10 x the rate when
-faster), either a policer ``police = { cir = RATE, bc = Bc }`` or a tbf
-shaper ``{ rate = RATE, burst = max(2 x 1514 B, 1 ms x RATE), limit = Q }``.
+path of the given RTT; on the r1 -> r2 link (``--line-rate``, default
+1 Gbit/s or 10 x the rate when faster), either a policer
+``police = { cir = RATE, bc = Bc }`` or a tbf shaper
+``{ rate = RATE, burst = max(2 x 1514 B, 1 ms x RATE), limit = Q }``.
 Goodput is measured in the steady state (after ``--warmup``), per seed; a
 seed draws the flows' start times (see ``Setup.scenario``).
 
@@ -22,10 +23,12 @@ Rules of thumb (each simulated):
 - Cisco ``police``: Bc defaults to CIR/32 bytes (1/4 s at CIR) — "QoS: Policing
   and Shaping Configuration Guide", Cisco IOS XE, "police (two rates)" /
   "Traffic Policing", cisco.com.
-- Juniper: burst-size-limit = the bytes the rate sends in 5 ms, and no less
-  than 10 x MTU — "Determining Proper Burst Size for Traffic Policers",
-  Junos OS Routing Policies, Firewall Filters and Traffic Policers user
-  guide, juniper.net.
+- Juniper: burst-size-limit = the policed interface's line rate x 5 ms (the
+  preferred method, when the interface's bandwidth is known), else 10 x MTU —
+  "Determining Proper Burst Size for Traffic Policers" and "Two Methods for
+  Calculating Burst-Size Limit" (Traffic Policers Feature Guide for EX9200
+  Switches), Juniper Networks, juniper.net. Note: the line rate, not the
+  policed rate (``--line-rate``, the link the policer sits on).
 - "burst >= RTT x rate" (the bandwidth-delay product) for a policer.
 - A BDP-sized shaper queue.
 """
@@ -63,7 +66,7 @@ by bisection over seeds the smallest Bc, and the smallest tbf queue, whose
 steady-state goodput reaches --goal x --rate on every seed; then compares
 police and shape (goodput, Jain fairness, p95 RTT, loss) and simulates the
 rules of thumb: Cisco's police default Bc = CIR/32, Juniper's burst = 5 ms x
-rate and 10 x MTU, burst = RTT x rate, a BDP-sized shaper queue.
+the interface's line rate (--line-rate) and 10 x MTU, burst = RTT x rate, a BDP-sized shaper queue.
 --out DIR writes advise.json and the curves (advise.png).
 
 examples:
@@ -112,9 +115,11 @@ class Setup:
     def bdp_bytes(self) -> int:
         return self.rate_bps * self.rtt_ns // 8_000_000_000
 
+    line_bps: int = 0  # the link the policer/shaper sits on (0: the default)
+
     @property
     def link_bps(self) -> int:
-        return max(1_000_000_000, 10 * self.rate_bps)
+        return self.line_bps or max(1_000_000_000, 10 * self.rate_bps)
 
     @property
     def tbf_burst_bytes(self) -> int:
@@ -303,7 +308,7 @@ def advise(setup: Setup, goal: float, workers: int, curve: bool = False) -> Advi
     bdp = max(MTU_BYTES, s.bdp_bytes)
     rules: list[tuple[str, str, int]] = [
         ("police", "Cisco police default: Bc = CIR/32", s.rate_bps // 32),
-        ("police", "Juniper: burst = 5 ms x rate", s.rate_bps * 5 // 8000),
+        ("police", "Juniper: burst = 5 ms x line rate", s.link_bps * 5 // 8000),
         ("police", "Juniper: burst = 10 x MTU", 10 * 1500),
         ("police", "burst = RTT x rate (BDP)", bdp),
         ("shape", "shaper queue = BDP", bdp),
@@ -563,6 +568,11 @@ def add_advise_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--seeds", type=int, default=3, metavar="N", help="seeds per probe (default 3)")
     p.add_argument("--duration", default="25s", metavar="TIME", help="simulated per run (25s)")
     p.add_argument("--warmup", default="5s", metavar="TIME", help="not counted in goodput (5s)")
+    p.add_argument(
+        "--line-rate",
+        metavar="RATE",
+        help="the policed interface's rate (default 1gbit, or 10 x --rate if faster)",
+    )
     p.add_argument("--workers", type=int, metavar="N", help="processes (default: all cores)")
     p.add_argument("--out", metavar="DIR", help="write advise.json and advise.png (the curves)")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
@@ -591,9 +601,11 @@ def _parse(args: argparse.Namespace) -> Setup:
         raise ValueError(f"--seeds: 1 to 100, got {args.seeds}")
     if not 0 <= warm < dur:
         raise ValueError("--warmup must be shorter than --duration")
-    setup = Setup(
-        rate, rtt, args.flows, args.cc, args.profile, list(range(1, args.seeds + 1)), dur, warm
-    )
+    line = conv(_core.parse_rate, args.line_rate, "--line-rate") if args.line_rate else 0
+    if line and line < rate:
+        raise ValueError(f"--line-rate: at least --rate, got '{args.line_rate}'")
+    seeds = list(range(1, args.seeds + 1))
+    setup = Setup(rate, rtt, args.flows, args.cc, args.profile, seeds, dur, warm, line)
     _core.scenario_info(setup.scenario("police", 10_000), "<advise>")  # cc, profile
     return setup
 

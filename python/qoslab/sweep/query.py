@@ -63,8 +63,9 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def write_frame(df: pd.DataFrame, as_json: bool, out: TextIO = sys.stdout) -> None:
-    """CSV (header + rows), or JSON: a list of objects."""
+def write_frame(df: pd.DataFrame, as_json: bool, out: TextIO | None = None) -> None:
+    """CSV (header + rows), or JSON: a list of objects (on stdout by default)."""
+    out = out or sys.stdout
     if as_json:
         rows = [{k: _plain(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
         json.dump(rows, out, indent=2, default=str)

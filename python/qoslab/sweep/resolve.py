@@ -112,11 +112,17 @@ def _set(doc: Any, segs: list[str | int], value: Any, key: str, file: str) -> No
     node[last] = value
 
 
-def run_hash(text: str, seed: int) -> str:
-    """The key of one run (see the module doc)."""
-    data = tomllib.loads(text)
-    data.setdefault("scenario", {})["seed"] = int(seed)
+def run_hash(data: dict[str, Any], seed: int) -> str:
+    """The key of one run: ``data`` is the resolved scenario as parsed from
+    TOML (see the module doc)."""
+    scenario = data.setdefault("scenario", {})
+    old = scenario.get("seed")
+    scenario["seed"] = int(seed)
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    if old is None:
+        del scenario["seed"]
+    else:
+        scenario["seed"] = old
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -153,8 +159,9 @@ def resolve(scenario: Path, spec: SweepSpec) -> list[Run]:
         except ScenarioError as e:
             bad.append((point, e))
             continue
+        data = tomllib.loads(text)
         for seed in spec.seeds:
-            h = run_hash(text, seed)
+            h = run_hash(data, seed)
             if h in seen:
                 continue
             seen.add(h)

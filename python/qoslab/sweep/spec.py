@@ -188,7 +188,7 @@ def parse_axis(key: str, spec: str | list[Any], where: str) -> Axis:
             raise SweepSpecError(f"{where}: no values")
     else:
         parts = spec.split(":")
-        if len(parts) in (3, 4) and _INT.match(parts[2].strip()):
+        if "," not in spec and len(parts) in (3, 4) and _INT.match(parts[2].strip()):
             return _range(key, parts, where)
         values = [_typed(v) for v in spec.split(",")]
         if any(v == "" for v in values):
