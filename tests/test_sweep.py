@@ -4,6 +4,7 @@ dedup), local threads/processes vs a Dask LocalCluster, DuckDB queries, figures.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -387,3 +388,45 @@ def test_matplotlib_is_not_imported_to_run_a_sweep(tmp_path) -> None:
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_local_sweeps_need_no_dask_and_dask_says_how_to_get_it(tmp_path) -> None:
+    code = (
+        "import sys; sys.modules['dask'] = None; sys.modules['distributed'] = None\n"
+        "from qoslab.cli import main\n"
+        f"a = ['sweep', {str(EXAMPLE)!r}, '--grid', '{BC}=16kb,32kb', '--quiet', '--out']\n"
+        f"assert main([*a, {str(tmp_path / 'a')!r}]) == 0\n"
+        f"assert main([*a, {str(tmp_path / 'b')!r}, '--dask', 'local']) == 2\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'qoslab[dask]'" in done.stderr
+
+
+def _why_no_emulation() -> str | None:
+    from qoslab import _core
+    from qoslab.emulate.netns import REQUIRED_TOOLS
+
+    if os.geteuid() != 0:
+        return "emulation needs root"
+    missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
+    if missing:
+        return f"emulation needs {', '.join(missing)}"
+    if not hasattr(_core, "emu_start"):
+        return "the forwarder binding is not built"
+    return None
+
+
+@pytest.mark.skipif(_why_no_emulation() is not None, reason=str(_why_no_emulation()))
+def test_emulate_a_two_point_sweep(capsys, tmp_path) -> None:
+    """Real Linux TCP through qoslab's policer in namespaces, one point at a time."""
+    from qoslab.emulate.netns import PREFIX, list_namespaces
+
+    s = sweep(capsys, tmp_path / "o", "--emulate", grid=(f"{BC}=16kb,256kb",))
+    assert s["ran"] == 2 and s["failed"] == 0, s
+    df = query(tmp_path / "o", f'SELECT * FROM points ORDER BY "{BC}_bytes"')
+    assert list(df["mode"]) == ["emulate", "emulate"]
+    assert (df["sum_goodput_bps"] > 1e6).all()
+    # a bigger bucket lets real TCP through faster (the 10 Mbit/s policer of the example)
+    assert df["sum_goodput_bps"].iloc[0] < df["sum_goodput_bps"].iloc[1]
+    assert not [n for n in list_namespaces() if n.startswith(PREFIX)]

@@ -272,6 +272,7 @@ def _sweep(args: argparse.Namespace, target: Path) -> int:
             store.add(o, texts[o.hash], mode)
 
     t1 = time.monotonic()
+    ready_s = 0.0  # a Dask cluster's start, left out of runs/s
     interrupted = False
     try:
         if not todo:
@@ -279,7 +280,7 @@ def _sweep(args: argparse.Namespace, target: Path) -> int:
         elif args.emulate:
             execute.run_emulate(todo, sink)
         elif args.dask:
-            where = execute.run_dask(todo, sink, args.dask, workers)
+            where, ready_s = execute.run_dask(todo, sink, args.dask, workers)
         else:
             execute.run_local(todo, sink, workers, args.executor)
     except KeyboardInterrupt:
@@ -288,6 +289,7 @@ def _sweep(args: argparse.Namespace, target: Path) -> int:
         progress.close()
         store.flush()
     wall = time.monotonic() - t1
+    busy = wall - ready_s
     summary = {
         "out": str(root),
         "runs": len(runs),
@@ -296,7 +298,8 @@ def _sweep(args: argparse.Namespace, target: Path) -> int:
         "failed": len(failures),
         "interrupted": interrupted,
         "wall_s": round(wall, 3),
-        "runs_per_s": round(ok / wall, 1) if wall > 0 and ok else 0.0,
+        "runs_per_s": round(ok / busy, 1) if busy > 0 and ok else 0.0,
+        "cluster_ready_s": round(ready_s, 3),
         "executor": where,
         "failures": [m for _, m in failures[:20]],
     }
@@ -305,7 +308,9 @@ def _sweep(args: argparse.Namespace, target: Path) -> int:
     else:
         print(
             f"{ok} runs done, {skipped} already in {root}, {len(failures)} failed "
-            f"in {wall:.1f} s ({summary['runs_per_s']} runs/s, {where})"
+            f"in {wall:.1f} s ({summary['runs_per_s']} runs/s, {where}"
+            + (f"; the cluster took {ready_s:.1f} s to start" if ready_s else "")
+            + ")"
         )
         for _, m in failures[:5]:
             print(f"  failed: {m}", file=sys.stderr)

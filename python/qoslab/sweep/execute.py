@@ -138,10 +138,11 @@ def _drain(futs: set[Future[list[Outcome]]], sink: Sink) -> None:
             continue
 
 
-def run_dask(runs: list[Run], sink: Sink, address: str, workers: int) -> str:
+def run_dask(runs: list[Run], sink: Sink, address: str, workers: int) -> tuple[str, float]:
     """Runs on a Dask cluster at ``address``, or on a new ``LocalCluster`` of
     ``workers`` single-threaded worker processes for ``address == "local"``.
-    Returns a description of the cluster for the summary."""
+    Returns a description of the cluster and the seconds it took to be ready
+    (start or connect), which the runs/s figure leaves out."""
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -149,6 +150,7 @@ def run_dask(runs: list[Run], sink: Sink, address: str, workers: int) -> str:
             "--dask needs Dask: pip install 'qoslab[dask]' (dask[distributed])"
         ) from None
     cluster = None
+    t0 = time.monotonic()
     if address == "local":
         cluster = LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
@@ -160,6 +162,7 @@ def run_dask(runs: list[Run], sink: Sink, address: str, workers: int) -> str:
         except OSError as e:
             raise ValueError(f"--dask {address}: cannot connect ({e})") from None
     nworkers = len(client.scheduler_info().get("workers", {})) or workers
+    ready_s = time.monotonic() - t0
     desc = f"dask {'LocalCluster' if cluster else address}, {nworkers} workers"
     futs: list[Any] = []
     try:
@@ -175,7 +178,7 @@ def run_dask(runs: list[Run], sink: Sink, address: str, workers: int) -> str:
         client.close()
         if cluster is not None:
             cluster.close()
-    return desc
+    return desc, ready_s
 
 
 def run_emulate(runs: list[Run], sink: Sink, backend: str = "userspace") -> None:
