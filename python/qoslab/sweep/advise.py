@@ -20,9 +20,10 @@ and the search goes on. The rules of thumb are probed first and seed the
 bracket, so the search starts from what they found.
 
 Rules of thumb (each simulated):
-- Cisco ``police``: Bc defaults to CIR/32 bytes (1/4 s at CIR) — "QoS: Policing
-  and Shaping Configuration Guide", Cisco IOS XE, "police (two rates)" /
-  "Traffic Policing", cisco.com.
+- Cisco ``police``: Bc defaults to CIR/32 bytes (1/4 s at CIR), at least 1500 B,
+  as qoslab-core's policer has it (``cisco_default_bc``; pinned there by device
+  outputs: a 3725's ``police cir 1000000`` shows ``bc 31250``, an ISR 4000's
+  ``police 20000000`` shows ``bc 625000``).
 - Juniper: burst-size-limit = the policed interface's line rate x 5 ms (the
   preferred method, when the interface's bandwidth is known), else 10 x MTU —
   "Determining Proper Burst Size for Traffic Policers" and "Two Methods for
@@ -307,7 +308,7 @@ def advise(setup: Setup, goal: float, workers: int, curve: bool = False) -> Advi
     s = setup
     bdp = max(MTU_BYTES, s.bdp_bytes)
     rules: list[tuple[str, str, int]] = [
-        ("police", "Cisco police default: Bc = CIR/32", s.rate_bps // 32),
+        ("police", "Cisco police default: Bc = CIR/32", max(1500, s.rate_bps // 32)),
         ("police", "Juniper: burst = 5 ms x line rate", s.link_bps * 5 // 8000),
         ("police", "Juniper: burst = 10 x MTU", 10 * 1500),
         ("police", "burst = RTT x rate (BDP)", bdp),
@@ -515,10 +516,11 @@ def figure(a: Advice, out: Path) -> Path:
                 ax.axvline(p.value / 1000, color="grey", ls=":", lw=0.8)
                 ax.annotate(
                     name.split(":")[0],
-                    (p.value / 1000, ax.get_ylim()[0]),
+                    (p.value / 1000, 0.98),
+                    xycoords=("data", "axes fraction"),
                     rotation=90,
                     fontsize=7,
-                    va="bottom",
+                    va="top",
                     ha="right",
                     color="grey",
                 )

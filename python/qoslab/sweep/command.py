@@ -192,6 +192,11 @@ def _inspect(args: argparse.Namespace, root: Path) -> int:
 def _spec(args: argparse.Namespace, target: Path) -> tuple[Path, SweepSpec, str | None]:
     if not target.exists():
         raise FileNotFoundError(2, "no such file", str(target))
+    if target.is_dir():
+        raise ValueError(
+            f"{target} is a directory: give a scenario or sweep file to run, "
+            "or --query/--plot/--heatmap to read a results directory"
+        )
     out = args.out
     if is_sweep_file(target):
         scenario, spec, extra = read_sweep_file(target)
