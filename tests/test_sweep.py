@@ -429,4 +429,5 @@ def test_emulate_a_two_point_sweep(capsys, tmp_path) -> None:
     assert (df["sum_goodput_bps"] > 1e6).all()
     # a bigger bucket lets real TCP through faster (the 10 Mbit/s policer of the example)
     assert df["sum_goodput_bps"].iloc[0] < df["sum_goodput_bps"].iloc[1]
-    assert not [n for n in list_namespaces() if n.startswith(PREFIX)]
+    # none of this process's namespaces is left (other users' runs may have theirs)
+    assert not [n for n in list_namespaces() if n.startswith(f"{PREFIX}{os.getpid()}-")]

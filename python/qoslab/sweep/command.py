@@ -277,7 +277,8 @@ def _sweep(args: argparse.Namespace, target: Path) -> int:
             store.add(o, texts[o.hash], mode)
 
     t1 = time.monotonic()
-    ready_s = 0.0  # a Dask cluster's start, left out of runs/s
+    ready_s = 0.0  # a Dask cluster's start and shutdown are left out of runs/s
+    dask_busy = 0.0
     interrupted = False
     try:
         if not todo:
@@ -285,7 +286,7 @@ def _sweep(args: argparse.Namespace, target: Path) -> int:
         elif args.emulate:
             execute.run_emulate(todo, sink)
         elif args.dask:
-            where, ready_s = execute.run_dask(todo, sink, args.dask, workers)
+            where, ready_s, dask_busy = execute.run_dask(todo, sink, args.dask, workers)
         else:
             execute.run_local(todo, sink, workers, args.executor)
     except KeyboardInterrupt:
@@ -294,7 +295,7 @@ def _sweep(args: argparse.Namespace, target: Path) -> int:
         progress.close()
         store.flush()
     wall = time.monotonic() - t1
-    busy = wall - ready_s
+    busy = dask_busy or wall
     summary = {
         "out": str(root),
         "runs": len(runs),

@@ -138,11 +138,12 @@ def _drain(futs: set[Future[list[Outcome]]], sink: Sink) -> None:
             continue
 
 
-def run_dask(runs: list[Run], sink: Sink, address: str, workers: int) -> tuple[str, float]:
+def run_dask(runs: list[Run], sink: Sink, address: str, workers: int) -> tuple[str, float, float]:
     """Runs on a Dask cluster at ``address``, or on a new ``LocalCluster`` of
     ``workers`` single-threaded worker processes for ``address == "local"``.
-    Returns a description of the cluster and the seconds it took to be ready
-    (start or connect), which the runs/s figure leaves out."""
+    Returns a description of the cluster, the seconds it took to be ready
+    (start or connect) and the seconds from the first submission to the last
+    result: runs/s leaves out the cluster's start and shutdown."""
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -165,11 +166,14 @@ def run_dask(runs: list[Run], sink: Sink, address: str, workers: int) -> tuple[s
     ready_s = time.monotonic() - t0
     desc = f"dask {'LocalCluster' if cluster else address}, {nworkers} workers"
     futs: list[Any] = []
+    t_submit = time.monotonic()
+    busy_s = 0.0
     try:
         futs = [client.submit(run_batch, c, pure=False) for c in chunks(runs, nworkers)]
         for f in as_completed(futs):
             for o in f.result():
                 sink(o)
+        busy_s = time.monotonic() - t_submit
     except KeyboardInterrupt:
         # Batches not yet delivered are cancelled; what was delivered is stored.
         client.cancel([f for f in futs if not f.done()])
@@ -178,7 +182,7 @@ def run_dask(runs: list[Run], sink: Sink, address: str, workers: int) -> tuple[s
         client.close()
         if cluster is not None:
             cluster.close()
-    return desc, ready_s
+    return desc, ready_s, busy_s
 
 
 def run_emulate(runs: list[Run], sink: Sink, backend: str = "userspace") -> None:
