@@ -137,6 +137,11 @@ def _build_parser() -> argparse.ArgumentParser:
     from qoslab.emulate import cli as emulate_cli
 
     emulate_cli.add_emulate_parser(sub, fmt)
+    from qoslab.sweep import advise
+    from qoslab.sweep import command as sweep_cmd
+
+    sweep_cmd.add_sweep_parser(sub, fmt)
+    advise.add_advise_parser(sub, fmt)
     for name, helptext, epilog in (
         ("meter", "colour (and police) a trace CSV with a meter", METER_EPILOG),
         ("shape", "shape a trace CSV with a shaper, queue, scheduler or policy tree", SHAPE_EPILOG),
@@ -383,6 +388,8 @@ def _run(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     if args.command == "emulate":
         return _run_emulate(args, extras)
+    if args.command in ("sweep", "advise"):
+        return _run_sweep(args, extras)
     if args.command == "analyze":
         if extras:
             raise UsageError(f"analyze: unrecognized arguments: {' '.join(extras)}")
@@ -488,6 +495,20 @@ def _run_emulate(args: argparse.Namespace, extras: Sequence[str]) -> int:
         if isinstance(e, (ScenarioError, ConfigError)):
             raise
         raise UsageError(f"emulate: {e}") from None
+
+
+def _run_sweep(args: argparse.Namespace, extras: Sequence[str]) -> int:
+    from qoslab.sweep import advise
+    from qoslab.sweep import command as sweep_cmd
+
+    if extras:
+        raise UsageError(f"{args.command}: unrecognized arguments: {' '.join(extras)}")
+    try:
+        return (sweep_cmd if args.command == "sweep" else advise).main(args)
+    except ValueError as e:
+        if isinstance(e, (ScenarioError, ConfigError)):
+            raise
+        raise UsageError(f"{args.command}: {e}") from None
 
 
 def _with_typo_hint(e: ConfigError, params: dict[str, str]) -> ConfigError:
