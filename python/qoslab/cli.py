@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import errno
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import numpy as np
 
-from qoslab import __version__, _core
+from qoslab import __version__, _core, outputs
 from qoslab import analyze as analyze_cmd
 from qoslab import run as run_cmd
 from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
@@ -412,8 +410,8 @@ def _run(argv: Sequence[str] | None) -> int:
     params = _collect_params(args.param, extras)
     if not args.input:
         raise UsageError(f"{args.command}: --input CSV is required {where}")
-    if args.output and os.path.isdir(args.output):
-        raise IsADirectoryError(errno.EISDIR, "is a directory (--output needs a file)", args.output)
+    if args.output is not None:  # before the run; "" is refused, not ignored
+        outputs.check_file(args.output, "--output", [args.input])
     try:
         if args.command == "meter":
             return _run_meter(args, params)
@@ -454,8 +452,6 @@ def _run_viz(args: argparse.Namespace, extras: Sequence[str]) -> int:
     except ValueError as e:
         raise UsageError(f"{args.command}: {e}") from None
     path = args.report or str(Path(args.out or ".") / "report.html")
-    if Path(path).is_dir():  # before the run, which may be long
-        raise IsADirectoryError(errno.EISDIR, "is a directory (--report needs a file)", path)
 
     def write(result: Any, text: str) -> None:
         report.run_report(result, text).write(path)

@@ -16,8 +16,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from qoslab import _core
-from qoslab.results import SimulationResult, check_out_dir, write_results
+from qoslab import _core, outputs
+from qoslab.results import SimulationResult, write_results
 from qoslab.scenario import ScenarioSource, load_scenario, scenario_info, with_seed
 
 __all__ = ["ProgressBar", "main", "simulate"]
@@ -266,8 +266,8 @@ def main(
     ``--report`` flag uses it)."""
     text, filename = load_scenario(args.scenario)
     scenario_info(text, filename)  # a bad scenario fails here, before any output
-    if args.out:
-        check_out_dir(args.out)  # a bad --out fails before the run, not after
+    # Bad --out/--report paths fail before the run, not after it.
+    outputs.check_run_outputs(args.out, getattr(args, "report", None), [args.scenario])
     show = not args.quiet and (args.progress or sys.stderr.isatty())
     bar = ProgressBar(sys.stderr, delay_s=0.0 if args.progress else 1.0) if show else None
     try:
@@ -277,7 +277,7 @@ def main(
             bar.close()
     result = SimulationResult(raw)
     as_run = text if args.seed is None else with_seed(text, args.seed)
-    if args.out:
+    if args.out is not None:
         write_results(args.out, result, as_run)
     if on_result is not None:
         on_result(result, as_run)
