@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from qoslab import outputs
 from qoslab.cli import main
 from qoslab.results import SimulationResult, write_results
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_run import fake_raw  # noqa: E402
+from test_run import fake_raw
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "scenarios" / "example.toml"
