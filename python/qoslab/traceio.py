@@ -26,7 +26,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from qoslab import outputs
-from qoslab.api import COLOR_NAMES, MAX_PACKET_BYTES
+from qoslab.api import COLOR_NAMES, MAX_PACKET_BYTES, TIME_HORIZON_NS
 
 REQUIRED = ("time_ns", "size_bytes")
 
@@ -221,7 +221,13 @@ def read_trace(path: str) -> TraceFile:
         return [r[j] for r in rows]
 
     times = _column_uint(
-        path, text, col("time_ns"), "time_ns", 2**63 - 1, "a non-negative integer (ns)"
+        path,
+        text,
+        col("time_ns"),
+        "time_ns",
+        TIME_HORIZON_NS - 1,
+        "a non-negative integer (ns) below 2^62, qoslab's time horizon (about 146 years;"
+        " re-base the times to the first packet)",
     )
     sizes = _column_uint(
         path,
