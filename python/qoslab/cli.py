@@ -17,8 +17,10 @@ Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -480,10 +482,35 @@ def _with_typo_hint(e: ConfigError, params: dict[str, str]) -> ConfigError:
     param, message = getattr(e, "param", ""), getattr(e, "message", "")
     if not message.startswith("missing"):
         return e
-    near = difflib.get_close_matches(param, [k for k in params if k != param], n=1, cutoff=0.5)
+    # A parameter the kind knows ('cir' beside a missing 'eir') is no typo.
+    known = _known_params(e)
+    candidates = [k for k in params if k != param and k not in known]
+    near = difflib.get_close_matches(param, candidates, n=1, cutoff=0.5)
     if not near:
         return e
     return _config_error(param, f"{message} (you gave '{near[0]}': a typo?)")
+
+
+def _known_params(e: ConfigError) -> set[str]:
+    """The parameter names the kind of ``e`` takes, from its description
+    (``mef needs eir`` → the kind; its registry line lists the keys)."""
+    message = getattr(e, "message", "")
+    kind = message.split(" needs ", 1)[0].removeprefix("missing: ").strip()
+    for k, _family, description in [*_core.meter_kinds(), *_core.shaper_kinds()]:
+        if k == kind:
+            return {w.strip("(),|:; ").lower() for w in description.replace("|", ",").split()}
+    return set()
+
+
+#: Longest error line printed: a quoted value can be megabytes.
+MAX_ERROR_CHARS = 600
+
+
+def _truncated(text: str) -> str:
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    keep = MAX_ERROR_CHARS // 2
+    return f"{text[:keep]}…[{len(text) - 2 * keep} characters]…{text[-keep:]}"
 
 
 def _one_line(text: str) -> str:
@@ -495,8 +522,23 @@ def _one_line(text: str) -> str:
 
 
 def _fail(message: str) -> int:
-    print(f"qoslab: error: {_one_line(message)}", file=sys.stderr)
+    print(f"qoslab: error: {_truncated(_one_line(message))}", file=sys.stderr)
     return EXIT_USAGE
+
+
+#: Exit status after the reader of stdout went away (``| head``): what a
+#: shell reports for a process killed by SIGPIPE, 128 + 13.
+EXIT_BROKEN_PIPE = 141
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout closed it: stop quietly, as a Unix filter does.
+    stdout is pointed at /dev/null so the interpreter's final flush does not
+    complain again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -516,6 +558,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Cancelled, KeyboardInterrupt):
         print("qoslab: cancelled", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return _broken_pipe()
     except ConfigError as e:
         param = getattr(e, "param", None)
         message = getattr(e, "message", None)

@@ -42,6 +42,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -92,6 +93,16 @@ def _resolve(path: Path) -> Path:
         link = Path(os.readlink(p))
         p = link if link.is_absolute() else p.parent / link
     return p
+
+
+def _special(path: Path) -> bool:
+    """A FIFO, terminal, device or ``/dev/stdout``: written in place (it
+    cannot be replaced by a rename, and nothing is lost by writing it)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
 
 
 def _parent(path: Path) -> Path:
@@ -145,6 +156,9 @@ def check_file(
     target). ``parent_made_by`` is an output directory this command creates
     (``--out``), so the parent need not exist yet."""
     p = _check_name(path, option)
+    if _special(p):
+        _check_not_input(p, option, inputs)
+        return p
     target = _resolve(p)
     if target.is_dir():
         raise _err(errno.EISDIR, option, "is a directory (a file is needed)", p)
@@ -311,6 +325,10 @@ def replacing(path: str | os.PathLike[str], binary: bool = False) -> Iterator[IO
     """``with replacing(path) as f: ...`` writes ``path`` (a symlink: its
     target) through a temporary in the same directory, renamed into place
     when the block ends; on any error the previous file stays untouched."""
+    if _special(Path(path)):
+        with open(path, **_mode(binary)) as f:
+            yield f
+        return
     target = _resolve(_check_name(path, ""))
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
