@@ -74,3 +74,28 @@ def test_too_many_hosts_says_so_truly(capsys: pytest.CaptureFixture[str], tmp_pa
     assert rc == 2
     assert "99998 hosts is more than the 100000" not in err
     assert "at most" in err or "nodes, more than" in err
+
+
+@pytest.mark.parametrize(
+    ("call", "exc"),
+    [
+        ("police_none_colour", "TraceError"),
+        ("describe_none", "ConfigError"),
+        ("simulate_empty", "ScenarioError"),
+        ("simulate_missing", "ScenarioError"),
+    ],
+)
+def test_api_errors_are_qoslab_exceptions(call: str, exc: str) -> None:
+    import qoslab
+
+    calls = {
+        "police_none_colour": lambda: qoslab.police(
+            "srtcm", [0, 1], [100, 100], colors=["green", None],
+            cir="1mbit", cbs="3000B", ebs="6000B",
+        ),
+        "describe_none": lambda: qoslab.describe(None),  # type: ignore[arg-type]
+        "simulate_empty": lambda: qoslab.simulate(""),
+        "simulate_missing": lambda: qoslab.simulate("/nonexistent/x.toml"),
+    }  # fmt: skip
+    with pytest.raises(getattr(qoslab, exc)):
+        calls[call]()

@@ -152,7 +152,7 @@ def _colors_array(colors: Any, n: int) -> Any:
         bad = codes == 255
         if bad.any():
             i = int(np.argmax(bad))
-            raise _trace_error(i, f"color must be green, yellow or red, got {a[i].item()!r}")
+            raise _trace_error(i, f"color must be green, yellow or red, got {a.tolist()[i]!r}")
         a = codes
     out = as_uint_array(a, "colors", np.uint8, 2)
     if len(out) != n:
@@ -346,6 +346,8 @@ def policy_text(policy: str | os.PathLike[str]) -> tuple[str, str]:
 def describe(kind: str, **params: object) -> dict[str, str]:
     """The effective parameters of meter, shaper or AQM ``kind`` (including
     derived defaults and, for meters, the actions; an AQM needs ``rate``)."""
+    if not isinstance(kind, str):
+        raise _config_error("kind", f"expected a kind name (a str), got {kind!r}")
     p = _params(params)
     if kind.lower() in shaper_kinds():
         return dict(_core.describe_shaper(kind, p))
