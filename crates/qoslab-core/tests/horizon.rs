@@ -136,7 +136,6 @@ fn every_kind_of_the_table_builds() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     /// Below the horizon: no panic, no departure before its arrival, none
     /// at or beyond 2^63 ns — or a refusal naming the horizon.
