@@ -240,6 +240,7 @@ def test_out_dir_is_written_whole(tmp_path: Path) -> None:
     out = write_results(tmp_path / "res", r, "[scenario]\n")
     names = sorted(p.name for p in out.iterdir())
     assert names == [
+        ".qoslab-outputs",
         "goodput.csv",
         "goodput.parquet",
         "ping.csv",

@@ -95,8 +95,9 @@ def test_dicts_and_text_are_parsed_like_files(tmp_path: Path) -> None:
         qoslab.simulate(d)
 
 
-def test_a_missing_file_is_an_os_error(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
+def test_a_missing_file_is_a_scenario_error(tmp_path: Path) -> None:
+    # Every API error is a qoslab exception (issue 15); the OS's reason is kept.
+    with pytest.raises(qoslab.ScenarioError, match=r"nope\.toml: No such file"):
         load_scenario(tmp_path / "nope.toml")
     with pytest.raises(TypeError):
         load_scenario(42)  # type: ignore[arg-type]

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from qoslab import _core
+from qoslab import _core, outputs
 from qoslab.results import SimulationResult, write_results
 from qoslab.run import fmt_bytes, fmt_rate
 from qoslab.traceio import TraceFile, TraceFileError
@@ -416,6 +416,7 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError("--format flach-csv prints the policing detector's rows: add --policing")
     if args.format == "flach-csv" and (args.json or args.out or args.report is not None):
         raise ValueError("--format flach-csv prints CSV only (no --json, --out or --report)")
+    report_path = outputs.check_run_outputs(args.out, args.report, [args.capture])
     data, source = _read(args.capture)
     if args.format == "flach-csv":
         rows = policing(data, port=args.port)
@@ -431,14 +432,13 @@ def main(args: argparse.Namespace) -> int:
     if args.policing:
         rows = _pick(policing(data, port=args.port), args.direction or "both")
         ca.summary["policing"] = rows
-    if args.out:
+    if args.out is not None:
         write_results(args.out, ca.result, _as_run_text(ca), extra_tables=ca.tables)
-    if args.report is not None:
+    if report_path is not None:
         from qoslab import report
 
-        path = args.report or str(Path(args.out or ".") / "report.html")
         report.run_report(ca.result, _as_run_text(ca), title=f"qoslab analyze: {ca.name}").write(
-            path
+            report_path
         )
     if args.json:
         print(json.dumps(ca.summary, indent=2))
@@ -448,6 +448,6 @@ def main(args: argparse.Namespace) -> int:
         print(render_policing(rows))
     if args.out:
         print(f"wrote {args.out}")
-    if args.report is not None:
-        print(f"wrote {args.report or Path(args.out or '.') / 'report.html'}")
+    if report_path is not None:
+        print(f"wrote {report_path}")
     return 0

@@ -43,7 +43,11 @@ COLOR_NAMES: tuple[str, str, str] = ("green", "yellow", "red")
 #: Action codes used in arrays (``qoslab_core::Action::code``): index = code.
 ACTION_NAMES: tuple[str, str, str] = ("transmit", "drop", "remark")
 
-_TIME_MAX = 2**63 - 1  # departures are returned as int64
+#: Arrival times must be below 2^62 ns (about 146 years): the core's time
+#: horizon (``qoslab_core::time::TIME_HORIZON_NS``), which leaves room for
+#: every delay below the 2^63 ns of the int64 departures returned.
+TIME_HORIZON_NS = 2**62
+_TIME_MAX = TIME_HORIZON_NS - 1
 
 
 def meter_kinds() -> dict[str, str]:
@@ -106,7 +110,9 @@ def _trace_error(index: int, message: str) -> TraceError:
     return e
 
 
-def as_uint_array(values: Any, name: str, dtype: type[np.unsignedinteger], maximum: int) -> Any:
+def as_uint_array(
+    values: Any, name: str, dtype: type[np.unsignedinteger], maximum: int, why: str = ""
+) -> Any:
     """Converts ``values`` (any integer array or list) to a contiguous 1-D
     array of ``dtype``; rejects negatives, NaN, non-integral floats and values
     above ``maximum`` with a ``TraceError`` naming the first bad packet."""
@@ -132,7 +138,7 @@ def as_uint_array(values: Any, name: str, dtype: type[np.unsignedinteger], maxim
     big = a > maximum
     if big.any():
         i = int(np.argmax(big))
-        raise _trace_error(i, f"{name} must be at most {maximum}, got {a[i].item()}")
+        raise _trace_error(i, f"{name} must be at most {maximum}{why}, got {a[i].item()}")
     return np.ascontiguousarray(a, dtype=dtype)
 
 
@@ -146,7 +152,7 @@ def _colors_array(colors: Any, n: int) -> Any:
         bad = codes == 255
         if bad.any():
             i = int(np.argmax(bad))
-            raise _trace_error(i, f"color must be green, yellow or red, got {a[i].item()!r}")
+            raise _trace_error(i, f"color must be green, yellow or red, got {a.tolist()[i]!r}")
         a = codes
     out = as_uint_array(a, "colors", np.uint8, 2)
     if len(out) != n:
@@ -155,7 +161,9 @@ def _colors_array(colors: Any, n: int) -> Any:
 
 
 def _trace(times_ns: Any, sizes: Any) -> tuple[Any, Any]:
-    t = as_uint_array(times_ns, "times_ns", np.uint64, _TIME_MAX)
+    t = as_uint_array(
+        times_ns, "times_ns", np.uint64, _TIME_MAX, " (below 2^62 ns, qoslab's time horizon)"
+    )
     s = as_uint_array(sizes, "sizes", np.uint32, MAX_PACKET_BYTES)
     if len(t) != len(s):
         raise ValueError(f"times_ns has {len(t)} entries but sizes has {len(s)}")
@@ -338,6 +346,8 @@ def policy_text(policy: str | os.PathLike[str]) -> tuple[str, str]:
 def describe(kind: str, **params: object) -> dict[str, str]:
     """The effective parameters of meter, shaper or AQM ``kind`` (including
     derived defaults and, for meters, the actions; an AQM needs ``rate``)."""
+    if not isinstance(kind, str):
+        raise _config_error("kind", f"expected a kind name (a str), got {kind!r}")
     p = _params(params)
     if kind.lower() in shaper_kinds():
         return dict(_core.describe_shaper(kind, p))

@@ -17,8 +17,8 @@ Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
-import errno
 import json
 import os
 import sys
@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from qoslab import __version__, _core
+from qoslab import __version__, _core, outputs
 from qoslab import analyze as analyze_cmd
 from qoslab import run as run_cmd
 from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
@@ -426,8 +426,8 @@ def _run(argv: Sequence[str] | None) -> int:
     params = _collect_params(args.param, extras)
     if not args.input:
         raise UsageError(f"{args.command}: --input CSV is required {where}")
-    if args.output and os.path.isdir(args.output):
-        raise IsADirectoryError(errno.EISDIR, "is a directory (--output needs a file)", args.output)
+    if args.output is not None:  # before the run; "" is refused, not ignored
+        outputs.check_file(args.output, "--output", [args.input])
     try:
         if args.command == "meter":
             return _run_meter(args, params)
@@ -468,8 +468,6 @@ def _run_viz(args: argparse.Namespace, extras: Sequence[str]) -> int:
     except ValueError as e:
         raise UsageError(f"{args.command}: {e}") from None
     path = args.report or str(Path(args.out or ".") / "report.html")
-    if Path(path).is_dir():  # before the run, which may be long
-        raise IsADirectoryError(errno.EISDIR, "is a directory (--report needs a file)", path)
 
     def write(result: Any, text: str) -> None:
         report.run_report(result, text).write(path)
@@ -517,10 +515,35 @@ def _with_typo_hint(e: ConfigError, params: dict[str, str]) -> ConfigError:
     param, message = getattr(e, "param", ""), getattr(e, "message", "")
     if not message.startswith("missing"):
         return e
-    near = difflib.get_close_matches(param, [k for k in params if k != param], n=1, cutoff=0.5)
+    # A parameter the kind knows ('cir' beside a missing 'eir') is no typo.
+    known = _known_params(e)
+    candidates = [k for k in params if k != param and k not in known]
+    near = difflib.get_close_matches(param, candidates, n=1, cutoff=0.5)
     if not near:
         return e
     return _config_error(param, f"{message} (you gave '{near[0]}': a typo?)")
+
+
+def _known_params(e: ConfigError) -> set[str]:
+    """The parameter names the kind of ``e`` takes, from its description
+    (``mef needs eir`` → the kind; its registry line lists the keys)."""
+    message = getattr(e, "message", "")
+    kind = message.split(" needs ", 1)[0].removeprefix("missing: ").strip()
+    for k, _family, description in [*_core.meter_kinds(), *_core.shaper_kinds()]:
+        if k == kind:
+            return {w.strip("(),|:; ").lower() for w in description.replace("|", ",").split()}
+    return set()
+
+
+#: Longest error line printed: a quoted value can be megabytes.
+MAX_ERROR_CHARS = 600
+
+
+def _truncated(text: str) -> str:
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    keep = MAX_ERROR_CHARS // 2
+    return f"{text[:keep]}…[{len(text) - 2 * keep} characters]…{text[-keep:]}"
 
 
 def _one_line(text: str) -> str:
@@ -532,8 +555,23 @@ def _one_line(text: str) -> str:
 
 
 def _fail(message: str) -> int:
-    print(f"qoslab: error: {_one_line(message)}", file=sys.stderr)
+    print(f"qoslab: error: {_truncated(_one_line(message))}", file=sys.stderr)
     return EXIT_USAGE
+
+
+#: Exit status after the reader of stdout went away (``| head``): what a
+#: shell reports for a process killed by SIGPIPE, 128 + 13.
+EXIT_BROKEN_PIPE = 141
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout closed it: stop quietly, as a Unix filter does.
+    stdout is pointed at /dev/null so the interpreter's final flush does not
+    complain again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -553,6 +591,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Cancelled, KeyboardInterrupt):
         print("qoslab: cancelled", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return _broken_pipe()
     except ConfigError as e:
         param = getattr(e, "param", None)
         message = getattr(e, "message", None)

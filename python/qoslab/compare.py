@@ -17,7 +17,6 @@ string (``20mbit``).
 from __future__ import annotations
 
 import argparse
-import errno
 import itertools
 import json
 import sys
@@ -25,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from qoslab import plots
+from qoslab import outputs, plots
 from qoslab.report import Report
 from qoslab.results import SimulationResult
 from qoslab.run import ProgressBar, simulate
@@ -330,8 +329,8 @@ def _progress_bar(label: str, i: int, n: int) -> ProgressBar:
 
 def main(args: argparse.Namespace) -> int:
     """``qoslab compare``: returns the exit status; errors propagate."""
-    if Path(args.report).is_dir():  # before the runs, not after them
-        raise IsADirectoryError(errno.EISDIR, "is a directory (--report needs a file)", args.report)
+    # before the runs, not after them
+    outputs.check_file(args.report, "--report", args.scenarios)
     if args.modes:
         modes = parse_modes(args.modes)
         if len(args.scenarios) != 1 or args.vary:

@@ -9,18 +9,18 @@ nanoseconds (``time_ns``), with a float ``time_s`` beside them for plots.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from qoslab import outputs
 
 __all__ = ["SERIES_TABLES", "SimulationResult", "check_out_dir", "write_results"]
 
@@ -224,22 +224,13 @@ class SimulationResult:
         return json.dumps(self.summary, indent=2)
 
 
-def check_out_dir(out_dir: str | os.PathLike[str]) -> Path:
-    """Raises ``FileExistsError`` (naming ``out_dir``) when :func:`write_results`
-    would refuse it; ``qoslab run`` calls this before it runs, so a long run
-    is not lost to a bad ``--out``."""
-    out = Path(out_dir)
-    if out.exists():
-        if not out.is_dir():
-            raise FileExistsError(errno.EEXIST, "exists and is not a directory", str(out))
-        if any(out.iterdir()) and not (out / "results.json").exists():
-            raise FileExistsError(
-                errno.EEXIST,
-                "is a non-empty directory that is not a qoslab output; "
-                "choose another --out or empty it",
-                str(out),
-            )
-    return out
+def check_out_dir(
+    out_dir: str | os.PathLike[str], inputs: Iterable[object] = (), option: str = "--out"
+) -> Path:
+    """Refuses (``OSError`` naming ``out_dir``) a directory that
+    :func:`write_results` would refuse; commands call this before they run,
+    so a long run is not lost to a bad ``--out``. See :mod:`qoslab.outputs`."""
+    return outputs.check_dir(out_dir, option, inputs)
 
 
 def write_results(
@@ -250,39 +241,28 @@ def write_results(
     extra_files: Mapping[str, Path] | None = None,
 ) -> Path:
     """Writes ``results.json``, each non-empty series as CSV and Parquet, and
-    ``scenario.toml`` into ``out_dir`` — atomically: everything is written to
-    a temporary sibling directory which is renamed into place at the end, so
-    ``out_dir`` is either complete or untouched (also on Ctrl-C). An existing
-    ``out_dir`` from an earlier run (it holds ``results.json``) is replaced;
-    any other non-empty directory is refused. ``extra_tables`` (e.g. a
-    capture's ``io``, ``acks``) are written beside the series, same formats.
+    ``scenario.toml`` into ``out_dir`` as one unit (:func:`qoslab.outputs.write_dir`):
+    each file is replaced atomically and only once all are written, the
+    user's other files in ``out_dir`` are kept, and files an earlier run
+    wrote there but this one does not are deleted. A non-empty directory that
+    is not a qoslab output is refused. ``extra_tables`` (e.g. a capture's
+    ``io``, ``acks``) are written beside the series, same formats.
     ``extra_files`` (name → an existing file, e.g. a pcap the run wrote into a
-    temporary directory) are moved in under that name.
+    scratch directory) are copied in under that name, in the same unit.
     """
-    out = check_out_dir(out_dir)
-    parent = out.parent if str(out.parent) else Path(".")
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{out.name}.tmp-", dir=parent))
-    old: Path | None = None
-    try:
-        (tmp / "results.json").write_text(result.to_json() + "\n", encoding="utf-8")
-        (tmp / "scenario.toml").write_text(scenario_text, encoding="utf-8")
-        tables = {**result.series(), **(extra_tables or {})}
-        for name, df in tables.items():
-            df.to_csv(tmp / f"{name}.csv", index=False)
-            df.to_parquet(tmp / f"{name}.parquet", index=False)
-        for name, path in (extra_files or {}).items():
-            shutil.move(path, tmp / name)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f"{out.name}.old-", dir=parent))
-            os.replace(out, old / out.name)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and not out.exists():
-            os.replace(old / out.name, out)
-        raise
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    return out
+    files: dict[str, tuple[outputs.Writer, bool]] = {
+        "results.json": (lambda f: f.write(result.to_json() + "\n"), False),
+        "scenario.toml": (lambda f: f.write(scenario_text), False),
+    }
+    tables = {**result.series(), **(extra_tables or {})}
+    for name, df in tables.items():
+        files[f"{name}.csv"] = (lambda f, df=df: df.to_csv(f, index=False), False)
+        files[f"{name}.parquet"] = (lambda f, df=df: df.to_parquet(f, index=False), True)
+    for name, src in (extra_files or {}).items():
+        files[name] = (lambda f, src=src: _copy_into(src, f), True)
+    return outputs.write_dir(out_dir, files)
+
+
+def _copy_into(src: Path, f: Any) -> None:
+    with open(src, "rb") as s:
+        shutil.copyfileobj(s, f)

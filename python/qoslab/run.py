@@ -19,8 +19,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from qoslab import _core
-from qoslab.results import SimulationResult, check_out_dir, write_results
+from qoslab import _core, outputs
+from qoslab.results import SimulationResult, write_results
 from qoslab.scenario import ScenarioSource, load_scenario, scenario_info, with_seed
 
 __all__ = ["ProgressBar", "main", "simulate"]
@@ -334,15 +334,18 @@ def main(
     ``--report`` flag uses it)."""
     text, filename = load_scenario(args.scenario)
     info = scenario_info(text, filename)  # a bad scenario fails here, before any output
-    if args.out:
-        check_out_dir(args.out)  # a bad --out fails before the run, not after
+    # Bad --out/--report paths fail before the run, not after it.
+    outputs.check_run_outputs(args.out, getattr(args, "report", None), [args.scenario])
     links = [(str(w), f) for w, f in info["capture"]["links"]]
     wanted, _ = capture_plan(args.capture, links, args.out)
+    for _, path in wanted:
+        if path is not None:
+            outputs.check_file(path, "--capture", [args.scenario])
     snaplen = info["capture"]["snaplen"] if args.snaplen is None else args.snaplen
     show = not args.quiet and (args.progress or sys.stderr.isatty())
     bar = ProgressBar(sys.stderr, delay_s=0.0 if args.progress else 1.0) if show else None
-    # Captures bound for --out are written to a scratch directory beside it and
-    # moved in with the results, so --out stays complete-or-untouched.
+    # Captures bound for --out are written to a scratch directory and copied in
+    # with the results (one unit), so --out stays complete-or-untouched.
     scratch: Path | None = None
     into_out: dict[str, Path] = {}
     captures: list[tuple[str, str]] | None = None
@@ -350,11 +353,8 @@ def main(
         captures = []
         for where, path in wanted:
             if path is None:
-                if scratch is None:
-                    out = Path(args.out)
-                    parent = out.parent if str(out.parent) else Path(".")
-                    parent.mkdir(parents=True, exist_ok=True)
-                    scratch = Path(tempfile.mkdtemp(prefix=f"{out.name}.cap-", dir=parent))
+                if scratch is None:  # in the system's temp dir: no litter beside --out
+                    scratch = Path(tempfile.mkdtemp(prefix="qoslab-capture-"))
                 name = where.replace("->", "-").replace(":", "-") + ".pcap"
                 into_out[name] = scratch / name
                 path = str(into_out[name])

@@ -30,6 +30,13 @@ def _scenario_error(file: str, message: str) -> ScenarioError:
     return e
 
 
+def _file_error(file: str, message: str) -> ScenarioError:
+    """A ``ScenarioError`` for a scenario file that cannot be read."""
+    e = ScenarioError(f"{file}: {message}")
+    e.file, e.line, e.column, e.path, e.message = file, 0, 0, "", message
+    return e
+
+
 def load_scenario(spec: ScenarioSource) -> tuple[str, str]:
     """Returns ``(toml_text, filename)`` for a path, TOML text or a dict.
 
@@ -44,11 +51,16 @@ def load_scenario(spec: ScenarioSource) -> tuple[str, str]:
     if isinstance(spec, str) and ("\n" in spec or spec.lstrip().startswith("[")):
         return spec, "<string>"
     if isinstance(spec, (str, os.PathLike)):
+        if not os.fspath(spec):
+            raise _file_error("''", "an empty path (a scenario file, TOML text or a dict)")
         path = Path(spec)
         try:
             return path.read_text(encoding="utf-8"), str(spec)
         except UnicodeDecodeError as e:
             raise _scenario_error(str(spec), f"not UTF-8 text ({e.reason})") from None
+        except OSError as e:
+            # A qoslab exception (issue 15), saying what the OS said.
+            raise _file_error(str(spec), e.strerror or str(e)) from None
     raise TypeError(f"a scenario is a path, TOML text or a dict, not {type(spec).__name__}")
 
 

@@ -15,20 +15,18 @@ line, the column and what was expected.
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import errno
 import io
 import os
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
-from qoslab.api import COLOR_NAMES, MAX_PACKET_BYTES
+from qoslab import outputs
+from qoslab.api import COLOR_NAMES, MAX_PACKET_BYTES, TIME_HORIZON_NS
 
 REQUIRED = ("time_ns", "size_bytes")
 
@@ -223,7 +221,13 @@ def read_trace(path: str) -> TraceFile:
         return [r[j] for r in rows]
 
     times = _column_uint(
-        path, text, col("time_ns"), "time_ns", 2**63 - 1, "a non-negative integer (ns)"
+        path,
+        text,
+        col("time_ns"),
+        "time_ns",
+        TIME_HORIZON_NS - 1,
+        "a non-negative integer (ns) below 2^62, qoslab's time horizon (about 146 years;"
+        " re-base the times to the first packet)",
     )
     sizes = _column_uint(
         path,
@@ -245,36 +249,9 @@ def read_trace(path: str) -> TraceFile:
     )
 
 
-@contextlib.contextmanager
-def replacing(path: str | os.PathLike[str], binary: bool = False) -> Iterator[IO[Any]]:
-    """``with replacing(path) as f: ...`` writes ``path`` through a temporary
-    file in the same directory, renamed into place when the block ends:
-    readers never see a partial file, and on any error (Ctrl-C too) the
-    previous file, if any, is left untouched and the temporary removed."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    except OSError as e:
-        # Report the file the user named, not our temporary name.
-        raise OSError(e.errno, e.strerror, str(path)) from None
-    try:
-        # mkstemp makes the file 0600; give it the mode a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        mode = {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8", "newline": ""}
-        with os.fdopen(fd, **mode) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def replacing(path: str | os.PathLike[str], binary: bool = False) -> Any:
+    """``with replacing(path) as f: ...``: see :func:`qoslab.outputs.replacing`."""
+    return outputs.replacing(path, binary)
 
 
 def write_atomic(path: str | os.PathLike[str], write: Callable[[TextIO], None]) -> None:

@@ -58,12 +58,36 @@ pub struct ShapeSummary {
 /// Departure time written for a dropped packet.
 pub const DROPPED: u64 = u64::MAX;
 
+/// Arrival times must be below this (2^62 ns, about 146 years): the time
+/// arithmetic of every conditioner is saturating `u64`, and departures must
+/// fit the signed 64-bit ns the bindings return, so this leaves 2^62 ns of
+/// headroom for delays. A later departure is refused ([`DEPARTURE_LIMIT_NS`]).
+pub const TIME_HORIZON_NS: u64 = crate::time::TIME_HORIZON_NS;
+
+/// A departure at or after this (2^63 ns) is refused with an error rather
+/// than returned: it would not fit a signed 64-bit time (issue 15).
+pub const DEPARTURE_LIMIT_NS: u64 = 1 << 63;
+
+fn horizon_error(index: usize, what: &str, ns: u64) -> TraceError {
+    TraceError {
+        index,
+        message: format!(
+            "{what} {ns} ns is beyond qoslab's time horizon: arrival times must be \
+             below 2^62 ns ({TIME_HORIZON_NS} ns, about 146 years) and departures below \
+             2^63 ns (re-base the trace's times to its first packet)"
+        ),
+    }
+}
+
 fn check_trace(times: &[u64], sizes: &[u32]) -> Result<(), TraceError> {
     if times.len() != sizes.len() {
         return Err(TraceError {
             index: times.len().min(sizes.len()),
             message: format!("{} times but {} sizes", times.len(), sizes.len()),
         });
+    }
+    if let Some(i) = times.iter().position(|&t| t >= TIME_HORIZON_NS) {
+        return Err(horizon_error(i, "time_ns", times[i]));
     }
     for i in 0..times.len() {
         if sizes[i] == 0 {
@@ -258,7 +282,7 @@ pub fn shape_trace_fields<S: Shaper>(
     };
     for i in 0..n {
         let now = Instant::from_ns(times[i]);
-        r.release(shaper, Some(now));
+        r.release(shaper, Some(now))?;
         r.clock = r.clock.max(now);
         let pkt = fields.packet(i, sizes[i])?;
         if let Err(d) = shaper.enqueue(now, pkt) {
@@ -268,7 +292,13 @@ pub fn shape_trace_fields<S: Shaper>(
         r.count_drops(shaper);
         r.s.max_backlog_packets = r.s.max_backlog_packets.max(shaper.backlog_packets() as u64);
     }
-    r.release(shaper, None);
+    r.release(shaper, None)?;
+    if shaper.backlog_packets() > 0 && shaper.next_ready(r.clock) == Some(Instant::NEVER) {
+        // A wait that saturated to "never": these packets would depart
+        // beyond u64 ns; refused, not reported as dropped.
+        let i = r.departures.iter().position(|&d| d == DROPPED).unwrap_or(0);
+        return Err(horizon_error(i, "a departure after", DEPARTURE_LIMIT_NS));
+    }
     Ok(r.s)
 }
 
@@ -294,7 +324,11 @@ impl Run<'_> {
     }
 
     /// Releases every packet ready by `until` (all of them if `None`).
-    fn release<S: Shaper>(&mut self, shaper: &mut S, until: Option<Instant>) {
+    fn release<S: Shaper>(
+        &mut self,
+        shaper: &mut S,
+        until: Option<Instant>,
+    ) -> Result<(), TraceError> {
         while let Some(ready) = shaper.next_ready(self.clock) {
             if until.is_some_and(|u| ready > u) || ready == Instant::NEVER {
                 break;
@@ -317,6 +351,9 @@ impl Run<'_> {
                 continue;
             };
             let i = p.id as usize;
+            if at.as_ns() >= DEPARTURE_LIMIT_NS {
+                return Err(horizon_error(i, "departure", at.as_ns()));
+            }
             self.departures[i] = at.as_ns();
             let delay = at.as_ns() - self.times[i];
             self.s.sent_packets += 1;
@@ -324,6 +361,7 @@ impl Run<'_> {
             self.s.max_delay_ns = self.s.max_delay_ns.max(delay);
             self.s.total_delay_ns += delay as u128;
         }
+        Ok(())
     }
 }
 

@@ -8,6 +8,12 @@
 use core::fmt;
 use core::ops::{Add, AddAssign, Sub};
 
+/// The horizon of qoslab's time line: 2^62 ns, about 146 years. Inputs
+/// (trace times, scenario durations) are refused at or beyond it, so every
+/// `time + delay` of an accepted input stays below 2^63 and fits the signed
+/// 64-bit nanoseconds the bindings and files use (issue 15).
+pub const TIME_HORIZON_NS: u64 = 1 << 62;
+
 /// A point in time, in nanoseconds since the caller's epoch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Instant(u64);

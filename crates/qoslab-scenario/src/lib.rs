@@ -359,6 +359,13 @@ fn parse_doc(cx: &mut Cx<'_>) -> Result<Parsed> {
     if duration == Duration::ZERO {
         return Err(df.error(cx, "the duration must be above 0"));
     }
+    if duration.as_ns() >= qoslab_core::time::TIME_HORIZON_NS {
+        // Every time in the run stays below 2^63 ns (issue 15).
+        return Err(df.error(
+            cx,
+            "the duration must be below 2^62 ns (about 146 years), qoslab's time horizon",
+        ));
+    }
     let seed = match s.get(cx, "seed") {
         Some(f) => f.u64(cx)?,
         None => DEFAULT_SEED,

@@ -204,8 +204,10 @@ pub(crate) fn dumbbell(cx: &mut Cx<'_>, mut t: Section<'_>) -> Result<ParsedTopo
                 return Err(f.error(
                     cx,
                     format!(
-                        "{n} hosts is more than the {} nodes one run can hold in memory",
-                        qoslab_sim::MAX_NODES
+                        "{n} {key}: with the other hosts and the 2 routers more than the {} \
+                         nodes one run can hold in memory (at most {})",
+                        qoslab_sim::MAX_NODES,
+                        qoslab_sim::MAX_NODES - 3
                     ),
                 ));
             }

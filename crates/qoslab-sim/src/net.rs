@@ -176,7 +176,11 @@ fn dumbbell(d: &DumbbellSpec) -> Result<Net, SimError> {
     if hosts + 2 > MAX_NODES {
         return Err(cfg_err(
             "topology.senders",
-            format!("{hosts} hosts is more than the {MAX_NODES} nodes one run can hold in memory"),
+            format!(
+                "{hosts} hosts and the 2 routers are {} nodes, more than the {MAX_NODES} one \
+                 run can hold in memory",
+                hosts + 2
+            ),
         ));
     }
     if d.sender_delays.len() > d.senders as usize {

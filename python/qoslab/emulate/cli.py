@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from qoslab import outputs
 from qoslab.emulate.netns import cleanup_stale
 from qoslab.emulate.run import BACKENDS, emulate, emulation_plan, stderr_progress
-from qoslab.results import check_out_dir, write_results
+from qoslab.results import write_results
 from qoslab.scenario import with_seed
 
 EMULATE_EPILOG = """\
@@ -127,15 +128,7 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(plan, indent=2))
         return 0
     captures = _captures(args.capture)
-    if args.out:
-        check_out_dir(args.out)
-    report_path = None
-    if args.report is not None:
-        report_path = args.report or str(Path(args.out or ".") / "report.html")
-        if Path(report_path).is_dir():
-            raise IsADirectoryError(
-                errno.EISDIR, "is a directory (--report needs a file)", report_path
-            )
+    report_path = outputs.check_run_outputs(args.out, args.report, [args.scenario])
     result = emulate(
         args.scenario,
         seed=args.seed,
@@ -146,7 +139,7 @@ def main(args: argparse.Namespace) -> int:
     if sys.stderr.isatty() and not (args.quiet or args.json):
         sys.stderr.write("\r\x1b[K")
     as_run = text if args.seed is None else with_seed(text, args.seed)
-    if args.out:
+    if args.out is not None:
         write_results(args.out, result, as_run)
     if report_path is not None:
         from qoslab import report

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import sys
 import time
@@ -11,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from qoslab import outputs
 from qoslab.reproduce import registry, render
 from qoslab.reproduce.registry import DEFAULT_SEEDS, Reproduction
 
@@ -116,9 +116,9 @@ def main(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise ValueError(f"--seeds: expected a whole number >= 1, got {args.seeds}")
     # Bad output paths fail now, not after minutes of runs.
-    if args.report and Path(args.report).is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory (--report needs a file)", args.report)
-    if args.markdown:
+    if args.report is not None:
+        outputs.check_file(args.report, "--report")
+    if args.markdown is not None:
         render.check_markdown_path(Path(args.markdown))
     reps = run_all(names, args.quick, sys.stderr, bar=sys.stderr.isatty(), seeds=args.seeds)
     rows = [r for x in reps for r in x.rows]

@@ -265,8 +265,9 @@ def markdown_figures_dir(md_path: Path) -> Path:
 
 def check_markdown_path(md_path: Path) -> None:
     """Refuses a ``--markdown`` path that cannot be written, before the runs."""
-    if md_path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory (--markdown needs a file)", md_path)
+    from qoslab import outputs
+
+    outputs.check_file(md_path, "--markdown")
     figdir = markdown_figures_dir(md_path)
     if figdir.exists() and not figdir.is_dir():
         raise NotADirectoryError(
@@ -275,11 +276,12 @@ def check_markdown_path(md_path: Path) -> None:
 
 
 def write_markdown(reps: Sequence[Reproduction], md_path: Path, quick: bool) -> None:
-    """Writes the Markdown and its figures. Every figure is drawn before any
-    file is touched, and each file is replaced atomically: a failure or
-    Ctrl-C never leaves a half-written document or figure, and the previous
-    ones stay until their replacements are complete."""
-    from qoslab.traceio import replacing, write_atomic
+    """Writes the Markdown and its figures as one unit
+    (:func:`qoslab.outputs.commit`): every figure is drawn and every file
+    written to a temporary before any is renamed into place, the Markdown
+    last; a failure or Ctrl-C leaves the previous document and figures as
+    they were, never a new figure beside the old text."""
+    from qoslab import outputs
 
     figdir = markdown_figures_dir(md_path)
     text, figures = markdown(reps, figdir, md_path, quick)
@@ -289,7 +291,10 @@ def write_markdown(reps: Sequence[Reproduction], md_path: Path, quick: bool) -> 
         fig.savefig(buf, format="png", dpi=MARKDOWN_DPI)
         pngs[path] = buf.getvalue()
     figdir.mkdir(parents=True, exist_ok=True)
-    for path, data in pngs.items():  # the figures first: the text links to them
-        with replacing(path, binary=True) as f:
-            f.write(data)
-    write_atomic(md_path, lambda f: f.write(text + "\n"))
+    md_target = outputs.check_file(md_path, "--markdown")
+    files: dict[Path, tuple[outputs.Writer, bool]] = {
+        outputs.check_file(p, "--markdown"): (lambda f, d=d: f.write(d), True)
+        for p, d in pngs.items()
+    }
+    files[md_target] = (lambda f: f.write(text + "\n"), False)
+    outputs.commit(files, order_last=md_target)

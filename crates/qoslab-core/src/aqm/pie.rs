@@ -327,12 +327,27 @@ impl Pie {
     }
 
     /// The update timer, for every period up to `now`.
+    ///
+    /// A period's step depends only on `vars` and the backlog, and neither
+    /// changes between two calls, so once a step leaves `vars` unchanged
+    /// (an idle queue once `p` has decayed to 0) every further period up to
+    /// `now` would too: they are skipped in one jump. Exact, and it makes a
+    /// trace whose first packet is at a Unix-epoch time (≈ 10^11 periods
+    /// from t = 0) take constant time instead of an hour (issue 15).
     #[inline]
     fn update(&mut self, now: Instant) {
+        let period = self.params.tupdate_ns;
         while self.next_update_ns <= now.as_ns() {
+            let before = self.vars;
             self.params
                 .calculate_probability(&mut self.vars, self.backlog_bytes);
-            self.next_update_ns += self.params.tupdate_ns;
+            self.next_update_ns = self.next_update_ns.saturating_add(period);
+            if self.vars == before && self.next_update_ns <= now.as_ns() {
+                let behind = (now.as_ns() - self.next_update_ns) / period + 1;
+                self.next_update_ns = self
+                    .next_update_ns
+                    .saturating_add(behind.saturating_mul(period));
+            }
         }
     }
 }
@@ -479,6 +494,43 @@ mod tests {
             assert_eq!(v.prob, want, "prob {prob}");
             assert!(unit > 0);
         }
+    }
+
+    /// The idle-period skip of `update` gives exactly the state of stepping
+    /// every period, and a first packet at a Unix-epoch time is quick.
+    #[test]
+    fn idle_periods_are_skipped_exactly() {
+        let mut q = pie(&[("limit", "100000")]).unwrap();
+        let mut t = 0u64;
+        for id in 0..30_000u64 {
+            let _ = q.enqueue(Instant::from_ns(t), Packet::new(id, 1000));
+            if id % 2 == 0 {
+                q.dequeue(Instant::from_ns(t));
+            }
+            t += 100_000;
+        }
+        while q.dequeue(Instant::from_ns(t)).is_some() {
+            t += 200_000;
+        }
+        assert!(q.prob() > 0.0);
+        let mut naive = q.clone();
+        let later = t + 60_000_000_000; // 4000 periods: p decays to 0 on the way
+        while naive.next_update_ns <= later {
+            naive
+                .params
+                .calculate_probability(&mut naive.vars, naive.backlog_bytes);
+            naive.next_update_ns += naive.params.tupdate_ns;
+        }
+        q.update(Instant::from_ns(later));
+        assert_eq!(q.vars, naive.vars);
+        assert_eq!(q.next_update_ns, naive.next_update_ns);
+        // 1.7e18 ns (2023 as Unix time): ~10^11 periods, skipped.
+        let mut e = pie(&[]).unwrap();
+        let epoch = 1_700_000_000_000_000_000u64;
+        assert!(e
+            .enqueue(Instant::from_ns(epoch), Packet::new(0, 1000))
+            .is_ok());
+        assert!(e.next_update_ns > epoch && e.next_update_ns <= epoch + e.params.tupdate_ns);
     }
 
     /// Arrivals at twice the service rate: no drop within the burst
