@@ -30,7 +30,7 @@ ut = _load()
 
 
 def test_run_json_has_every_chunk(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([str(SCENARIO), "--json"]) == 0
+    assert main(["run", str(SCENARIO), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     flow = out["flows"][0]
     chunks = flow["chunks"]
