@@ -1,8 +1,8 @@
 //! Packets per second of every meter and shaper, one core, in-memory traces.
 //!
 //! Run: `cargo bench -p qoslab-core --bench pps` (prints one line per kind).
-//! Meters colour 20 M packets in a tight loop (what `qoslab meter` and the
-//! NumPy path do per packet); shapers run `drive::shape_trace`, i.e. one
+//! Meters colour 20 M packets with `AnyMeter::color_trace` (the loop under
+//! `drive::meter_trace`, i.e. `qoslab meter` and the NumPy path); shapers run `drive::shape_trace`, i.e. one
 //! enqueue and one dequeue per packet plus the `next_ready` polls. Each
 //! figure is the best of three runs. Kinds that are not registered are
 //! skipped, so the list grows with the conditioners.
@@ -19,12 +19,12 @@
 
 use qoslab_core::classify::{Classifier, Filters, FlowHash};
 use qoslab_core::drive::shape_trace;
-use qoslab_core::meter::{Meter, Policer};
+use qoslab_core::meter::Policer;
 use qoslab_core::params::Params;
 use qoslab_core::rng::Rng;
 use qoslab_core::sched::{Htb, HtbClassConfig, HtbConfig};
 use qoslab_core::shaper::AnyShaper;
-use qoslab_core::{Color, Instant};
+use qoslab_core::Instant;
 use qoslab_core::{Packet, Rate, Shaper};
 use std::hint::black_box;
 use std::time::Instant as Wall;
@@ -165,9 +165,7 @@ fn main() {
         };
         let secs = best_of_three(|| {
             let mut m = policer.meter.clone();
-            for i in 0..n {
-                out[i] = m.color(Instant::from_ns(times[i]), sizes[i], Color::Green) as u8;
-            }
+            m.color_trace(&times, &sizes, None, &mut out);
             black_box(&out);
         });
         let green = out.iter().filter(|&&c| c == 0).count() as f64 / n as f64;

@@ -14,7 +14,7 @@ use crate::link::{Link, NEVER_NS};
 use crate::net::{cfg_err, Net, Routes, NO_ROUTE};
 use crate::policy::{self, EgressQueue, Policy};
 use crate::result::{Series, SimResult};
-use crate::stats::{self, FlowStat};
+use crate::stats::{self, FlowStat, Proto};
 use crate::tcp::{AppLimit, TcpHeader, TcpReceiver, TcpSender};
 use crate::timer::{fire_time_ns, lateness_ns};
 use crate::traffic::bulk::{IoBuf, Side, TcpConn, UNARMED};
@@ -138,6 +138,41 @@ pub struct NetCounters {
     pub dropped_loop: u64,
 }
 
+/// How to build the connections of one `[[traffic]]` TCP entry, and a
+/// sender as it is before it starts (what the cwnd series shows for a
+/// connection not started yet).
+struct TcpRecipe {
+    /// Index of the `[[traffic]]` entry.
+    spec: usize,
+    tcp: crate::config::TcpConfig,
+    app: AppLimit,
+    fresh: TcpSender,
+}
+
+/// A TCP connection: its endpoints once started, else only where they come
+/// from (16 bytes).
+struct ConnSlot {
+    conn: Option<Box<TcpConn>>,
+    flow: u32,
+    recipe: u32,
+}
+
+impl ConnSlot {
+    /// The started connection (events only exist for started ones).
+    #[inline]
+    fn get(&self) -> &TcpConn {
+        self.conn
+            .as_deref()
+            .expect("a TCP event before its connection started")
+    }
+    #[inline]
+    fn get_mut(&mut self) -> &mut TcpConn {
+        self.conn
+            .as_deref_mut()
+            .expect("a TCP event before its connection started")
+    }
+}
+
 pub struct Sim {
     duration_ns: u64,
     name: String,
@@ -152,13 +187,20 @@ pub struct Sim {
     now_ns: u64,
     flows: Vec<FlowStat>,
     sources: Vec<Source>,
-    conns: Vec<TcpConn>,
+    /// TCP connections; the endpoints of each are built when it starts, so
+    /// a flow that has not started holds only its slot (issue 12: idle flows
+    /// small, 100,000 flows well under 1 GB).
+    conns: Vec<ConnSlot>,
+    /// Per `[[traffic]]` TCP entry: what its connections are built from.
+    tcp_recipes: Vec<TcpRecipe>,
     io: IoBuf,
     series: Series,
     /// Scratch: packets a queue dropped, waiting to be freed.
     dropped: Vec<qoslab_core::Dropped>,
-    /// Per flow: the DSCP its packets leave with (`Endpoints::dscp`).
-    flow_dscp: Vec<u8>,
+    /// Per `[[traffic]]` entry: the DSCP its packets leave with
+    /// (`Endpoints::dscp`) and its flows' label.
+    spec_dscp: Vec<u8>,
+    spec_label: Vec<String>,
     pub counters: NetCounters,
     events: u64,
     /// `TxDone` events that found another `TxDone` live (see
@@ -167,6 +209,23 @@ pub struct Sim {
     /// Every delivery (time, flow, wire bytes), for the tests' window checks.
     #[cfg(test)]
     pub deliveries: Vec<(u64, u32, u32)>,
+}
+
+/// Flow `flow`'s congestion control, seeded from the run's seed.
+fn cc_for(
+    kind: crate::config::CcKind,
+    seed: u64,
+    flow: u32,
+) -> Option<Box<dyn crate::cc::CongestionControl>> {
+    let cc_seed = Rng::new(seed, STREAM_CC + flow as u64).next_u64();
+    crate::cc::build_seeded(kind, cc_seed)
+}
+
+/// A connection's sender counters; zero before it started (a new sender's).
+fn conn_stats(c: &ConnSlot) -> crate::tcp::SenderStats {
+    c.conn
+        .as_ref()
+        .map_or_else(Default::default, |x| x.sender.stats())
 }
 
 fn ns(d: qoslab_core::Duration) -> u64 {
@@ -201,10 +260,12 @@ impl Sim {
             flows: Vec::new(),
             sources: Vec::new(),
             conns: Vec::new(),
+            tcp_recipes: Vec::new(),
             io: IoBuf::default(),
             series: Series::default(),
             dropped: Vec::new(),
-            flow_dscp: Vec::new(),
+            spec_dscp: Vec::new(),
+            spec_label: Vec::new(),
             counters: NetCounters::default(),
             events: 0,
             stale_events: 0,
@@ -376,8 +437,13 @@ impl Sim {
                     format!("{} is above 63 (6 bits)", endpoints.dscp),
                 ));
             }
+            self.spec_dscp.push(endpoints.dscp);
+            self.spec_label.push(if label.is_empty() {
+                default_label(t)
+            } else {
+                label.clone()
+            });
             for k in 0..flows {
-                self.flow_dscp.push(endpoints.dscp);
                 let from = resolve(&endpoints.from, "from", k, "s", ns_)?;
                 let to = resolve(&endpoints.to, "to", k, "d", nr)?;
                 if from == to {
@@ -387,11 +453,6 @@ impl Sim {
                     .saturating_add(ns(schedule.stagger).saturating_mul(k as u64));
                 let stop = schedule.stop.map_or(u64::MAX, ns);
                 let flow_id = self.flows.len() as u32;
-                let label = if label.is_empty() {
-                    default_label(t)
-                } else {
-                    label.clone()
-                };
                 pairs.push((i, from, to));
                 match t {
                     TrafficSpec::UdpCbr {
@@ -430,7 +491,7 @@ impl Sim {
                             }
                             _ => UdpClock::cbr(start, rate.bps(), *payload_bytes),
                         };
-                        let f = FlowStat::new("udp", label, from, to, start, stop);
+                        let f = FlowStat::new(Proto::Udp, i as u32, from, to, start, stop);
                         self.add_source(f, Clock::Udp(clock), *payload_bytes, Kind::Udp);
                     }
                     TrafficSpec::Ping {
@@ -442,7 +503,7 @@ impl Sim {
                             return Err(cfg_err(path("interval"), "must be > 0"));
                         }
                         check_payload(*payload_bytes, &path("payload_bytes"))?;
-                        let f = FlowStat::new("ping", label, from, to, start, stop);
+                        let f = FlowStat::new(Proto::Ping, i as u32, from, to, start, stop);
                         let clock = Clock::Ping(PingClock::new(start, ns(*interval)));
                         self.add_source(f, clock, *payload_bytes, Kind::PingRequest);
                     }
@@ -451,23 +512,30 @@ impl Sim {
                         if *bytes == Some(0) {
                             return Err(cfg_err(path("bytes"), "must be > 0"));
                         }
-                        let cc_seed = Rng::new(cfg.seed, STREAM_CC + flow_id as u64).next_u64();
-                        let cc = crate::cc::build_seeded(tcp.cc, cc_seed).ok_or_else(|| {
+                        // Checked here; built again, with the same seed,
+                        // when the connection starts.
+                        let cc = cc_for(tcp.cc, cfg.seed, flow_id).ok_or_else(|| {
                             cfg_err(
                                 path("tcp.cc"),
                                 format!("congestion control {:?} is not available yet", tcp.cc),
                             )
                         })?;
                         let app = bytes.map_or(AppLimit::Unlimited, AppLimit::Bytes);
-                        let mut f = FlowStat::new("tcp", label, from, to, start, stop);
+                        let mut f = FlowStat::new(Proto::Tcp, i as u32, from, to, start, stop);
                         let c = self.conns.len() as u32;
                         f.tcp = Some(c);
-                        self.conns.push(TcpConn {
-                            sender: TcpSender::new(tcp, cc, app),
-                            receiver: TcpReceiver::new(tcp),
+                        if self.tcp_recipes.last().is_none_or(|r| r.spec != i) {
+                            self.tcp_recipes.push(TcpRecipe {
+                                spec: i,
+                                tcp: tcp.clone(),
+                                app,
+                                fresh: TcpSender::new(tcp, cc, app),
+                            });
+                        }
+                        self.conns.push(ConnSlot {
+                            conn: None,
                             flow: flow_id,
-                            header_bytes: tcp.header_bytes,
-                            armed_ns: [UNARMED; 2],
+                            recipe: (self.tcp_recipes.len() - 1) as u32,
                         });
                         self.flows.push(f);
                         if start < self.duration_ns {
@@ -525,7 +593,7 @@ fn arm_tx_done(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) {
 /// Frees a packet lost in the network and charges it to its flow.
 #[inline]
 fn drop_from_flow(flows: &mut [FlowStat], pkts: &mut Arena<Pkt>, id: u32) {
-    flows[pkts.get(id).flow as usize].packets_dropped += 1;
+    flows[pkts.get(id).flow as usize].c_mut().packets_dropped += 1;
     pkts.free(id);
 }
 
@@ -640,14 +708,19 @@ impl Sim {
                 }
                 Ev::Source(s) => self.on_source(s),
                 Ev::TcpStart(c) => {
+                    self.build_conn(c);
                     let mut io = std::mem::take(&mut self.io);
                     self.conns[c as usize]
+                        .get_mut()
                         .sender
                         .start(Instant::from_ns(t), &mut io);
                     self.after_tcp(c, Side::Sender, io, t);
                 }
                 Ev::TcpStop(c) => {
-                    self.conns[c as usize].sender.stop(Instant::from_ns(t));
+                    self.conns[c as usize]
+                        .get_mut()
+                        .sender
+                        .stop(Instant::from_ns(t));
                     let io = std::mem::take(&mut self.io);
                     self.after_tcp(c, Side::Sender, io, t);
                 }
@@ -868,9 +941,9 @@ impl Sim {
         let f = &mut self.flows[data.flow as usize];
         match data.kind {
             Kind::Udp => {
-                f.packets_received += 1;
-                f.bytes_delivered += data.payload_bytes as u64;
-                f.last_rx_ns = self.now_ns;
+                f.c_mut().packets_received += 1;
+                f.c_mut().bytes_delivered += data.payload_bytes as u64;
+                f.c_mut().last_rx_ns = self.now_ns;
                 self.pkts.free(id);
             }
             Kind::PingRequest => {
@@ -886,11 +959,11 @@ impl Sim {
                 self.forward(node, id);
             }
             Kind::PingReply => {
-                f.packets_received += 1;
-                f.bytes_delivered += data.payload_bytes as u64;
-                f.last_rx_ns = self.now_ns;
+                f.c_mut().packets_received += 1;
+                f.c_mut().bytes_delivered += data.payload_bytes as u64;
+                f.c_mut().last_rx_ns = self.now_ns;
                 let rtt = self.now_ns - data.sent_ns;
-                f.rtt.push(rtt, self.record.exact_rtt_percentiles);
+                f.c_mut().rtt.push(rtt, self.record.exact_rtt_percentiles);
                 if self.record.ping {
                     let s = &mut self.series;
                     s.ping_time_ns.push(self.now_ns);
@@ -905,14 +978,14 @@ impl Sim {
                 let Some(c) = f.tcp else { return };
                 let now = Instant::from_ns(self.now_ns);
                 let mut io = std::mem::take(&mut self.io);
-                let conn = &mut self.conns[c as usize];
+                let conn = self.conns[c as usize].get_mut();
                 let side = if data.kind == Kind::TcpToReceiver {
                     conn.receiver.on_segment(now, &data.tcp, &mut io);
                     let delivered = conn.receiver.delivered_bytes();
-                    if delivered > f.bytes_delivered {
-                        f.last_rx_ns = self.now_ns;
+                    if delivered > f.c_mut().bytes_delivered {
+                        f.c_mut().last_rx_ns = self.now_ns;
                     }
-                    f.bytes_delivered = delivered;
+                    f.c_mut().bytes_delivered = delivered;
                     Side::Receiver
                 } else {
                     conn.sender.on_segment(now, &data.tcp, &mut io);
@@ -923,11 +996,29 @@ impl Sim {
         }
     }
 
+    /// Builds connection `c`'s endpoints (at its start), exactly as they
+    /// would have been built with the scenario: same config, same cc seed.
+    fn build_conn(&mut self, c: u32) {
+        let slot = &mut self.conns[c as usize];
+        if slot.conn.is_some() {
+            return;
+        }
+        let r = &self.tcp_recipes[slot.recipe as usize];
+        let cc = cc_for(r.tcp.cc, self.seed, slot.flow).expect("checked when the flow was built");
+        slot.conn = Some(Box::new(TcpConn {
+            sender: TcpSender::new(&r.tcp, cc, r.app),
+            receiver: TcpReceiver::new(&r.tcp),
+            flow: slot.flow,
+            header_bytes: r.tcp.header_bytes,
+            armed_ns: [UNARMED; 2],
+        }));
+    }
+
     /// A TCP timer event: run the endpoint's timer if it is due, then
     /// re-arm (see [`crate::traffic::bulk`] for the lazy arming rule).
     fn on_tcp_timer(&mut self, c: u32, side: Side) {
         let now = self.now_ns;
-        let conn = &mut self.conns[c as usize];
+        let conn = self.conns[c as usize].get_mut();
         if conn.armed_ns[side as usize] == now {
             conn.armed_ns[side as usize] = UNARMED;
         }
@@ -949,7 +1040,7 @@ impl Sim {
     }
 
     fn arm_tcp(&mut self, c: u32, side: Side, t: u64) {
-        let conn = &mut self.conns[c as usize];
+        let conn = self.conns[c as usize].get_mut();
         if t < conn.armed_ns[side as usize] {
             conn.armed_ns[side as usize] = t;
             self.q.schedule(t, Ev::TcpTimer(c, side));
@@ -960,7 +1051,7 @@ impl Sim {
     /// its RTT samples, re-arms its timer (no earlier than `min_timer_ns`).
     fn after_tcp(&mut self, c: u32, side: Side, mut io: IoBuf, min_timer_ns: u64) {
         let now = self.now_ns;
-        let conn = &self.conns[c as usize];
+        let conn = self.conns[c as usize].get();
         let flow = conn.flow;
         let hdr = conn.header_bytes;
         let f = &self.flows[flow as usize];
@@ -983,7 +1074,7 @@ impl Sim {
                 flow,
                 kind,
                 hops: 0,
-                dscp: self.flow_dscp[flow as usize],
+                dscp: self.spec_dscp[self.flows[flow as usize].spec as usize],
                 color: Color::Green,
                 size_bytes: h.payload_len + hdr,
                 payload_bytes: h.payload_len,
@@ -997,7 +1088,9 @@ impl Sim {
         if !io.rtt.is_empty() {
             let f = &mut self.flows[flow as usize];
             for r in io.rtt.drain(..) {
-                f.rtt.push(r.as_ns(), self.record.exact_rtt_percentiles);
+                f.c_mut()
+                    .rtt
+                    .push(r.as_ns(), self.record.exact_rtt_percentiles);
                 if self.record.rtt {
                     let s = &mut self.series;
                     s.rtt_time_ns.push(now);
@@ -1007,10 +1100,10 @@ impl Sim {
             }
         }
         self.io = io;
-        let conn = &self.conns[c as usize];
+        let conn = self.conns[c as usize].get();
         if side == Side::Sender && conn.sender.is_done() {
             let f = &mut self.flows[flow as usize];
-            f.done_ns.get_or_insert(now);
+            f.c_mut().done_ns.get_or_insert(now);
         }
         if let Some(t) = conn.next_timer_ns(side) {
             self.arm_tcp(c, side, t.max(min_timer_ns));
@@ -1030,7 +1123,7 @@ impl Sim {
             flow: s.flow,
             kind: s.kind,
             hops: 0,
-            dscp: self.flow_dscp[s.flow as usize],
+            dscp: self.spec_dscp[f.spec as usize],
             color: Color::Green,
             size_bytes: s.size_bytes,
             payload_bytes: s.payload_bytes,
@@ -1038,7 +1131,7 @@ impl Sim {
             seq: s.next_seq,
             tcp: TcpHeader::default(),
         };
-        f.packets_sent += 1;
+        f.c_mut().packets_sent += 1;
         let from = f.from;
         let stop = f.stop_ns;
         let (t, seq) = next_send(s);
@@ -1059,17 +1152,21 @@ impl Sim {
             let conns = &self.conns;
             stats::sample_goodput(&mut self.series, t, &mut self.flows, |f| {
                 f.tcp
-                    .map_or(0, |c| conns[c as usize].sender.stats().retransmits)
+                    .map_or(0, |c| conn_stats(&conns[c as usize]).retransmits)
             });
         }
         if r.cwnd {
             for c in &self.conns {
+                let sender = match &c.conn {
+                    Some(conn) => &conn.sender,
+                    None => &self.tcp_recipes[c.recipe as usize].fresh,
+                };
                 let s = &mut self.series;
                 s.cwnd_time_ns.push(t);
                 s.cwnd_flow.push(c.flow);
-                s.cwnd_bytes.push(c.sender.cwnd_bytes());
-                s.ssthresh_bytes.push(c.sender.ssthresh_bytes());
-                s.cwnd_state.push(c.sender.ca_state());
+                s.cwnd_bytes.push(sender.cwnd_bytes());
+                s.ssthresh_bytes.push(sender.ssthresh_bytes());
+                s.cwnd_state.push(sender.ca_state());
             }
         }
         let links = &self.links;
@@ -1101,8 +1198,8 @@ impl Sim {
             .map(|(id, (f, ti))| crate::PlannedFlow {
                 id: id as u32,
                 traffic_index: ti,
-                protocol: f.protocol,
-                label: f.label.clone(),
+                protocol: f.protocol.as_str(),
+                label: self.spec_label[f.spec as usize].clone(),
                 from: self.node_names[f.from as usize].clone(),
                 to: self.node_names[f.to as usize].clone(),
                 start_ns: f.start_ns,
@@ -1130,14 +1227,15 @@ impl Sim {
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                let mut r = f.result(i as u32, &self.node_names, end);
+                let label = &self.spec_label[f.spec as usize];
+                let mut r = f.result(i as u32, &self.node_names, label, end);
                 if let Some(c) = f.tcp {
-                    let st = self.conns[c as usize].sender.stats();
+                    let st = conn_stats(&self.conns[c as usize]);
                     r.packets_sent = st.segments_sent;
                     r.retransmits = st.retransmits;
                     r.timeouts = st.timeouts;
                     r.fast_recoveries = st.fast_recoveries;
-                    r.packets_lost = f.packets_dropped;
+                    r.packets_lost = f.c().packets_dropped;
                 }
                 r
             })
