@@ -237,8 +237,10 @@ pub fn rtt_summary(samples: &[u64]) -> RttSummary {
     }
 }
 
-/// The most flows one run may have (each TCP flow holds a few kB of state
-/// and buffers; 200 000 of them is already several GB).
+/// The most flows one run may have. A flow not started is 64 B, but a
+/// running TCP flow holds about 3 kB plus buffers that grow with its window,
+/// and its result row is built at the end: 200 000 running flows is already
+/// about a GB.
 pub const MAX_FLOWS: u64 = 200_000;
 /// The most memory the recorded series of one run may take (the Rust
 /// columns; the Python tables built from them take as much again).
