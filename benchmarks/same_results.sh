@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proves an engine change leaves every shipped scenario's result unchanged:
-# runs `qoslab run FILE --json` on scenarios/, scenarios/trees/ and
-# scenarios/reproduce/ and writes one JSON file per scenario into DIR.
+# runs `qoslab run FILE --json` on scenarios/, scenarios/trees/ and the
+# reproduction scenarios (python/qoslab/data/scenarios/reproduce/) and writes
+# one JSON file per scenario into DIR.
 #   bash benchmarks/same_results.sh DIR              # record
 #   bash benchmarks/same_results.sh DIR BEFORE_DIR   # record, then diff with BEFORE_DIR
 #   EXACT_RTT=1 bash benchmarks/same_results.sh ...  # runs with [record]
@@ -13,9 +14,10 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 out=${1:?usage: same_results.sh DIR [BEFORE_DIR]}
 mkdir -p "$out"
-trap 'rm -f scenarios/.exact-rtt-* scenarios/*/.exact-rtt-*' EXIT
-for f in scenarios/*.toml scenarios/trees/*.toml scenarios/reproduce/*.toml; do
-  name=$(echo "${f#scenarios/}" | tr / _)
+repro=python/qoslab/data/scenarios/reproduce
+trap 'rm -f scenarios/.exact-rtt-* scenarios/*/.exact-rtt-* "$repro"/.exact-rtt-*' EXIT
+for f in scenarios/*.toml scenarios/trees/*.toml "$repro"/*.toml; do
+  name=$(echo "${f#scenarios/}" | sed 's|^python/qoslab/data/scenarios/||' | tr / _)
   if [ -n "${EXACT_RTT:-}" ]; then
     # Same directory level as the original (scenarios may name files beside them).
     g="$(dirname "$f")/.exact-rtt-$(basename "$f")"

@@ -128,29 +128,31 @@ pub fn meter_trace(
             message: "output/colour arrays must have one entry per packet".into(),
         });
     }
-    let mut s = MeterSummary::default();
-    for i in 0..n {
-        let pre = match colors_in {
-            None => Color::Green,
-            Some(c) => Color::from_u8(c[i]).ok_or_else(|| TraceError {
+    if let Some(c) = colors_in {
+        if let Some(i) = c.iter().position(|&x| Color::from_u8(x).is_none()) {
+            return Err(TraceError {
                 index: i,
                 message: format!("color {} is not 0 (green), 1 (yellow) or 2 (red)", c[i]),
-            })?,
-        };
-        let pkt = Packet {
-            color: pre,
-            ..Packet::new(i as u64, sizes[i])
-        };
-        let v = policer.on_packet(Instant::from_ns(times[i]), &pkt);
-        out_color[i] = v.color as u8;
-        out_action[i] = v.action.code();
-        let ci = v.color.index();
+            });
+        }
+    }
+    // Colour the whole trace with the meter kind chosen once, then apply the
+    // per-colour actions (a table of three) and count.
+    policer
+        .meter
+        .color_trace(times, sizes, colors_in, out_color);
+    let verdicts = Color::ALL.map(|c| policer.actions.verdict(c).action);
+    let codes = verdicts.map(|a| a.code());
+    let mut s = MeterSummary::default();
+    for ((&c, a), &size) in out_color.iter().zip(out_action.iter_mut()).zip(sizes) {
+        let ci = c as usize;
+        *a = codes[ci];
         s.packets[ci] += 1;
-        s.bytes[ci] += sizes[i] as u64;
-        match v.action {
+        s.bytes[ci] += size as u64;
+        match verdicts[ci] {
             crate::packet::Action::Drop => {
                 s.dropped_packets += 1;
-                s.dropped_bytes += sizes[i] as u64;
+                s.dropped_bytes += size as u64;
             }
             crate::packet::Action::SetDscp(_) => s.remarked_packets += 1,
             crate::packet::Action::Transmit => {}

@@ -150,8 +150,32 @@ fn grid(bps: u64, secs: u64, flows: u32) -> SimConfig {
     }
 }
 
-/// A named case, or a grid point `grid:BPS:SECS:FLOWS`.
+/// A named case, a grid point `grid:BPS:SECS:FLOWS`, or `idle:N`: the
+/// 1-flow 100 Mbit/s grid point for 10 s plus N TCP flows that would start
+/// at 20 s, i.e. never. It prints the resident memory while the model runs
+/// (the largest seen at the progress calls, before any result is built):
+/// that of `idle:N` less that of `idle:1`, over N − 1, is what an idle flow
+/// costs (issue 12: ≤ 64 B).
 fn lookup(name: &str) -> Option<(SimConfig, String)> {
+    if let Some(n) = name.strip_prefix("idle:") {
+        let n: u32 = n.parse().ok().filter(|&n| n > 0)?;
+        let mut cfg = grid(100_000_000, 10, 1);
+        cfg.traffic.push(TrafficSpec::TcpBulk {
+            flows: n,
+            endpoints: Endpoints::default(),
+            schedule: Schedule {
+                start: Duration::from_secs(20),
+                ..Schedule::default()
+            },
+            bytes: None,
+            tcp: TcpConfig::profile("linux").unwrap(),
+            label: String::new(),
+        });
+        return Some((
+            cfg,
+            format!("1 CUBIC flow, 100 Mbit/s FIFO, 10 s, plus {n} TCP flows never started"),
+        ));
+    }
     if let Some(spec) = name.strip_prefix("grid:") {
         let v: Vec<u64> = spec.split(':').filter_map(|x| x.parse().ok()).collect();
         let [bps, secs, flows] = v[..] else {
@@ -188,6 +212,14 @@ fn fmt_rate(bps: u64) -> String {
         b if b % 1_000_000 == 0 => format!("{} Mbit/s", b / 1_000_000),
         b => format!("{b} bit/s"),
     }
+}
+
+/// This process's resident memory now, in MB (0 where unknown).
+fn resident_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .map_or(0.0, |pages| pages * 4096.0 / 1e6)
 }
 
 #[repr(C)]
@@ -263,8 +295,16 @@ fn run_case(name: &str) {
     let (cfg, what) = lookup(name).expect("known case");
     let cpu0 = usage().1;
     let t0 = WallClock::now();
-    let r = qoslab_sim::run(&cfg, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut live_mb = 0f64;
+    let r = qoslab_sim::run(&cfg, &mut |_| {
+        live_mb = live_mb.max(resident_mb());
+        true
+    })
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
     let wall = t0.elapsed().as_secs_f64();
+    if name.starts_with("idle:") {
+        println!("IDLE {name} resident while running {live_mb:.3} MB");
+    }
     let (rss, cpu1) = usage();
     // The bottleneck carries every flow's data: the busiest direction.
     let packets = r.link_tx_packets.iter().copied().max().unwrap_or(0);
@@ -420,7 +460,7 @@ fn main() {
         }
         Some(name) => {
             if lookup(name).is_none() {
-                eprintln!("bench: unknown case {name} (a, b, c, r100m, r1g, r10g, grid:BPS:SECS:FLOWS, scaling)");
+                eprintln!("bench: unknown case {name} (a, b, c, r100m, r1g, r10g, grid:BPS:SECS:FLOWS, idle:N, scaling)");
                 std::process::exit(2);
             }
             run_case(name)

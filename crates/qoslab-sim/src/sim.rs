@@ -15,7 +15,7 @@ use crate::link::{Link, NEVER_NS};
 use crate::net::{cfg_err, Net, Routes, NO_ROUTE};
 use crate::policy::{self, EgressQueue, Policy};
 use crate::result::{Series, SimResult};
-use crate::stats::{self, FlowStat};
+use crate::stats::{self, FlowStat, Proto};
 use crate::tcp::{AppLimit, TcpHeader, TcpReceiver, TcpSender};
 use crate::timer::{fire_time_ns, lateness_ns};
 use crate::traffic::bulk::{IoBuf, Side, TcpConn, UNARMED};
@@ -149,6 +149,44 @@ pub struct NetCounters {
     pub dropped_loop: u64,
 }
 
+/// How to build the connections of one `[[traffic]]` TCP entry, and a
+/// sender as it is before it starts (what the cwnd series shows for a
+/// connection not started yet).
+struct TcpRecipe {
+    /// Index of the `[[traffic]]` entry.
+    spec: usize,
+    tcp: crate::config::TcpConfig,
+    app: AppLimit,
+    fresh: TcpSender,
+    /// A `tcp-fetch` entry's request/response schedule, copied into each
+    /// connection when it starts.
+    fetch: Option<Box<Fetch>>,
+}
+
+/// A TCP connection: its endpoints once started, else only where they come
+/// from (16 bytes).
+struct ConnSlot {
+    conn: Option<Box<TcpConn>>,
+    flow: u32,
+    recipe: u32,
+}
+
+impl ConnSlot {
+    /// The started connection (events only exist for started ones).
+    #[inline]
+    fn get(&self) -> &TcpConn {
+        self.conn
+            .as_deref()
+            .expect("a TCP event before its connection started")
+    }
+    #[inline]
+    fn get_mut(&mut self) -> &mut TcpConn {
+        self.conn
+            .as_deref_mut()
+            .expect("a TCP event before its connection started")
+    }
+}
+
 pub struct Sim {
     duration_ns: u64,
     name: String,
@@ -163,13 +201,20 @@ pub struct Sim {
     now_ns: u64,
     flows: Vec<FlowStat>,
     sources: Vec<Source>,
-    conns: Vec<TcpConn>,
+    /// TCP connections; the endpoints of each are built when it starts, so
+    /// a flow that has not started holds only its slot (issue 12: idle flows
+    /// small, 100,000 flows well under 1 GB).
+    conns: Vec<ConnSlot>,
+    /// Per `[[traffic]]` TCP entry: what its connections are built from.
+    tcp_recipes: Vec<TcpRecipe>,
     io: IoBuf,
     series: Series,
     /// Scratch: packets a queue dropped, waiting to be freed.
     dropped: Vec<qoslab_core::Dropped>,
-    /// Per flow: the DSCP its packets leave with (`Endpoints::dscp`).
-    flow_dscp: Vec<u8>,
+    /// Per `[[traffic]]` entry: the DSCP its packets leave with
+    /// (`Endpoints::dscp`) and its flows' label.
+    spec_dscp: Vec<u8>,
+    spec_label: Vec<String>,
     pub counters: NetCounters,
     events: u64,
     /// `TxDone` events that found another `TxDone` live (see
@@ -180,6 +225,23 @@ pub struct Sim {
     /// Every delivery (time, flow, wire bytes), for the tests' window checks.
     #[cfg(test)]
     pub deliveries: Vec<(u64, u32, u32)>,
+}
+
+/// Flow `flow`'s congestion control, seeded from the run's seed.
+fn cc_for(
+    kind: crate::config::CcKind,
+    seed: u64,
+    flow: u32,
+) -> Option<Box<dyn crate::cc::CongestionControl>> {
+    let cc_seed = Rng::new(seed, STREAM_CC + flow as u64).next_u64();
+    crate::cc::build_seeded(kind, cc_seed)
+}
+
+/// A connection's sender counters; zero before it started (a new sender's).
+fn conn_stats(c: &ConnSlot) -> crate::tcp::SenderStats {
+    c.conn
+        .as_ref()
+        .map_or_else(Default::default, |x| x.sender.stats())
 }
 
 fn ns(d: qoslab_core::Duration) -> u64 {
@@ -214,10 +276,12 @@ impl Sim {
             flows: Vec::new(),
             sources: Vec::new(),
             conns: Vec::new(),
+            tcp_recipes: Vec::new(),
             io: IoBuf::default(),
             series: Series::default(),
             dropped: Vec::new(),
-            flow_dscp: Vec::new(),
+            spec_dscp: Vec::new(),
+            spec_label: Vec::new(),
             counters: NetCounters::default(),
             events: 0,
             stale_events: 0,
@@ -397,8 +461,13 @@ impl Sim {
                     format!("{} is above 63 (6 bits)", endpoints.dscp),
                 ));
             }
+            self.spec_dscp.push(endpoints.dscp);
+            self.spec_label.push(if label.is_empty() {
+                default_label(t)
+            } else {
+                label.clone()
+            });
             for k in 0..flows {
-                self.flow_dscp.push(endpoints.dscp);
                 let from = resolve(&endpoints.from, "from", k, "s", ns_)?;
                 let to = resolve(&endpoints.to, "to", k, "d", nr)?;
                 if from == to {
@@ -408,11 +477,6 @@ impl Sim {
                     .saturating_add(ns(schedule.stagger).saturating_mul(k as u64));
                 let stop = schedule.stop.map_or(u64::MAX, ns);
                 let flow_id = self.flows.len() as u32;
-                let label = if label.is_empty() {
-                    default_label(t)
-                } else {
-                    label.clone()
-                };
                 pairs.push((i, from, to));
                 match t {
                     TrafficSpec::UdpCbr {
@@ -451,7 +515,7 @@ impl Sim {
                             }
                             _ => UdpClock::cbr(start, rate.bps(), *payload_bytes),
                         };
-                        let f = FlowStat::new("udp", label, from, to, start, stop);
+                        let f = FlowStat::new(Proto::Udp, i as u32, from, to, start, stop);
                         self.add_source(f, Clock::Udp(clock), *payload_bytes, Kind::Udp);
                     }
                     TrafficSpec::Ping {
@@ -463,7 +527,7 @@ impl Sim {
                             return Err(cfg_err(path("interval"), "must be > 0"));
                         }
                         check_payload(*payload_bytes, &path("payload_bytes"))?;
-                        let f = FlowStat::new("ping", label, from, to, start, stop);
+                        let f = FlowStat::new(Proto::Ping, i as u32, from, to, start, stop);
                         let clock = Clock::Ping(PingClock::new(start, ns(*interval)));
                         self.add_source(f, clock, *payload_bytes, Kind::PingRequest);
                     }
@@ -509,23 +573,30 @@ impl Sim {
                             _ => unreachable!("matched above"),
                         };
                         check_tcp(tcp, &path("tcp"))?;
-                        let cc_seed = Rng::new(cfg.seed, STREAM_CC + flow_id as u64).next_u64();
-                        let cc = crate::cc::build_seeded(tcp.cc, cc_seed).ok_or_else(|| {
+                        // Checked here; built again, with the same seed,
+                        // when the connection starts.
+                        let cc = cc_for(tcp.cc, cfg.seed, flow_id).ok_or_else(|| {
                             cfg_err(
                                 path("tcp.cc"),
                                 format!("congestion control {:?} is not available yet", tcp.cc),
                             )
                         })?;
-                        let mut f = FlowStat::new("tcp", label, from, to, start, stop);
+                        let mut f = FlowStat::new(Proto::Tcp, i as u32, from, to, start, stop);
                         let c = self.conns.len() as u32;
                         f.tcp = Some(c);
-                        self.conns.push(TcpConn {
-                            sender: TcpSender::new(tcp, cc, app),
-                            receiver: TcpReceiver::new(tcp),
+                        if self.tcp_recipes.last().is_none_or(|r| r.spec != i) {
+                            self.tcp_recipes.push(TcpRecipe {
+                                spec: i,
+                                tcp: tcp.clone(),
+                                app,
+                                fresh: TcpSender::new(tcp, cc, app),
+                                fetch,
+                            });
+                        }
+                        self.conns.push(ConnSlot {
+                            conn: None,
                             flow: flow_id,
-                            header_bytes: tcp.header_bytes,
-                            armed_ns: [UNARMED; 2],
-                            fetch,
+                            recipe: (self.tcp_recipes.len() - 1) as u32,
                         });
                         self.flows.push(f);
                         if start < self.duration_ns {
@@ -584,10 +655,10 @@ fn arm_tx_done(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) {
 #[inline]
 fn drop_from_flow(flows: &mut [FlowStat], pkts: &mut Arena<Pkt>, id: u32) {
     let p = pkts.get(id);
-    let f = &mut flows[p.flow as usize];
-    f.packets_dropped += 1;
+    let c = flows[p.flow as usize].c_mut();
+    c.packets_dropped += 1;
     if p.kind == Kind::TcpToReceiver && p.payload_bytes > 0 {
-        f.data_dropped += 1;
+        c.data_dropped += 1;
     }
     pkts.free(id);
 }
@@ -606,7 +677,7 @@ fn fetch_base(s: &TcpSender, f: &FlowStat) -> fetch::Base {
         retransmits: st.retransmits,
         timeouts: st.timeouts,
         fast_recoveries: st.fast_recoveries,
-        data_lost: f.data_dropped,
+        data_lost: f.c().data_dropped,
         bytes_acked: st.bytes_acked,
     }
 }
@@ -716,14 +787,19 @@ impl Sim {
                 }
                 Ev::Source(s) => self.on_source(s),
                 Ev::TcpStart(c) => {
+                    self.build_conn(c);
                     let mut io = std::mem::take(&mut self.io);
                     self.conns[c as usize]
+                        .get_mut()
                         .sender
                         .start(Instant::from_ns(t), &mut io);
                     self.after_tcp(c, Side::Sender, io, t);
                 }
                 Ev::TcpStop(c) => {
-                    self.conns[c as usize].sender.stop(Instant::from_ns(t));
+                    self.conns[c as usize]
+                        .get_mut()
+                        .sender
+                        .stop(Instant::from_ns(t));
                     let io = std::mem::take(&mut self.io);
                     self.after_tcp(c, Side::Sender, io, t);
                 }
@@ -964,9 +1040,9 @@ impl Sim {
         let f = &mut self.flows[data.flow as usize];
         match data.kind {
             Kind::Udp => {
-                f.packets_received += 1;
-                f.bytes_delivered += data.payload_bytes as u64;
-                f.last_rx_ns = self.now_ns;
+                f.c_mut().packets_received += 1;
+                f.c_mut().bytes_delivered += data.payload_bytes as u64;
+                f.c_mut().last_rx_ns = self.now_ns;
                 self.pkts.free(id);
             }
             Kind::PingRequest => {
@@ -982,11 +1058,11 @@ impl Sim {
                 self.forward(node, id);
             }
             Kind::PingReply => {
-                f.packets_received += 1;
-                f.bytes_delivered += data.payload_bytes as u64;
-                f.last_rx_ns = self.now_ns;
+                f.c_mut().packets_received += 1;
+                f.c_mut().bytes_delivered += data.payload_bytes as u64;
+                f.c_mut().last_rx_ns = self.now_ns;
                 let rtt = self.now_ns - data.sent_ns;
-                f.rtt.push(rtt, self.record.exact_rtt_percentiles);
+                f.c_mut().rtt.push(rtt, self.record.exact_rtt_percentiles);
                 if self.record.ping {
                     let s = &mut self.series;
                     s.ping_time_ns.push(self.now_ns);
@@ -1006,14 +1082,14 @@ impl Sim {
                 let Some(c) = f.tcp else { return };
                 let now = Instant::from_ns(self.now_ns);
                 let mut io = std::mem::take(&mut self.io);
-                let conn = &mut self.conns[c as usize];
+                let conn = self.conns[c as usize].get_mut();
                 let side = if data.kind == Kind::TcpToReceiver {
                     conn.receiver.on_segment(now, &data.tcp, &mut io);
                     let delivered = conn.receiver.delivered_bytes();
-                    if delivered > f.bytes_delivered {
-                        f.last_rx_ns = self.now_ns;
+                    if delivered > f.c_mut().bytes_delivered {
+                        f.c_mut().last_rx_ns = self.now_ns;
                     }
-                    f.bytes_delivered = delivered;
+                    f.c_mut().bytes_delivered = delivered;
                     if let Some(fe) = conn.fetch.as_deref_mut() {
                         let t = self.now_ns;
                         if data.tcp.flags & crate::tcp::SYN != 0 && fe.records.is_empty() {
@@ -1038,11 +1114,30 @@ impl Sim {
         }
     }
 
+    /// Builds connection `c`'s endpoints (at its start), exactly as they
+    /// would have been built with the scenario: same config, same cc seed.
+    fn build_conn(&mut self, c: u32) {
+        let slot = &mut self.conns[c as usize];
+        if slot.conn.is_some() {
+            return;
+        }
+        let r = &self.tcp_recipes[slot.recipe as usize];
+        let cc = cc_for(r.tcp.cc, self.seed, slot.flow).expect("checked when the flow was built");
+        slot.conn = Some(Box::new(TcpConn {
+            sender: TcpSender::new(&r.tcp, cc, r.app),
+            receiver: TcpReceiver::new(&r.tcp),
+            flow: slot.flow,
+            header_bytes: r.tcp.header_bytes,
+            armed_ns: [UNARMED; 2],
+            fetch: r.fetch.clone(),
+        }));
+    }
+
     /// A TCP timer event: run the endpoint's timer if it is due, then
     /// re-arm (see [`crate::traffic::bulk`] for the lazy arming rule).
     fn on_tcp_timer(&mut self, c: u32, side: Side) {
         let now = self.now_ns;
-        let conn = &mut self.conns[c as usize];
+        let conn = self.conns[c as usize].get_mut();
         if conn.armed_ns[side as usize] == now {
             conn.armed_ns[side as usize] = UNARMED;
         }
@@ -1064,7 +1159,7 @@ impl Sim {
     }
 
     fn arm_tcp(&mut self, c: u32, side: Side, t: u64) {
-        let conn = &mut self.conns[c as usize];
+        let conn = self.conns[c as usize].get_mut();
         if t < conn.armed_ns[side as usize] {
             conn.armed_ns[side as usize] = t;
             self.q.schedule(t, Ev::TcpTimer(c, side));
@@ -1075,7 +1170,7 @@ impl Sim {
     /// its RTT samples, re-arms its timer (no earlier than `min_timer_ns`).
     fn after_tcp(&mut self, c: u32, side: Side, mut io: IoBuf, min_timer_ns: u64) {
         let now = self.now_ns;
-        let conn = &self.conns[c as usize];
+        let conn = self.conns[c as usize].get();
         let flow = conn.flow;
         let hdr = conn.header_bytes;
         let f = &self.flows[flow as usize];
@@ -1098,7 +1193,7 @@ impl Sim {
                 flow,
                 kind,
                 hops: 0,
-                dscp: self.flow_dscp[flow as usize],
+                dscp: self.spec_dscp[self.flows[flow as usize].spec as usize],
                 color: Color::Green,
                 size_bytes: h.payload_len + hdr,
                 payload_bytes: h.payload_len,
@@ -1112,7 +1207,9 @@ impl Sim {
         if !io.rtt.is_empty() {
             let f = &mut self.flows[flow as usize];
             for r in io.rtt.drain(..) {
-                f.rtt.push(r.as_ns(), self.record.exact_rtt_percentiles);
+                f.c_mut()
+                    .rtt
+                    .push(r.as_ns(), self.record.exact_rtt_percentiles);
                 if self.record.rtt {
                     let s = &mut self.series;
                     s.rtt_time_ns.push(now);
@@ -1122,24 +1219,24 @@ impl Sim {
             }
         }
         self.io = io;
-        let conn = &mut self.conns[c as usize];
+        let conn = self.conns[c as usize].get_mut();
         if side == Side::Sender && conn.sender.is_done() {
             let f = &mut self.flows[flow as usize];
             match conn.fetch.as_deref_mut() {
                 None => {
-                    f.done_ns.get_or_insert(now);
+                    f.c_mut().done_ns.get_or_insert(now);
                 }
                 Some(fe) => {
                     if fe.in_progress().is_some() {
                         fe.server_finished(now, fetch_base(&conn.sender, f));
                         if fe.all_done() {
-                            f.done_ns.get_or_insert(now);
+                            f.c_mut().done_ns.get_or_insert(now);
                         }
                     }
                 }
             }
         }
-        let conn = &self.conns[c as usize];
+        let conn = self.conns[c as usize].get();
         if let Some(t) = conn.next_timer_ns(side) {
             self.arm_tcp(c, side, t.max(min_timer_ns));
         }
@@ -1149,7 +1246,7 @@ impl Sim {
     /// a copy of the current one).
     fn fetch_request(&mut self, c: u32, retry: u32) {
         let now = self.now_ns;
-        let conn = &mut self.conns[c as usize];
+        let conn = self.conns[c as usize].get_mut();
         let rto = conn.sender.rto().as_ns();
         let hdr = conn.header_bytes;
         let flow = conn.flow;
@@ -1180,7 +1277,7 @@ impl Sim {
             flow,
             kind: Kind::FetchRequest,
             hops: 0,
-            dscp: self.flow_dscp[flow as usize],
+            dscp: self.spec_dscp[f.spec as usize],
             color: Color::Green,
             size_bytes: req + hdr,
             payload_bytes: 0,
@@ -1200,7 +1297,7 @@ impl Sim {
 
     /// The retry timer of request `k`: resend it unless the server has it.
     fn fetch_retry(&mut self, c: u32, k: u32, attempt: u32) {
-        let Some(fe) = self.conns[c as usize].fetch.as_deref() else {
+        let Some(fe) = self.conns[c as usize].get().fetch.as_deref() else {
             return;
         };
         if fe.server_started > k {
@@ -1212,7 +1309,7 @@ impl Sim {
     /// Request `k` of connection `c` reached the server.
     fn fetch_arrived(&mut self, c: u32, k: u32) {
         let now = self.now_ns;
-        let conn = &mut self.conns[c as usize];
+        let conn = self.conns[c as usize].get_mut();
         let f = &self.flows[conn.flow as usize];
         let base = fetch_base(&conn.sender, f);
         let Some(fe) = conn.fetch.as_deref_mut() else {
@@ -1240,7 +1337,7 @@ impl Sim {
             flow: s.flow,
             kind: s.kind,
             hops: 0,
-            dscp: self.flow_dscp[s.flow as usize],
+            dscp: self.spec_dscp[f.spec as usize],
             color: Color::Green,
             size_bytes: s.size_bytes,
             payload_bytes: s.payload_bytes,
@@ -1248,7 +1345,7 @@ impl Sim {
             seq: s.next_seq,
             tcp: TcpHeader::default(),
         };
-        f.packets_sent += 1;
+        f.c_mut().packets_sent += 1;
         let from = f.from;
         let stop = f.stop_ns;
         let (t, seq) = next_send(s);
@@ -1269,17 +1366,21 @@ impl Sim {
             let conns = &self.conns;
             stats::sample_goodput(&mut self.series, t, &mut self.flows, |f| {
                 f.tcp
-                    .map_or(0, |c| conns[c as usize].sender.stats().retransmits)
+                    .map_or(0, |c| conn_stats(&conns[c as usize]).retransmits)
             });
         }
         if r.cwnd {
             for c in &self.conns {
+                let sender = match &c.conn {
+                    Some(conn) => &conn.sender,
+                    None => &self.tcp_recipes[c.recipe as usize].fresh,
+                };
                 let s = &mut self.series;
                 s.cwnd_time_ns.push(t);
                 s.cwnd_flow.push(c.flow);
-                s.cwnd_bytes.push(c.sender.cwnd_bytes());
-                s.ssthresh_bytes.push(c.sender.ssthresh_bytes());
-                s.cwnd_state.push(c.sender.ca_state());
+                s.cwnd_bytes.push(sender.cwnd_bytes());
+                s.ssthresh_bytes.push(sender.ssthresh_bytes());
+                s.cwnd_state.push(sender.ca_state());
             }
         }
         let links = &self.links;
@@ -1312,8 +1413,8 @@ impl Sim {
             .map(|(id, (f, ti))| crate::PlannedFlow {
                 id: id as u32,
                 traffic_index: ti,
-                protocol: f.protocol,
-                label: f.label.clone(),
+                protocol: f.protocol.as_str(),
+                label: self.spec_label[f.spec as usize].clone(),
                 from: self.node_names[f.from as usize].clone(),
                 to: self.node_names[f.to as usize].clone(),
                 start_ns: f.start_ns,
@@ -1352,22 +1453,25 @@ impl Sim {
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                let mut r = f.result(i as u32, &self.node_names, end);
+                let label = &self.spec_label[f.spec as usize];
+                let mut r = f.result(i as u32, &self.node_names, label, end);
                 if let Some(c) = f.tcp {
-                    let conn = &self.conns[c as usize];
-                    if let Some(fe) = conn.fetch.as_deref() {
-                        let mut fe = fe.clone();
-                        for k in fe.server_done..fe.server_started {
-                            fe.fill_counters(k, fetch_base(&conn.sender, f));
+                    let slot = &self.conns[c as usize];
+                    if let Some(conn) = slot.conn.as_deref() {
+                        if let Some(fe) = conn.fetch.as_deref() {
+                            let mut fe = fe.clone();
+                            for k in fe.server_done..fe.server_started {
+                                fe.fill_counters(k, fetch_base(&conn.sender, f));
+                            }
+                            r.chunks = fe.records;
                         }
-                        r.chunks = fe.records;
                     }
-                    let st = conn.sender.stats();
+                    let st = conn_stats(slot);
                     r.packets_sent = st.segments_sent;
                     r.retransmits = st.retransmits;
                     r.timeouts = st.timeouts;
                     r.fast_recoveries = st.fast_recoveries;
-                    r.packets_lost = f.packets_dropped;
+                    r.packets_lost = f.c().packets_dropped;
                 }
                 r
             })

@@ -397,3 +397,39 @@ fn a_small_sndbuf_limits_goodput_to_sndbuf_over_rtt() {
     assert!((9.5e6..10.6e6).contains(&g), "{g}");
     assert_eq!(r.flows[0].retransmits, 0);
 }
+
+/// Issue 12: a TCP flow that has not started holds its 48-byte `FlowStat`
+/// and a 16-byte connection slot, nothing on the heap: no endpoints, no
+/// counters (its label and DSCP are kept once per `[[traffic]]` entry).
+/// 100,000 such flows are 6.4 MB. Started flows get their endpoints and
+/// counters, and a run whose flows start late gives zero rows for them.
+#[test]
+fn a_flow_not_started_is_64_bytes_and_allocates_nothing() {
+    assert_eq!(std::mem::size_of::<FlowStat>(), 48);
+    assert_eq!(std::mem::size_of::<ConnSlot>(), 16);
+    let d = dumbbell(
+        2,
+        lp(1_000_000_000, Duration::from_ms(1)),
+        lp(10_000_000, Duration::from_ms(5)),
+    );
+    let mut late = bulk(3, tcp_profile("linux", CcKind::Cubic), None);
+    if let TrafficSpec::TcpBulk { schedule, .. } = &mut late {
+        schedule.start = Duration::from_secs(5);
+    }
+    let now = bulk(1, tcp_profile("linux", CcKind::Cubic), None);
+    let c = cfg(Topology::Dumbbell(d), vec![now, late], 1);
+    let mut s = Sim::new(&c).unwrap();
+    assert!(s.conns.iter().all(|c| c.conn.is_none()));
+    assert!(s.flows.iter().all(|f| f.c().packets_sent == 0));
+    s.run_loop(&mut |_| true).unwrap();
+    assert!(s.conns[0].conn.is_some());
+    assert!(s.conns[1..].iter().all(|c| c.conn.is_none()));
+    let r = s.finish();
+    assert!(r.flows[0].bytes_delivered > 0);
+    for f in &r.flows[1..] {
+        assert_eq!(
+            (f.bytes_delivered, f.packets_sent, f.retransmits),
+            (0, 0, 0)
+        );
+    }
+}

@@ -173,7 +173,7 @@ fn policer_drops_are_counted_and_packets_are_conserved() {
     assert_eq!(p.packets_dropped, n.dropped_policy);
     assert_eq!(p.color_packets.iter().sum::<u64>(), p.packets_in);
     let udp = &s.flows()[0];
-    let rate = udp.bytes_delivered as f64 * 8.0 / 2.0;
+    let rate = udp.c().bytes_delivered as f64 * 8.0 / 2.0;
     // 20 Mbit/s of 1500 B packets carry 1472/1500 payload, minus 0.1 % loss.
     assert!(rate > 19.0e6 && rate < 19.7e6, "{rate}");
     let r = s.finish();

@@ -19,6 +19,11 @@ use crate::result::{FlowResult, RttSummary, Series};
 #[derive(Clone, Debug, Default)]
 pub struct RttStat(Option<Box<RttSamples>>);
 
+impl RttStat {
+    /// No sample yet.
+    pub const EMPTY: RttStat = RttStat(None);
+}
+
 #[derive(Clone, Debug)]
 enum RttSamples {
     Histogram(LogHistogram),
@@ -58,16 +63,46 @@ impl RttStat {
     }
 }
 
-/// Counters of one flow (TCP connection, UDP source or ping probe).
+/// What kind of flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    Tcp,
+    Udp,
+    Ping,
+}
+
+impl Proto {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Udp => "udp",
+            Proto::Ping => "ping",
+        }
+    }
+}
+
+/// One flow (TCP connection, UDP source or ping probe): where and when, in
+/// 48 bytes, plus its counters once it has any (issue 12: a flow that has
+/// not started, or never sends, costs no more than that; its label and
+/// DSCP live once per `[[traffic]]` entry).
 #[derive(Clone, Debug)]
 pub struct FlowStat {
-    pub protocol: &'static str,
-    pub label: String,
+    /// Index of the `[[traffic]]` entry it came from.
+    pub spec: u32,
+    pub protocol: Proto,
     pub from: u32,
     pub to: u32,
+    /// Index into the engine's TCP connections, for TCP flows.
+    pub tcp: Option<u32>,
     pub start_ns: u64,
     /// When the source stops sending (schedule stop or end of run).
     pub stop_ns: u64,
+    counters: Option<Box<FlowCounters>>,
+}
+
+/// A flow's counters (all zero until it sends or receives something).
+#[derive(Clone, Debug, Default)]
+pub struct FlowCounters {
     /// Set when a byte-limited TCP flow finished (all bytes acked).
     pub done_ns: Option<u64>,
     pub packets_sent: u64,
@@ -84,38 +119,56 @@ pub struct FlowStat {
     pub last_sample_bytes: u64,
     /// The TCP sender's retransmitted segments at the last series sample.
     pub last_sample_retransmits: u64,
-    /// Index into the engine's TCP connections, for TCP flows.
-    pub tcp: Option<u32>,
 }
+
+impl FlowCounters {
+    const ZERO: FlowCounters = FlowCounters {
+        done_ns: None,
+        packets_sent: 0,
+        packets_received: 0,
+        packets_dropped: 0,
+        data_dropped: 0,
+        bytes_delivered: 0,
+        last_rx_ns: 0,
+        rtt: RttStat::EMPTY,
+        last_sample_bytes: 0,
+        last_sample_retransmits: 0,
+    };
+}
+
+static NO_COUNTERS: FlowCounters = FlowCounters::ZERO;
 
 impl FlowStat {
     pub fn new(
-        protocol: &'static str,
-        label: String,
+        protocol: Proto,
+        spec: u32,
         from: u32,
         to: u32,
         start_ns: u64,
         stop_ns: u64,
     ) -> Self {
         FlowStat {
+            spec,
             protocol,
-            label,
             from,
             to,
+            tcp: None,
             start_ns,
             stop_ns,
-            done_ns: None,
-            packets_sent: 0,
-            packets_received: 0,
-            packets_dropped: 0,
-            data_dropped: 0,
-            bytes_delivered: 0,
-            last_rx_ns: 0,
-            rtt: RttStat::default(),
-            last_sample_bytes: 0,
-            last_sample_retransmits: 0,
-            tcp: None,
+            counters: None,
         }
+    }
+
+    /// The counters (zeros before the first use).
+    #[inline]
+    pub fn c(&self) -> &FlowCounters {
+        self.counters.as_deref().unwrap_or(&NO_COUNTERS)
+    }
+
+    /// The counters, allocated at the first use.
+    #[inline]
+    pub fn c_mut(&mut self) -> &mut FlowCounters {
+        self.counters.get_or_insert_with(Default::default)
     }
 
     /// The flow's summary row; TCP fields are filled by the caller.
@@ -128,33 +181,40 @@ impl FlowStat {
     /// by the end of the run. Counting bytes that arrive after `stop` over a
     /// span ending at `stop` would report more than the bottleneck carries
     /// (1.49 Mbit/s through a 1 Mbit/s tbf before this rule).
-    pub fn result(&self, id: u32, node_names: &[String], end_of_run_ns: u64) -> FlowResult {
-        let end_ns = self
+    pub fn result(
+        &self,
+        id: u32,
+        node_names: &[String],
+        label: &str,
+        end_of_run_ns: u64,
+    ) -> FlowResult {
+        let c = self.c();
+        let end_ns = c
             .done_ns
             .unwrap_or(self.stop_ns)
-            .max(self.last_rx_ns)
+            .max(c.last_rx_ns)
             .min(end_of_run_ns)
             .max(self.start_ns);
         let span = end_ns - self.start_ns;
         let goodput_bps = if span == 0 {
             0.0
         } else {
-            self.bytes_delivered as f64 * 8.0 * 1e9 / span as f64
+            c.bytes_delivered as f64 * 8.0 * 1e9 / span as f64
         };
         FlowResult {
             id,
-            protocol: self.protocol,
-            label: self.label.clone(),
+            protocol: self.protocol.as_str(),
+            label: label.to_string(),
             from: node_names[self.from as usize].clone(),
             to: node_names[self.to as usize].clone(),
             start_ns: self.start_ns,
             end_ns,
-            bytes_delivered: self.bytes_delivered,
+            bytes_delivered: c.bytes_delivered,
             goodput_bps,
-            packets_sent: self.packets_sent,
+            packets_sent: c.packets_sent,
             retransmits: 0,
-            packets_lost: self.packets_sent.saturating_sub(self.packets_received),
-            rtt: self.rtt.summary(),
+            packets_lost: c.packets_sent.saturating_sub(c.packets_received),
+            rtt: c.rtt.summary(),
             timeouts: 0,
             fast_recoveries: 0,
             chunks: Vec::new(),
@@ -181,8 +241,10 @@ pub fn rtt_summary(samples: &[u64]) -> RttSummary {
     }
 }
 
-/// The most flows one run may have (each TCP flow holds a few kB of state
-/// and buffers; 200 000 of them is already several GB).
+/// The most flows one run may have. A flow not started is 64 B, but a
+/// running TCP flow holds about 3 kB plus buffers that grow with its window,
+/// and its result row is built at the end: 200 000 running flows is already
+/// about a GB.
 pub const MAX_FLOWS: u64 = 200_000;
 /// The most memory the recorded series of one run may take (the Rust
 /// columns; the Python tables built from them take as much again).
@@ -255,17 +317,25 @@ pub fn sample_goodput(
     retransmits: impl Fn(&FlowStat) -> u64,
 ) {
     for (i, f) in flows.iter_mut().enumerate() {
+        let c = f.c();
+        let (bytes, last_bytes, last_retr) = (
+            c.bytes_delivered,
+            c.last_sample_bytes,
+            c.last_sample_retransmits,
+        );
         series.goodput_time_ns.push(t_ns);
         series.goodput_flow.push(i as u32);
-        series
-            .goodput_bytes
-            .push(f.bytes_delivered - f.last_sample_bytes);
-        f.last_sample_bytes = f.bytes_delivered;
+        series.goodput_bytes.push(bytes - last_bytes);
         let total = retransmits(f);
         series
             .goodput_retransmits
-            .push(total.saturating_sub(f.last_sample_retransmits));
-        f.last_sample_retransmits = total;
+            .push(total.saturating_sub(last_retr));
+        // A flow with nothing new keeps no counters it did not have.
+        if bytes != last_bytes || total != last_retr {
+            let c = f.c_mut();
+            c.last_sample_bytes = bytes;
+            c.last_sample_retransmits = total;
+        }
     }
 }
 
@@ -324,29 +394,35 @@ mod tests {
     #[test]
     fn goodput_end_is_done_or_stop_capped_by_the_run() {
         let names = vec!["a".to_string(), "b".to_string()];
-        let mut f = FlowStat::new("udp", "x".into(), 0, 1, 1_000_000_000, u64::MAX);
-        f.bytes_delivered = 1_000_000;
-        let r = f.result(0, &names, 3_000_000_000);
+        let mut f = FlowStat::new(Proto::Udp, 0, 0, 1, 1_000_000_000, u64::MAX);
+        f.c_mut().bytes_delivered = 1_000_000;
+        let r = f.result(0, &names, "x", 3_000_000_000);
         assert_eq!(r.end_ns, 3_000_000_000);
         assert!((r.goodput_bps - 4_000_000.0).abs() < 1e-6);
-        f.done_ns = Some(2_000_000_000);
-        assert!((f.result(0, &names, 3_000_000_000).goodput_bps - 8_000_000.0).abs() < 1e-6);
+        f.c_mut().done_ns = Some(2_000_000_000);
+        assert!((f.result(0, &names, "x", 3_000_000_000).goodput_bps - 8_000_000.0).abs() < 1e-6);
     }
 
     #[test]
     fn goodput_time_runs_to_the_last_byte_received_after_stop() {
         let names = vec!["a".to_string(), "b".to_string()];
-        let mut f = FlowStat::new("tcp", "x".into(), 0, 1, 0, 1_000_000_000);
-        f.bytes_delivered = 250_000;
+        let mut f = FlowStat::new(Proto::Tcp, 0, 0, 1, 0, 1_000_000_000);
+        f.c_mut().bytes_delivered = 250_000;
         // The queue drains 1 s after the sender stopped: 2 Mbit over 2 s.
-        f.last_rx_ns = 2_000_000_000;
-        let r = f.result(0, &names, 5_000_000_000);
+        f.c_mut().last_rx_ns = 2_000_000_000;
+        let r = f.result(0, &names, "x", 5_000_000_000);
         assert_eq!(r.end_ns, 2_000_000_000);
         assert!((r.goodput_bps - 1_000_000.0).abs() < 1e-6);
         // Still capped by the end of the run.
-        assert_eq!(f.result(0, &names, 1_500_000_000).end_ns, 1_500_000_000);
+        assert_eq!(
+            f.result(0, &names, "x", 1_500_000_000).end_ns,
+            1_500_000_000
+        );
         // A last byte before stop leaves the span at stop.
-        f.last_rx_ns = 500_000_000;
-        assert_eq!(f.result(0, &names, 5_000_000_000).end_ns, 1_000_000_000);
+        f.c_mut().last_rx_ns = 500_000_000;
+        assert_eq!(
+            f.result(0, &names, "x", 5_000_000_000).end_ns,
+            1_000_000_000
+        );
     }
 }

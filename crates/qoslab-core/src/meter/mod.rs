@@ -129,6 +129,58 @@ impl AnyMeter {
     }
 }
 
+/// Colours `times`/`sizes` into `out` (colour codes 0/1/2) with one
+/// concrete meter type: the loop is compiled per kind, so no `match` runs per
+/// packet (issue 12). `pre` holds valid colour codes (checked by the caller).
+#[inline(always)]
+fn color_all<M: Meter>(
+    m: &mut M,
+    times: &[u64],
+    sizes: &[u32],
+    pre: Option<&[u8]>,
+    out: &mut [u8],
+) {
+    let n = out.len().min(times.len()).min(sizes.len());
+    let (times, sizes, out) = (&times[..n], &sizes[..n], &mut out[..n]);
+    match pre {
+        None => {
+            for ((o, &t), &s) in out.iter_mut().zip(times).zip(sizes) {
+                *o = m.color(Instant::from_ns(t), s, Color::Green) as u8;
+            }
+        }
+        Some(pre) => {
+            let pre = &pre[..n];
+            for (((o, &t), &s), &c) in out.iter_mut().zip(times).zip(sizes).zip(pre) {
+                let c = Color::from_u8(c).unwrap_or(Color::Red);
+                *o = m.color(Instant::from_ns(t), s, c) as u8;
+            }
+        }
+    }
+}
+
+impl AnyMeter {
+    /// Colours a trace (arrival times in ns, non-decreasing; sizes in bytes;
+    /// optional arrival colours 0/1/2) into `out`, exactly as calling
+    /// [`Meter::color`] packet by packet, with the kind chosen once per call.
+    /// Slices are cut to the shortest; an invalid arrival colour counts as red.
+    pub fn color_trace(
+        &mut self,
+        times: &[u64],
+        sizes: &[u32],
+        pre: Option<&[u8]>,
+        out: &mut [u8],
+    ) {
+        match self {
+            AnyMeter::Police(m) => color_all(m, times, sizes, pre, out),
+            AnyMeter::LinuxPolice(m) => color_all(m, times, sizes, pre, out),
+            AnyMeter::Srtcm(m) => color_all(m, times, sizes, pre, out),
+            AnyMeter::Trtcm(m) => color_all(m, times, sizes, pre, out),
+            AnyMeter::Tswtcm(m) => color_all(m, times, sizes, pre, out),
+            AnyMeter::Mef(m) => color_all(m, times, sizes, pre, out),
+        }
+    }
+}
+
 impl Meter for AnyMeter {
     #[inline(always)]
     fn color(&mut self, now: Instant, size_bytes: u32, pre_color: Color) -> Color {

@@ -27,12 +27,23 @@
 //! Each `accnt` clamps at `buffer` before charging and at `1 − mbuffer`
 //! after. L2T is the kernel's `psched_l2t_ns` ([`RateCfg`]).
 //!
-//! **Modes are computed, not queued**: the kernel keeps each class's mode
-//! and an event queue (wait tree) of when it changes; since a mode only
-//! changes at a charge or at a computable instant, we evaluate it at `now`
-//! from the buckets, which gives the same mode. [`Shaper::next_ready`] is the
+//! **Modes are cached and changed by events**, as the kernel does: each
+//! class keeps its mode (`cl->cmode`), changed only by a charge
+//! (`htb_charge_class` → `htb_change_class_mode`) or by an event of the
+//! wait queue, a heap of (instant the mode changes, class) that dequeue
+//! applies up to `now` first (`htb_add_to_wait_tree`, `htb_do_events`).
+//! Which leaves are servable is kept in step with the modes the way the
+//! kernel's feed chains are (`htb_activate_prios` / `htb_deactivate_prios`):
+//! every class holds the set of active leaves below it that reach it through
+//! "may borrow" classes, and each level's *row* is the union of those sets
+//! of its "can send" classes. A mode change moves one class's set to its
+//! new place, so dequeue costs a few bit-set words per (level, prio), not a
+//! walk over every active leaf (issue 12: 100 throttled classes). The sets
+//! are bit sets over class indices, so the DRR round below is the same flat
+//! round over leaf indices as before. [`Shaper::next_ready`] is the
 //! earliest instant a backlogged leaf becomes servable (the wait tree's
-//! first event), or later if the leaf's own child is not ready.
+//! first event that matters), or later if the leaf's own child is not ready;
+//! it is computed from the buckets, so it needs no event processing.
 //!
 //! **Configuration** as tc + kernel: `rate` (required, > 0), `ceil`
 //! (default rate), `burst` default `rate/HZ + mtu` and `cburst` default
@@ -59,8 +70,11 @@
 //!
 //! Simplified: servable leaves of one (level, prio) are served in one DRR
 //! round over leaf indices; the kernel nests the round robin along the feed
-//! tree (per inner class), which gives the same shares when the borrowing
-//! leaves hang off one class. Left out: `htb_hysteresis`, the 2-jiffy event
+//! tree (`htb_lookup_leaf`: a pointer per inner class and prio), which gives
+//! the same order when the borrowing leaves hang off one class (two-level
+//! trees), not always on deeper ones. The feed sets here are flattened to
+//! leaves for that reason: nesting them would change results of deeper
+//! trees, which this change (speed only) does not. Left out: `htb_hysteresis`, the 2-jiffy event
 //! budget ("too many events"), offload, `overhead`/`linklayer atm`
 //! (`mpu` is kept), rate estimators, filters attached to inner classes.
 
@@ -72,7 +86,8 @@ use crate::params::{ConfigError, Params};
 use crate::shaper::{DropReason, Dropped, Shaper};
 use crate::time::Instant;
 use crate::units::{Bytes, Rate};
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// `TC_HTB_NUMPRIO`.
 pub const NUM_PRIO: usize = 8;
@@ -225,6 +240,11 @@ struct Leaf {
 struct Class {
     parent: Option<usize>,
     level: u8,
+    /// Mode at the last charge / event (`cl->cmode`).
+    mode: Mode,
+    /// When the wait queue holds this class, the instant its mode changes
+    /// (`cl->pq_key`); `u64::MAX` when it is "can send" (not queued).
+    ev_at: u64,
     leaf: Option<Leaf>,
     rate: RateCfg,
     ceil: RateCfg,
@@ -259,6 +279,21 @@ impl Class {
             Mode::MayBorrow
         }
     }
+    /// The instant after `now` at which [`Class::mode`] next changes
+    /// (`htb_class_mode`'s `*diff`), `None` when it is "can send" (a mode
+    /// only rises with time between charges). Exact: below the 60 s cap
+    /// `diff = now − t_c`, and both bucket levels stay above `−mbuffer`.
+    fn next_change(&self, now: u64) -> Option<u64> {
+        let d = self.diff(now);
+        let need = if self.ctokens + d < 0 {
+            -(self.ctokens + d)
+        } else if self.tokens + d < 0 {
+            -(self.tokens + d)
+        } else {
+            return None;
+        };
+        Some(now + need as u64)
+    }
     /// (instant it stops being "can't send", instant it is "can send").
     fn mode_times(&self, now: u64) -> (u64, u64) {
         let d = self.diff(now);
@@ -277,13 +312,72 @@ pub struct Htb {
     direct_qlen: u32,
     direct_packets: u64,
     r2q: u32,
-    /// Leaves with packets, in no particular order.
-    active: Vec<usize>,
     /// Per (level, prio): the leaf index the DRR round points at.
     ptr: [[usize; NUM_PRIO]; MAX_DEPTH],
-    /// Scratch: leaves whose child gave nothing this dequeue.
-    skipped: Vec<usize>,
+    /// The feed sets, row and wait queue (see the module comment).
+    sets: Sets,
+    /// The wait queue: instant << 32 | class, earliest first; an entry is
+    /// live while its instant equals the class's `ev_at` (older ones are
+    /// skipped when they come up). One integer compares faster than a pair.
+    wait: BinaryHeap<Reverse<u128>>,
+    /// Debug builds: the last `now` seen (modes are cached, so time must not
+    /// go back).
+    #[cfg(debug_assertions)]
+    last_now: u64,
     warnings: Vec<String>,
+}
+
+/// Bit sets over class indices, `w` words each.
+struct Sets {
+    w: usize,
+    /// Per class: active leaves below it (itself for a leaf) that reach it
+    /// through "may borrow" classes only (the kernel's feed, flattened).
+    sub: Vec<u64>,
+    /// Per level: the leaves servable at that level (union of `sub` of its
+    /// "can send" classes; the kernel's row).
+    row: Vec<u64>,
+    /// Per prio: the leaves of that prio (fixed).
+    prio: Vec<u64>,
+    /// Which prios have leaves (bit p).
+    prios_used: u8,
+    /// Leaves with packets.
+    active: Vec<u64>,
+    /// Leaves whose child gave nothing this dequeue (non-work-conserving).
+    skipped: Vec<u64>,
+    any_skipped: bool,
+    /// Scratch for moving one class's set.
+    tmp: Vec<u64>,
+}
+
+#[inline]
+fn or_into(dst: &mut [u64], src: &[u64], add: bool) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        if add {
+            *d |= s;
+        } else {
+            *d &= !s;
+        }
+    }
+}
+
+/// Bits of `row & prio & !skipped` below `n`: the first at or after `from`,
+/// else the first before it (a DRR round over indices from `from`).
+#[inline]
+fn next_cyclic(row: &[u64], prio: &[u64], skipped: &[u64], from: usize) -> Option<usize> {
+    let word = |i: usize| row[i] & prio[i] & !skipped[i];
+    let w = row.len();
+    let (fw, fb) = (from / 64, from % 64);
+    let first = word(fw) & (!0u64 << fb);
+    if first != 0 {
+        return Some(fw * 64 + first.trailing_zeros() as usize);
+    }
+    for i in (fw + 1..w).chain(0..=fw) {
+        let x = word(i);
+        if x != 0 {
+            return Some(i * 64 + x.trailing_zeros() as usize);
+        }
+    }
+    None
 }
 
 impl Htb {
@@ -388,6 +482,9 @@ impl Htb {
             out.push(Class {
                 parent: c.parent,
                 level: if has_children[i] { level } else { 0 },
+                // Full buckets at t_c = 0: "can send" from the start.
+                mode: Mode::CanSend,
+                ev_at: u64::MAX,
                 leaf,
                 rate: RateCfg::precompute(rate_b, 0, c.mpu),
                 ceil: RateCfg::precompute(ceil_b, 0, c.mpu),
@@ -427,7 +524,24 @@ impl Htb {
                 }
             }
         }
-        let active = Vec::with_capacity(n);
+        let w = n.div_ceil(64);
+        let mut sets = Sets {
+            w,
+            sub: vec![0; n * w],
+            row: vec![0; MAX_DEPTH * w],
+            prio: vec![0; NUM_PRIO * w],
+            prios_used: 0,
+            active: vec![0; w],
+            skipped: vec![0; w],
+            any_skipped: false,
+            tmp: vec![0; w],
+        };
+        for (i, c) in out.iter().enumerate() {
+            if let Some(l) = &c.leaf {
+                sets.prio[l.prio as usize * w + i / 64] |= 1 << (i % 64);
+                sets.prios_used |= 1 << l.prio;
+            }
+        }
         Ok(Htb {
             classes: out,
             filters,
@@ -436,9 +550,11 @@ impl Htb {
             direct_qlen: cfg.direct_qlen,
             direct_packets: 0,
             r2q,
-            active,
             ptr: [[0; NUM_PRIO]; MAX_DEPTH],
-            skipped: Vec::new(),
+            sets,
+            wait: BinaryHeap::new(),
+            #[cfg(debug_assertions)]
+            last_now: 0,
             warnings,
         })
     }
@@ -468,7 +584,7 @@ impl Htb {
     }
 
     /// The level at which leaf `l` can be served now, if any.
-    #[inline]
+    #[cfg(debug_assertions)]
     fn serving_level(&self, l: usize, now: u64) -> Option<u8> {
         let mut c = l;
         loop {
@@ -510,24 +626,164 @@ impl Htb {
             cl.t_c = now;
             c = cl.parent;
         }
+        let mut c = Some(leaf);
+        while let Some(i) = c {
+            self.update_mode(i, now);
+            c = self.classes[i].parent;
+        }
+    }
+
+    /// Adds (or removes) the bits in `sets.tmp`, which reach class `c`, to
+    /// the feed sets above `c` and to the row of the first class up that is
+    /// not "may borrow" (`htb_activate_prios` / `htb_deactivate_prios`, with
+    /// the cached modes).
+    #[inline]
+    fn relink_tmp(&mut self, c: usize, add: bool) {
+        let w = self.sets.w;
+        let mut a = c;
+        loop {
+            let cl = &self.classes[a];
+            match cl.mode {
+                Mode::MayBorrow => match cl.parent {
+                    Some(p) => {
+                        or_into(&mut self.sets.sub[p * w..(p + 1) * w], &self.sets.tmp, add);
+                        a = p;
+                    }
+                    None => return,
+                },
+                Mode::CanSend => {
+                    let l = cl.level as usize;
+                    or_into(&mut self.sets.row[l * w..(l + 1) * w], &self.sets.tmp, add);
+                    return;
+                }
+                Mode::CantSend => return,
+            }
+        }
+    }
+
+    /// Moves class `c`'s feed set from where its old mode put it to where
+    /// `mode` puts it (`htb_change_class_mode`).
+    fn set_mode(&mut self, c: usize, mode: Mode) {
+        if self.classes[c].mode == mode {
+            return;
+        }
+        let w = self.sets.w;
+        self.sets
+            .tmp
+            .copy_from_slice(&self.sets.sub[c * w..(c + 1) * w]);
+        let any = self.sets.tmp.iter().any(|&x| x != 0);
+        if any {
+            self.relink_tmp(c, false);
+        }
+        self.classes[c].mode = mode;
+        if any {
+            self.relink_tmp(c, true);
+        }
+    }
+
+    /// Brings class `c`'s cached mode to `now` and queues its next change
+    /// (`htb_change_class_mode` + `htb_add_to_wait_tree`). As in
+    /// `htb_charge_class`, a class whose mode did not change keeps its queued
+    /// event: a charge only moves the change later (tokens drop, or are
+    /// clamped to `1 − mbuffer`, never above the level they had), so the
+    /// event comes early at worst, recomputes the same mode and re-queues.
+    fn update_mode(&mut self, c: usize, now: u64) {
+        let m = self.classes[c].mode(now);
+        self.set_mode(c, m);
+        let at = self.classes[c].next_change(now).unwrap_or(u64::MAX);
+        let cl = &mut self.classes[c];
+        if at == u64::MAX {
+            cl.ev_at = u64::MAX; // "can send": a queued entry is now stale
+        } else if at < cl.ev_at {
+            cl.ev_at = at;
+            self.wait.push(Reverse((at as u128) << 32 | c as u128));
+        }
+    }
+
+    /// `htb_do_events`: applies the mode changes due by `now`.
+    fn do_events(&mut self, now: u64) {
+        #[cfg(debug_assertions)]
+        {
+            debug_assert!(now >= self.last_now, "htb: time went back");
+            self.last_now = now;
+        }
+        while let Some(&Reverse(key)) = self.wait.peek() {
+            let (at, c) = ((key >> 32) as u64, (key as u32) as usize);
+            if at > now {
+                break;
+            }
+            self.wait.pop();
+            if self.classes[c].ev_at != at {
+                continue; // superseded by a later charge
+            }
+            self.classes[c].ev_at = u64::MAX;
+            self.update_mode(c, now);
+        }
+        // Superseded entries wait for their instant; rebuild when they
+        // outnumber the live ones.
+        if self.wait.len() > 4 * self.classes.len() + 64 {
+            let live: Vec<_> = (0..self.classes.len())
+                .filter(|&c| self.classes[c].ev_at != u64::MAX)
+                .map(|c| Reverse((self.classes[c].ev_at as u128) << 32 | c as u128))
+                .collect();
+            self.wait = BinaryHeap::from(live);
+        }
+    }
+
+    fn activate(&mut self, l: usize) {
+        let w = self.sets.w;
+        let (wi, bit) = (l / 64, 1u64 << (l % 64));
+        self.sets.active[wi] |= bit;
+        self.sets.sub[l * w + wi] |= bit;
+        self.sets.tmp.fill(0);
+        self.sets.tmp[wi] = bit;
+        self.relink_tmp(l, true);
     }
 
     fn deactivate(&mut self, l: usize) {
-        if let Some(pos) = self.active.iter().position(|&x| x == l) {
-            self.active.swap_remove(pos);
-        }
+        let w = self.sets.w;
+        let (wi, bit) = (l / 64, 1u64 << (l % 64));
+        self.sets.tmp.fill(0);
+        self.sets.tmp[wi] = bit;
+        self.relink_tmp(l, false);
+        self.sets.sub[l * w + wi] &= !bit;
+        self.sets.active[wi] &= !bit;
         if let Some(leaf) = self.classes[l].leaf.as_mut() {
             leaf.active = false;
         }
     }
 
     /// The best servable leaf: lowest (level, prio), then the first in the
-    /// DRR round from that (level, prio)'s pointer.
-    fn pick(&self, now: u64) -> Option<(usize, u8)> {
+    /// DRR round from that (level, prio)'s pointer. Needs the modes brought
+    /// to `now` ([`Htb::do_events`]).
+    fn pick(&self) -> Option<(usize, u8)> {
+        let w = self.sets.w;
+        for level in 0..MAX_DEPTH {
+            let row = &self.sets.row[level * w..(level + 1) * w];
+            if row.iter().all(|&x| x == 0) {
+                continue;
+            }
+            for prio in 0..NUM_PRIO {
+                if self.sets.prios_used & (1 << prio) == 0 {
+                    continue;
+                }
+                let pm = &self.sets.prio[prio * w..(prio + 1) * w];
+                if let Some(l) = next_cyclic(row, pm, &self.sets.skipped, self.ptr[level][prio]) {
+                    return Some((l, level as u8));
+                }
+            }
+        }
+        None
+    }
+
+    /// Debug builds: the old full scan, which [`Htb::pick`] must agree with.
+    #[cfg(debug_assertions)]
+    fn pick_scan(&self, now: u64) -> Option<(usize, u8)> {
         let n = self.classes.len();
+        let bit = |v: &[u64], l: usize| v[l / 64] >> (l % 64) & 1 == 1;
         let mut best: Option<(u8, u8, usize, usize)> = None;
-        for &l in &self.active {
-            if self.skipped.contains(&l) {
+        for l in (0..n).filter(|&l| bit(&self.sets.active, l)) {
+            if bit(&self.sets.skipped, l) {
                 continue;
             }
             let Some(level) = self.serving_level(l, now) else {
@@ -535,8 +791,7 @@ impl Htb {
             };
             let prio = self.classes[l].leaf.as_ref().map_or(0, |x| x.prio);
             let ptr = self.ptr[level as usize][prio as usize];
-            let dist = (l + n - ptr) % n;
-            let key = (level, prio, dist, l);
+            let key = (level, prio, (l + n - ptr) % n, l);
             if best.is_none_or(|b| key < b) {
                 best = Some(key);
             }
@@ -575,7 +830,7 @@ impl Shaper for Htb {
         let r = l.child.enqueue(now, pkt);
         if !l.active && l.child.backlog_packets() > 0 {
             l.active = true;
-            self.active.push(c);
+            self.activate(c);
         }
         r
     }
@@ -588,8 +843,18 @@ impl Shaper for Htb {
         }
         let t = now.as_ns();
         let n = self.classes.len();
-        self.skipped.clear();
-        while let Some((l, level)) = self.pick(t) {
+        self.do_events(t);
+        if self.sets.any_skipped {
+            self.sets.skipped.fill(0);
+            self.sets.any_skipped = false;
+        }
+        loop {
+            let picked = self.pick();
+            #[cfg(debug_assertions)]
+            debug_assert_eq!(picked, self.pick_scan(t), "htb: row out of step with modes");
+            let Some((l, level)) = picked else {
+                break;
+            };
             let leaf = self.classes[l]
                 .leaf
                 .as_mut()
@@ -598,7 +863,9 @@ impl Shaper for Htb {
                 if leaf.child.backlog_packets() == 0 {
                     self.deactivate(l);
                 } else {
-                    self.skipped.push(l); // non-work-conserving child
+                    // Non-work-conserving child.
+                    self.sets.skipped[l / 64] |= 1 << (l % 64);
+                    self.sets.any_skipped = true;
                 }
                 continue;
             };
@@ -623,7 +890,9 @@ impl Shaper for Htb {
         }
         let t = now.as_ns();
         let mut best: Option<u64> = None;
-        for &l in &self.active {
+        let n = self.classes.len();
+        let active = &self.sets.active;
+        for l in (0..n).filter(|&l| active[l / 64] >> (l % 64) & 1 == 1) {
             let leaf = self.classes[l].leaf.as_ref().expect("leaf");
             let Some(child_at) = leaf.child.next_ready(now) else {
                 continue;
@@ -909,6 +1178,46 @@ mod tests {
     }
 
     proptest! {
+        /// The row and feed sets (kept in step with cached modes and the wait
+        /// queue) must pick what a full scan of the active leaves at `now`
+        /// picks (the debug assertion in `dequeue`), on a three-level tree with
+        /// several prios, dequeues at arbitrary instants, and `next_ready`
+        /// never promising a packet that does not come.
+        #[test]
+        fn row_matches_a_full_scan_on_a_deep_tree(
+            ops in prop::collection::vec((0u64..300_000, any::<bool>(), 0usize..5, 64u32..1500), 1..400))
+        {
+            let classes = vec![
+                HtbClassConfig::new(None, mbit(30)),
+                HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(30)),
+                HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(20)),
+                HtbClassConfig::new(Some(1), mbit(3)).ceil(mbit(30)).child(pfifo(20)),
+                HtbClassConfig::new(Some(1), mbit(3)).ceil(mbit(10)).prio(1).child(pfifo(20)),
+                HtbClassConfig::new(Some(2), mbit(5)).ceil(mbit(20)).child(pfifo(20)),
+                HtbClassConfig::new(Some(2), mbit(2)).ceil(mbit(20)).prio(2).child(pfifo(20)),
+                HtbClassConfig::new(Some(0), mbit(5)).ceil(mbit(30)).child(pfifo(20)),
+            ];
+            let mut q = Htb::new(HtbConfig::default(), classes, Filters::new().push(
+                crate::classify::Classifier::FlowHash(crate::classify::FlowHash::new(5, 0).unwrap()), 3)).unwrap();
+            let mut now = 0u64;
+            for (id, &(gap, deq, f, s)) in ops.iter().enumerate() {
+                now += gap;
+                let t = Instant::from_ns(now);
+                if deq {
+                    let ready = q.next_ready(t).is_some_and(|r| r.as_ns() <= now);
+                    let got = q.dequeue(t);
+                    prop_assert_eq!(ready, got.is_some());
+                } else {
+                    let _ = q.enqueue(t, flow_packet(id as u64, f, s));
+                }
+            }
+            while let Some(r) = q.next_ready(Instant::from_ns(now)) {
+                now = now.max(r.as_ns());
+                prop_assert!(q.dequeue(Instant::from_ns(now)).is_some());
+            }
+            prop_assert_eq!(q.backlog_packets(), 0);
+        }
+
         /// Conservation, per-class FIFO, exact next_ready, and the ceil
         /// bound of the root: bytes sent in any window [t_i, t_k] stay within
         /// cburst + ceil·(t_k − t_i) (+1 ns of L2T rounding per packet).
