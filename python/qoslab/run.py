@@ -233,13 +233,13 @@ as tcpdump on the upstream router's port would see them (LINK before its
 policy, the reverse direction after its transmitter) — the spelling and the
 points of 'qoslab emulate --capture'. Without =FILE the file goes in --out
 (r1-r2.pcap). A scenario's [capture] table (links = [...], snaplen = N)
-asks for the same; --capture replaces its links.
+asks for the same; --capture replaces its links. Read one back with
+'qoslab analyze FILE --policing'.
 
 examples:
   qoslab run scenarios/example.toml
   qoslab run scenarios/isr4000-police.toml --seed 2 --out /tmp/police --json
-  qoslab run scenarios/example.toml --capture r1->r2 --out /tmp/ex
-  qoslab analyze /tmp/ex/r1-r2.pcap --policing
+  qoslab run scenarios/example.toml --capture 'r1->r2' --out /tmp/ex
   qoslab run scenarios/example.toml --capture 'r1->r2:egress=/tmp/after.pcap' --quiet
   qoslab run scenarios/fetch-policed.toml --json
 """
@@ -361,7 +361,8 @@ def main(
             captures.append((where, path))
     try:
         try:
-            raw = _core.simulate_toml(text, filename, args.seed, bar, captures, snaplen)
+            extra = {} if captures is None else {"captures": captures, "snaplen": snaplen}
+            raw = _core.simulate_toml(text, filename, args.seed, bar, **extra)
         finally:
             if bar is not None:
                 bar.close()
