@@ -161,8 +161,15 @@ impl PcapSink {
         })
     }
 
-    /// The frame fields of `p`.
-    fn fields(&mut self, p: &Pkt) -> (Ipv4Fields, L4) {
+    /// The frame fields of `p`; `None` for a `tcp-fetch` request, which the
+    /// simulator models outside the connection's sequence space (a packet of
+    /// its own, not a TCP segment): written as a segment it would carry
+    /// sequence numbers the connection never had, so captures leave it out
+    /// (docs/captures.md says so).
+    fn fields(&mut self, p: &Pkt) -> Option<(Ipv4Fields, L4)> {
+        if p.kind == Kind::FetchRequest {
+            return None;
+        }
         let host = |n: u32| {
             self.node_host
                 .get(n as usize)
@@ -259,15 +266,18 @@ impl PcapSink {
                     payload_len: h.payload_len,
                 })
             }
+            Kind::FetchRequest => unreachable!("left out above"),
         };
-        (ip, l4)
+        Some((ip, l4))
     }
 
     fn write(&mut self, file: u32, t_ns: u64, p: &Pkt) {
         if self.error.is_some() {
             return;
         }
-        let (ip, l4) = self.fields(p);
+        let Some((ip, l4)) = self.fields(p) else {
+            return;
+        };
         let mut buf = std::mem::take(&mut self.buf);
         let wire = self.build.build(&ip, &l4, self.snap, &mut buf);
         let ts = Duration::new(t_ns / 1_000_000_000, (t_ns % 1_000_000_000) as u32);
