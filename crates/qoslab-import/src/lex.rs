@@ -96,14 +96,14 @@ pub fn lines(text: &str, style: Style) -> Vec<Line> {
             Some(mut p) => {
                 p.words.extend(words);
                 p.text.push(' ');
-                p.text.push_str(raw.trim());
+                p.text.push_str(strip_continuation(raw, continued));
                 p
             }
             None => Line {
                 words,
                 indent,
                 number,
-                text: raw.trim().to_string(),
+                text: strip_continuation(raw, continued).to_string(),
             },
         };
         if continued {
@@ -118,6 +118,16 @@ pub fn lines(text: &str, style: Style) -> Vec<Line> {
         }
     }
     out
+}
+
+/// The line's text without the trailing `\\` that continues it.
+fn strip_continuation(raw: &str, continued: bool) -> &str {
+    let t = raw.trim();
+    if continued {
+        t.strip_suffix('\\').unwrap_or(t).trim_end()
+    } else {
+        t
+    }
 }
 
 /// A cursor over one line's words.

@@ -536,58 +536,59 @@ fn class_map_line(cfg: &mut Config, i: usize, c: &mut Cursor<'_>) -> Result<()> 
     if key == "ip" {
         key = c.expect("dscp or precedence")?.text.to_ascii_lowercase();
     }
-    let m =
-        match key.as_str() {
-            "any" => Match::Any,
-            "dscp" => {
-                let mut v = Vec::new();
-                while let Some(x) = c.next_word() {
-                    let d = qoslab_core::classify::DscpSet::parse(&x.text)
-                        .map_err(|e| ImportError::at(x, e.message))?;
-                    v.extend((0u8..64).filter(|b| d.contains(*b)));
-                }
-                if v.is_empty() {
-                    return Err(ImportError::at(
-                        c.end(),
-                        "expected DSCP values (ef, af41, cs3, 0-63)",
-                    ));
-                }
-                Match::Dscp(v)
+    let m = match key.as_str() {
+        "any" => Match::Any,
+        "dscp" => {
+            let mut v = Vec::new();
+            while let Some(x) = c.next_word() {
+                let d = qoslab_core::classify::DscpSet::parse(&x.text)
+                    .map_err(|e| ImportError::at(x, e.message))?;
+                v.extend((0u8..64).filter(|b| d.contains(*b)));
             }
-            "precedence" => {
-                let mut v = Vec::new();
-                while let Some(x) = c.next_word() {
-                    let p = prec_value(x)?;
-                    v.extend((p * 8)..(p * 8 + 8));
-                }
-                if v.is_empty() {
-                    return Err(ImportError::at(c.end(), "expected precedence values 0-7"));
-                }
-                Match::Dscp(v)
+            if v.is_empty() {
+                return Err(ImportError::at(
+                    c.end(),
+                    "expected DSCP values (ef, af41, cs3, 0-63)",
+                ));
             }
-            "access-group" => {
-                let n = c.expect("an access-list number or name NAME")?;
-                let n = if n.text == "name" {
-                    c.expect("an access-list name")?
-                } else {
-                    n
-                };
-                Match::Acl(n.text.clone())
+            Match::Dscp(v)
+        }
+        "precedence" => {
+            let mut v = Vec::new();
+            while let Some(x) = c.next_word() {
+                let p = prec_value(x)?;
+                v.extend((p * 8)..(p * 8 + 8));
             }
-            "not" | "protocol" | "class-map" | "cos" | "qos-group" | "discard-class"
-            | "input-interface" => return Err(ImportError::at(
+            if v.is_empty() {
+                return Err(ImportError::at(c.end(), "expected precedence values 0-7"));
+            }
+            Match::Dscp(v)
+        }
+        "access-group" => {
+            let n = c.expect("an access-list number or name NAME")?;
+            let n = if n.text == "name" {
+                c.expect("an access-list name")?
+            } else {
+                n
+            };
+            Match::Acl(n.text.clone())
+        }
+        "not" | "protocol" | "class-map" | "cos" | "qos-group" | "discard-class"
+        | "input-interface" => {
+            return Err(ImportError::at(
                 k,
                 format!(
                     "match {key} is not modelled (supported: dscp, precedence, access-group, any)"
                 ),
-            )),
-            _ => {
-                return Err(ImportError::at(
-                    k,
-                    "expected dscp, precedence, access-group or any",
-                ))
-            }
-        };
+            ))
+        }
+        _ => {
+            return Err(ImportError::at(
+                k,
+                "expected dscp, precedence, access-group or any",
+            ))
+        }
+    };
     cfg.class_maps[i].1.matches.push((m, k.clone()));
     Ok(())
 }
@@ -1227,13 +1228,15 @@ fn single_class(
         )? {
             PolicySpec::Tree(t) if t.police.is_none() => Some(t.root),
             PolicySpec::Fifo(f) => Some(fifo_node(f)),
-            PolicySpec::Police(m) => return Err(ImportError::at(
-                w,
-                format!(
+            PolicySpec::Police(m) => {
+                return Err(ImportError::at(
+                    w,
+                    format!(
                     "a child policy that only polices under a shaper is not modelled ({} police)",
                     m.kind
                 ),
-            )),
+                ))
+            }
             _ => {
                 return Err(ImportError::at(
                     w,
@@ -1722,3 +1725,6 @@ fn class_filters(cfg: &Config, name: &str, w: &Word) -> Result<Vec<String>> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -134,6 +134,7 @@
 //! strict span-keeping table reader), `topology` (topology and policies),
 //! `traffic`.
 
+mod embedded;
 pub mod error;
 mod policy_file;
 mod reader;
