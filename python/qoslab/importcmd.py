@@ -15,21 +15,19 @@ from typing import Any
 from qoslab import _core
 
 EPILOG = """\
-what maps to what: docs/import.md
+The output is the [policy.LINK.DIR] table of a scenario (paste it into one). A
+scenario can also embed the text itself, errors located at their line in the file:
+  [policy.bottleneck.egress]
+  tc = \"\"\"tc qdisc add dev eth0 root tbf rate 1mbit burst 3000 limit 30000\"\"\"
+What maps to what: docs/import.md. From a live system:
+  tc -s -d qdisc show dev eth1; tc -s -d class show dev eth1   (pipe into 'import tc -')
 
 examples:
   qoslab import tc examples/import/tbf.sh
   qoslab import tc examples/import/htb-sfq.sh --json
-  tc -s -d qdisc show dev eth1 | qoslab import tc -
   qoslab import cisco --platform ios-xe examples/import/isr4000-shaper.cfg
   qoslab import cisco --platform ios examples/import/llq.cfg --interface Serial0/0
-  qoslab import tc examples/import/tbf.sh --link r1-r2 --direction egress > policy.toml
-
-The output is the [policy.LINK.DIR] table of a scenario (paste it into one), or a
-policy file for 'qoslab shape tree --policy' once the [policy…] header line is removed.
-A scenario can also embed the text itself:
-  [policy.bottleneck.egress]
-  tc = \"\"\"tc qdisc add dev eth0 root tbf rate 1mbit burst 3000 limit 30000\"\"\"
+  qoslab import tc examples/import/tbf.sh --link r1-r2
 """
 
 

@@ -217,16 +217,72 @@ pub fn render(p: &ImportedPolicy, warnings: &[Warning], from: &str, table: &str)
     match built {
         Ok((d, _)) => {
             o += "# As qoslab builds it (every default derived, as tc / IOS would show it):\n";
+            let ids = htb_order(&p.spec);
             for (k, v) in d {
                 if k == "warning" {
                     continue;
                 }
-                o += &format!("#   {k} = {v}\n");
+                o += &format!("#   {k} = {}\n", name_classes(&v, &ids));
             }
         }
         Err(e) => o += &format!("# Not built here: {e}\n"),
     }
     o
+}
+
+/// The class ids of an htb root in the builder's order (parents first,
+/// stable: `qoslab_policy::tree`), to name the classes of its `describe`.
+fn htb_order(spec: &PolicySpec) -> Vec<String> {
+    let PolicySpec::Tree(t) = spec else {
+        return Vec::new();
+    };
+    if t.root.kind != "htb" {
+        return Vec::new();
+    }
+    let cs = &t.root.classes;
+    let mut order: Vec<usize> = Vec::new();
+    for _ in 0..cs.len() {
+        for (i, c) in cs.iter().enumerate() {
+            let ready = c
+                .parent
+                .as_ref()
+                .is_none_or(|p| order.iter().any(|&o| cs[o].id == *p));
+            if !order.contains(&i) && ready {
+                order.push(i);
+            }
+        }
+    }
+    order.into_iter().map(|i| cs[i].id.clone()).collect()
+}
+
+/// `id=1 parent=0 …` of an htb describe line → `id=10 parent=1 …`.
+fn name_classes(v: &str, ids: &[String]) -> String {
+    if ids.is_empty() || !v.starts_with("id=") {
+        return v.to_string();
+    }
+    let name = |x: &str| {
+        x.parse::<usize>()
+            .ok()
+            .and_then(|i| ids.get(i))
+            .cloned()
+            .unwrap_or_else(|| x.to_string())
+    };
+    v.split(' ')
+        .map(|w| {
+            if let Some(x) = w.strip_prefix("id=") {
+                format!("id={}", name(x))
+            } else if let Some(x) = w.strip_prefix("parent=") {
+                if x == "root" {
+                    w.to_string()
+                } else {
+                    format!("parent={}", name(x))
+                }
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

@@ -464,3 +464,6 @@ mod tests;
 
 #[cfg(test)]
 mod tests_tree;
+
+#[cfg(test)]
+mod tests_embedded;
