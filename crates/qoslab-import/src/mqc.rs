@@ -644,6 +644,18 @@ fn interface_line(cfg: &mut Config, i: usize, c: &mut Cursor<'_>, line: &Line) -
     Ok(())
 }
 
+/// a × b / c without overflow (saturating at u64::MAX).
+fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    (a as u128 * b as u128 / c.max(1) as u128).min(u64::MAX as u128) as u64
+}
+
+/// kbit/s (IOS's unit for bandwidth and priority) → bit/s.
+fn kbit(w: &Word, what: &str) -> Result<u64> {
+    number(w, what)?
+        .checked_mul(1000)
+        .ok_or_else(|| ImportError::at(w, format!("{what}: too large")))
+}
+
 fn number(w: &Word, what: &str) -> Result<u64> {
     w.text
         .parse::<u64>()
@@ -730,7 +742,7 @@ fn class_action(
                 Rate::Percent(number(v, "a percentage")?, v.clone())
             } else {
                 let v = c.expect("kbit/s")?;
-                Rate::Bps(number(v, "the bandwidth in kbit/s")? * 1000)
+                Rate::Bps(kbit(v, "the bandwidth in kbit/s")?)
             };
             a.bandwidth = Some((r, remaining, w.clone()));
         }
@@ -746,7 +758,7 @@ fn class_action(
                 let v = c.expect("a percentage")?;
                 Some(Rate::Percent(number(v, "a percentage")?, v.clone()))
             } else if let Some(v) = c.next_word() {
-                Some(Rate::Bps(number(v, "the priority rate in kbit/s")? * 1000))
+                Some(Rate::Bps(kbit(v, "the priority rate in kbit/s")?))
             } else {
                 None
             };
@@ -984,7 +996,7 @@ fn assemble(cfg: Config, platform: Platform) -> Result<Imported> {
     let mut attached: Vec<String> = Vec::new();
     for ifc in &cfg.interfaces {
         for (dir, name, w) in &ifc.policies {
-            let link = ifc.bandwidth_kbps.map(|k| k * 1000);
+            let link = ifc.bandwidth_kbps.map(|k| k.saturating_mul(1000));
             let spec = policy(&cfg, name, w, link, platform, *dir, &mut out.warnings, 0)?;
             let mut source = policy_lines(&cfg, name);
             source.extend(ifc.lines.iter().cloned());
@@ -1056,7 +1068,7 @@ fn resolve_rate(r: &Rate, link: Option<u64>, what: &str) -> Result<u64> {
     match r {
         Rate::Bps(b) => Ok(*b),
         Rate::Percent(n, w) => match link {
-            Some(l) => Ok(l * n / 100),
+            Some(l) => Ok(mul_div(l, *n, 100)),
             None => Err(ImportError::at(
                 w,
                 format!("{what} in percent needs the rate it is a percentage of: the interface's `bandwidth` (kbit/s) or a parent policy's shape"),
@@ -1068,14 +1080,14 @@ fn resolve_rate(r: &Rate, link: Option<u64>, what: &str) -> Result<u64> {
 fn burst_bytes(b: &Burst, rate_bps: u64) -> u64 {
     match b {
         Burst::Bytes(v) => *v,
-        Burst::Ms(ms) => rate_bps / 8 * ms / 1000,
+        Burst::Ms(ms) => mul_div(rate_bps / 8, *ms, 1000),
     }
 }
 
 fn burst_bits(b: &Burst, rate_bps: u64) -> u64 {
     match b {
         Burst::Bytes(v) => *v,
-        Burst::Ms(ms) => rate_bps * ms / 1000,
+        Burst::Ms(ms) => mul_div(rate_bps, *ms, 1000),
     }
 }
 
@@ -1333,15 +1345,15 @@ fn shape_params(
         if bc == 0 {
             return Err(ImportError::at(&s.word, "shape peak with Bc 0"));
         }
-        rate = cir + cir * be / bc;
+        rate = cir.saturating_add(mul_div(cir, be, bc));
         p = vec![
             ("cir".to_string(), fmt::rate(rate)),
-            ("bc".into(), (bc + be).to_string()),
+            ("bc".into(), bc.saturating_add(be).to_string()),
             ("be".into(), "0".into()),
         ];
         warns.push(Warning {
             line: s.word.line,
-            message: format!("shape peak {cir}: sends Bc + Be = {} bits per Tc, modelled as shape average {rate} with bc {} and be 0", bc + be, bc + be),
+            message: format!("shape peak {cir}: sends Bc + Be = {} bits per Tc, modelled as shape average {rate} with bc {} and be 0", bc.saturating_add(be), bc.saturating_add(be)),
         });
     } else {
         if let Some(b) = bc {
@@ -1369,11 +1381,12 @@ fn packets_of(n: u64, unit: &str, rate: Option<u64>, w: &Word) -> Result<u64> {
                 ));
             };
             let ns = if unit == "ms" {
-                n * 1_000_000
+                n as u128 * 1_000_000
             } else {
-                n * 1000
+                n as u128 * 1000
             };
-            Ok(((r as u128 * ns as u128 / 8 / 1500 / 1_000_000_000) as u64).max(1))
+            let p = r as u128 * ns / 8 / 1500 / 1_000_000_000;
+            Ok((p.min(u64::MAX as u128) as u64).max(1))
         }
         _ => Err(ImportError::at(w, "expected packets, bytes or ms")),
     }
@@ -1565,7 +1578,7 @@ fn classes(
             } else {
                 None
             };
-            reserved += r.unwrap_or(0);
+            reserved = reserved.saturating_add(r.unwrap_or(0));
             rates.push(r);
         }
         if reserved > total {
@@ -1606,10 +1619,11 @@ fn classes(
             let rate = match r {
                 Some(r) => r,
                 None => match &a.bandwidth {
-                    Some((Rate::Percent(n, _), true, _)) => rest * n / 100.max(remaining_sum),
-                    _ => {
-                        (rest * (100 - remaining_sum.min(100)) / 100 / unassigned.max(1)).max(8000)
+                    Some((Rate::Percent(n, _), true, _)) => {
+                        mul_div(rest, *n, 100.max(remaining_sum))
                     }
+                    _ => (mul_div(rest, 100 - remaining_sum.min(100), 100) / unassigned.max(1))
+                        .max(8000),
                 },
             };
             let prio = a.priority.is_some();

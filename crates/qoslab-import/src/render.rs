@@ -169,7 +169,10 @@ fn tree(t: &TreeSpec, table: &str) -> String {
 
 /// What qoslab builds from `spec`: `describe` of the conditioner (the
 /// derived values), or why it does not build.
-pub fn derived(spec: &PolicySpec) -> Result<(Vec<(String, String)>, Vec<String>), String> {
+/// `describe` pairs and the builder's warnings.
+pub type Derived = (Vec<(String, String)>, Vec<String>);
+
+pub fn derived(spec: &PolicySpec) -> Result<Derived, String> {
     let own =
         |d: Vec<(&'static str, String)>| d.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     match spec {

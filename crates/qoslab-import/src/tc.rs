@@ -414,8 +414,7 @@ fn class_head(st: &mut State, c: &mut Cursor<'_>, line: &Line, shown: bool) -> R
         kind = Some(c.expect("the class kind")?);
         id = Some(class_id(c.expect("the class id")?)?);
     }
-    loop {
-        let Some(w) = c.peek() else { break };
+    while let Some(w) = c.peek() {
         match w.text.as_str() {
             "dev" => {
                 c.next_word();
@@ -962,7 +961,6 @@ fn class_opts(
     };
     match kind.text.as_str() {
         "htb" => {
-            let mut mpu_seen = 0;
             while let Some(w) = c.next_word() {
                 match w.text.as_str() {
                     "rate" => push(&mut p, "rate", rate(st, c.expect("a rate")?, ln)?),
@@ -978,11 +976,9 @@ fn class_opts(
                     "mtu" => push(&mut p, "mtu", size(st, c.expect("a size")?, ln)?),
                     "mpu" => {
                         let v = size(st, c.expect("a size")?, ln)?;
-                        mpu_seen += 1;
-                        if v != "0B" || mpu_seen == 1 {
-                            if v != "0B" {
-                                push(&mut p, "mpu", v);
-                            }
+                        // show output prints `mpu 0b` after burst and cburst.
+                        if v != "0B" {
+                            push(&mut p, "mpu", v);
                         }
                     }
                     "linklayer" => linklayer(c.expect("ethernet")?)?,
@@ -1105,9 +1101,10 @@ fn hfsc_curve(st: &mut State, c: &mut Cursor<'_>, at: &Word, ln: usize) -> Resul
     }
     // tc works in bytes/s here (get_rate); umax bytes, dmax µs.
     let rate_bytes = rate_b / 8;
-    if dmax_us != 0 && (umax * 1_000_000).div_ceil(dmax_us) > rate_bytes {
-        let m1_bytes = (umax * 1_000_000).div_ceil(dmax_us);
-        Ok(curve(m1_bytes * 8, dmax_us, rate_b))
+    let m1_bytes = (umax as u128 * 1_000_000).div_ceil(dmax_us.max(1) as u128);
+    if dmax_us != 0 && m1_bytes > rate_bytes as u128 {
+        let m1 = (m1_bytes * 8).min(u64::MAX as u128) as u64;
+        Ok(curve(m1, dmax_us, rate_b))
     } else {
         if rate_bytes == 0 {
             return Err(ImportError::at(
