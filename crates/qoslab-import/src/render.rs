@@ -173,8 +173,13 @@ fn tree(t: &TreeSpec, table: &str) -> String {
 pub type Derived = (Vec<(String, String)>, Vec<String>);
 
 pub fn derived(spec: &PolicySpec) -> Result<Derived, String> {
-    let own =
-        |d: Vec<(&'static str, String)>| d.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    // HTB describes its classes by index; name them by their ids.
+    let ids = htb_order(spec);
+    let own = |d: Vec<(&'static str, String)>| {
+        d.into_iter()
+            .map(|(k, v)| (k.to_string(), name_classes(&v, &ids)))
+            .collect()
+    };
     match spec {
         PolicySpec::Police(m) => qoslab_policy::policy::build_policer(m, "police")
             .map(|p| (own(p.describe()), Vec::new()))
@@ -220,12 +225,11 @@ pub fn render(p: &ImportedPolicy, warnings: &[Warning], from: &str, table: &str)
     match built {
         Ok((d, _)) => {
             o += "# As qoslab builds it (every default derived, as tc / IOS would show it):\n";
-            let ids = htb_order(&p.spec);
             for (k, v) in d {
                 if k == "warning" {
                     continue;
                 }
-                o += &format!("#   {k} = {}\n", name_classes(&v, &ids));
+                o += &format!("#   {k} = {v}\n");
             }
         }
         Err(e) => o += &format!("# Not built here: {e}\n"),

@@ -108,8 +108,10 @@ pub fn import(text: &str) -> Result<Imported> {
         match first.text.as_str() {
             "qdisc" | "class" | "filter" => {
                 st.show_output = true;
+                let clean = without_raw(line);
+                let mut c = Cursor::new(&clean);
                 c.next_word();
-                last_filter = shown(&mut st, &first.text, &mut c, line)?;
+                last_filter = shown(&mut st, &first.text, &mut c, &clean)?;
             }
             _ => {
                 last_filter = None;
@@ -126,6 +128,21 @@ pub fn import(text: &str) -> Result<Imported> {
         );
     }
     assemble(st)
+}
+
+/// `tc -r` (raw) output adds `[hex]` after handles and values: drop it.
+fn without_raw(line: &Line) -> Line {
+    let raw = |t: &str| t.starts_with('[') && t.ends_with(']');
+    let mut l = line.clone();
+    l.words.retain(|w| !raw(&w.text));
+    for w in &mut l.words {
+        if let Some(i) = w.text.find('[') {
+            if raw(&w.text[i..]) && i > 0 {
+                w.text.truncate(i);
+            }
+        }
+    }
+    l
 }
 
 fn is_command(w: &str) -> bool {
@@ -479,6 +496,13 @@ fn shown(st: &mut State, obj: &str, c: &mut Cursor<'_>, line: &Line) -> Result<O
             Ok(None)
         }
         "class" => {
+            // Classes a qdisc has by construction (tbf's, prio's bands,
+            // mq's queues) are not configuration.
+            if c.peek()
+                .is_some_and(|k| !matches!(k.text.as_str(), "htb" | "hfsc" | "drr"))
+            {
+                return Ok(None);
+            }
             let mut cl = class_head(st, c, line, true)?;
             inherit_dev(st, &mut cl.dev);
             put_class(st, cl);
@@ -630,9 +654,11 @@ fn qdisc_opts(
                     _ => return Err(unknown_opt(w, "tbf", "rate, burst, limit | latency, peakrate, mtu, mpu")),
                 }
             }
-            if shown {
-                // tc prints `lat` (derived) and `limit` only when latency
-                // would be negative; lat is what the kernel's limit gives.
+            if shown && p.iter().any(|(x, _)| x == "limit") {
+                // tc prints `lat` (derived from the limit) always and the
+                // limit itself with -r or when lat would be negative: the
+                // limit is the kernel's value, lat a rounded view of it.
+                p.retain(|(x, _)| x != "latency");
             }
             if !p.iter().any(|(x, _)| x == "rate") || !p.iter().any(|(x, _)| x == "burst") {
                 return Err(ImportError::at(
