@@ -102,7 +102,8 @@ SCRIPTS = {
     "bfifo": "tc qdisc add dev DEV root bfifo limit 30kb",
     "htb-bfifo": (
         "tc qdisc replace dev DEV root handle 1:0 htb default 20\n"
-        "tc class add dev DEV parent 1: classid 1:20 htb rate 2Mbit ceil 2Mbit burst 1600 cburst 1600\n"
+        "tc class add dev DEV parent 1: classid 1:20 htb rate 2Mbit ceil 2Mbit "
+        "burst 1600 cburst 1600\n"
         "tc qdisc add dev DEV parent 1:20 bfifo limit 30kb"
     ),
     "htb-tree": (
@@ -168,13 +169,16 @@ def test_kernel_shows_what_qoslab_derives(name: str) -> None:
             # tc prints the bucket the kernel holds, in bytes at the rate
             # (tc_calc_xmitsize: rate x buffer time, rounded down).
             f = dict(x.split("=", 1) for x in row.split(" ") if "=" in x and "[" not in x)
-            for printed, rate, buf in ((burst, "rate", "buffer_ns"), (cburst, "ceil", "cbuffer_ns")):
+            for printed, rate, buf in (
+                (burst, "rate", "buffer_ns"),
+                (cburst, "ceil", "cbuffer_ns"),
+            ):
                 bytes_ps = _core.parse_rate(f[rate]) // 8
                 assert _size(printed) == bytes_ps * int(f[buf]) // 10**9, (cid, printed, row)
         for cid, quantum in re.findall(r"class htb 1:(\w+) .*?quantum (\d+)", classes):
             assert f"quantum={quantum} " in rows[cid], (cid, quantum, rows[cid])
         for leaf, limit in re.findall(r"qdisc \w+ \w+: parent 1:(\w+) limit (\S+)", qdiscs):
-            want = (f"limit={limit}" if limit.endswith("p") else f"limit={_size(limit)}B")
+            want = f"limit={limit}" if limit.endswith("p") else f"limit={_size(limit)}B"
             assert want in rows[leaf], (leaf, limit, rows[leaf])
     # The kernel's own show output imports to the same derived values.
     back = _core.import_config("tc", qdiscs + classes)

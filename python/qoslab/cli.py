@@ -29,7 +29,7 @@ import numpy as np
 
 from qoslab import __version__, _core
 from qoslab import analyze as analyze_cmd
-from qoslab import importcmd
+from qoslab import importcmd as import_cmd
 from qoslab import run as run_cmd
 from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
 from qoslab.api import (
@@ -132,7 +132,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run_cmd.add_run_parser(sub, fmt)
     analyze_cmd.add_analyze_parser(sub, fmt)
-    importcmd.add_import_parser(sub, fmt)
+    import_cmd.add_import_parser(sub, fmt)
     _add_viz_parsers(sub, fmt)
     from qoslab.emulate import cli as emulate_cli
 
@@ -387,7 +387,7 @@ def _run(argv: Sequence[str] | None) -> int:
         if extras:
             raise UsageError(f"import: unrecognized arguments: {' '.join(extras)}")
         try:
-            return importcmd.main(args)
+            return import_cmd.main(args)
         except ValueError as e:
             raise UsageError(f"import: {e}") from None
     if args.command == "analyze":
