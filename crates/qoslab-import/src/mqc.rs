@@ -180,6 +180,8 @@ pub fn import(text: &str, platform: Platform) -> Result<Imported> {
     let mut cfg = Config::default();
     let mut mode = Mode::Top;
     let mut ignored = 0usize;
+    // Whether the current block's sub-commands are indented.
+    let mut indented: Option<bool> = None;
     for line in lex::lines(text, lex::IOS) {
         let mut c = Cursor::new(&line);
         let w = c.peek().expect("non-empty").clone();
@@ -196,7 +198,18 @@ pub fn import(text: &str, platform: Platform) -> Result<Imported> {
         ) || (head == "ip" && line.words.get(1).is_some_and(|x| x.text == "access-list"));
         if top {
             mode = top_level(&mut cfg, &mut c, &line, platform)?;
+            indented = None;
             continue;
+        }
+        // In an indented configuration (`show running-config`), a line at
+        // column 1 that is no QoS command ends the block (`router ospf 1`
+        // after an interface); pasted unindented text relies on keywords.
+        if !matches!(mode, Mode::Top | Mode::Skip) {
+            match indented {
+                None => indented = Some(line.indent > 0),
+                Some(true) if line.indent == 0 => mode = Mode::Skip,
+                _ => {}
+            }
         }
         mode = match mode {
             Mode::Top | Mode::Skip => {

@@ -144,3 +144,22 @@ fn percent_uses_the_interface_bandwidth_and_child_policy_nests() {
     assert_eq!(t.root.params[0], ("cir".into(), "10mbit".into()));
     assert_eq!(t.root.child.as_ref().unwrap().kind, "fair-queue");
 }
+
+#[test]
+fn a_running_config_with_other_blocks_imports() {
+    let text = "hostname R1\n!\nclass-map match-any VOICE\n match dscp ef\npolicy-map P\n class VOICE\n  police 64000\n class class-default\n  police 1000000\nrouter ospf 1\n network 10.0.0.0 0.255.255.255 area 0\ninterface Gi0/1\n ip address 10.0.0.1 255.255.255.0\n service-policy output P\nline vty 0 4\n login\n";
+    let i = import(text, Platform::IosXe).unwrap();
+    let p = i.select(Direction::Egress, None).unwrap();
+    let PolicySpec::Tree(t) = &p.spec else {
+        panic!()
+    };
+    assert_eq!(t.root.kind, "drr");
+    assert_eq!(
+        t.root.classes[0].police.as_ref().unwrap().params[0].1,
+        "64kbit"
+    );
+    assert!(i
+        .warnings
+        .iter()
+        .any(|w| w.message.contains("were not read")));
+}
