@@ -33,9 +33,10 @@ def test_htb_class_rows_and_a_missing_default_is_located() -> None:
     r = qoslab.simulate(text)
     names = [c["name"] for p in r.summary["policies"] for c in p["classes"]]
     assert names == ["root", "20"]
-    bad = text.replace('htb = { default = "20" }', "htb = { r2q = 10 }")
+    # The policy is the source's tc text: the error points at it.
+    bad = text.replace("htb default 20", "htb r2q 10")
     with pytest.raises(qoslab.ScenarioError) as e:
         qoslab.simulate(bad)
     assert "needs default" in str(e.value)
-    line = next(i for i, s in enumerate(bad.splitlines(), 1) if s.startswith("htb ="))
+    line = next(i for i, s in enumerate(bad.splitlines(), 1) if s.startswith("tc ="))
     assert f":{line}:" in str(e.value)

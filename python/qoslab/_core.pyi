@@ -33,6 +33,23 @@ class Cancelled(KeyboardInterrupt):
 class EmulationError(RuntimeError):
     """The emulator could not run (namespace or interface missing, not root, I/O error)."""
 
+class ConfigImportError(ValueError):
+    """A tc or MQC text cannot be imported (`.line`, `.column`, `.token`, `.message`)."""
+
+    line: int
+    column: int
+    token: str
+    message: str
+
+def import_config(
+    source: str,
+    text: str,
+    direction: str = "egress",
+    attach: str | None = None,
+    platform: str = "ios-xe",
+    table: str | None = None,
+) -> dict[str, Any]: ...
+
 class CaptureError(ValueError):
     """A capture file cannot be read (one line)."""
 

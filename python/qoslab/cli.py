@@ -29,6 +29,7 @@ import numpy as np
 
 from qoslab import __version__, _core, outputs
 from qoslab import analyze as analyze_cmd
+from qoslab import importcmd as import_cmd
 from qoslab import run as run_cmd
 from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
 from qoslab.api import (
@@ -133,6 +134,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run_cmd.add_run_parser(sub, fmt)
     analyze_cmd.add_analyze_parser(sub, fmt)
+    import_cmd.add_import_parser(sub, fmt)
     _add_viz_parsers(sub, fmt)
     from qoslab.emulate import cli as emulate_cli
 
@@ -390,6 +392,13 @@ def _run(argv: Sequence[str] | None) -> int:
         return _run_emulate(args, extras)
     if args.command in ("sweep", "advise"):
         return _run_sweep(args, extras)
+    if args.command == "import":
+        if extras:
+            raise UsageError(f"import: unrecognized arguments: {' '.join(extras)}")
+        try:
+            return import_cmd.main(args)
+        except ValueError as e:
+            raise UsageError(f"import: {e}") from None
     if args.command == "analyze":
         if extras:
             raise UsageError(f"analyze: unrecognized arguments: {' '.join(extras)}")

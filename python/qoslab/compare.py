@@ -5,7 +5,7 @@ The canonical use is the same traffic through a policer and a shaper::
 
     qoslab compare scenarios/isr4000-police.toml scenarios/isr4000-shape.toml
     qoslab compare scenarios/isr4000-shape.toml \\
-        --vary policy.bottleneck.egress.shape.queue_limit=83,200
+        --vary traffic.0.flows=1,4
 
 ``--vary KEY=V1,V2,...`` sets the dotted TOML key (tables by name, arrays of
 tables by index: ``traffic.0.flows``) to each value in turn; several
@@ -233,7 +233,7 @@ kernel's own qdiscs, 'qoslab emulate --backend kernel'); emu and kernel need roo
 examples:
   qoslab compare scenarios/isr4000-police.toml scenarios/isr4000-shape.toml
   qoslab compare scenarios/isr4000-shape.toml \\
-      --vary policy.bottleneck.egress.shape.queue_limit=83,200 --report /tmp/ql.html
+      --vary traffic.0.flows=1,4 --report /tmp/ql.html
   qoslab compare scenarios/packetlife-police.toml scenarios/packetlife-shape.toml \\
       --json --report /tmp/pl.html --figures /tmp/figs
   sudo qoslab compare scenarios/trees/linux-htb-bfifo.toml --modes sim,emu,kernel

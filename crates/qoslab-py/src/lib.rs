@@ -19,6 +19,7 @@
 mod capture;
 #[cfg(target_os = "linux")]
 mod emu;
+mod import;
 mod sim;
 
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -419,6 +420,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(emu::emu_plan, m)?)?;
         m.add_function(wrap_pyfunction!(emu::emu_start, m)?)?;
     }
+    m.add_function(wrap_pyfunction!(import::import_config, m)?)?;
+    m.add(
+        "ConfigImportError",
+        py.get_type::<import::ConfigImportError>(),
+    )?;
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(meter_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(shaper_kinds, m)?)?;

@@ -157,6 +157,7 @@
 //! strict span-keeping table reader), `topology` (topology and policies),
 //! `traffic`.
 
+mod embedded;
 pub mod error;
 mod policy_file;
 mod reader;
@@ -558,3 +559,6 @@ mod tests_tree;
 
 #[cfg(test)]
 mod tests_fetch;
+
+#[cfg(test)]
+mod tests_embedded;

@@ -471,6 +471,11 @@ pub(crate) fn policies(cx: &mut Cx<'_>, f: Field<'_>, topo: &mut ParsedTopology)
 
 /// An ingress policy: only `police` makes sense where nothing queues.
 fn ingress(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<MeterSpec> {
+    match crate::embedded::policy(cx, f, qoslab_import::Direction::Ingress)? {
+        Some(PolicySpec::Police(m)) => return Ok(m),
+        Some(_) => return Err(f.error(cx, "an ingress policy is a policer")),
+        None => {}
+    }
     let mut t = f.table(cx)?;
     let police = t.require(
         cx,
@@ -488,6 +493,9 @@ fn ingress(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<MeterSpec> {
 /// alone) or a policy tree (a root qdisc, its `class`es, `filter`s and
 /// child `qdisc`, optionally behind `police`).
 pub(crate) fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
+    if let Some(spec) = crate::embedded::policy(cx, f, qoslab_import::Direction::Egress)? {
+        return Ok(spec);
+    }
     let mut t = f.table(cx)?;
     let stab = match t.get(cx, "stab") {
         Some(s) => Some(size_table(cx, &s)?),

@@ -95,7 +95,15 @@ EXPERIMENT = Experiment(
                     (
                         (
                             "shape",
-                            ("policy.bottleneck.egress.qdisc", {"kind": "pfifo", "limit": 64}),
+                            # The scenario gives the router's MQC text; this
+                            # counterfactual queue is written as the table.
+                            (
+                                "policy.bottleneck.egress",
+                                {
+                                    "shape": {"kind": "shape", "cir": "1mbit", "profile": "ios"},
+                                    "qdisc": {"kind": "pfifo", "limit": 64},
+                                },
+                            ),
                         ),
                     ),
                 ),
