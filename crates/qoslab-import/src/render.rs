@@ -129,8 +129,29 @@ pub fn policy_table(spec: &PolicySpec, table: &str) -> String {
             o += &format!("fifo = {}\n", inline(&items));
         }
         PolicySpec::Tree(t) => o += &tree(t, table),
+        PolicySpec::Sized { stab, inner } => {
+            // The inner policy's table, then its size table (tc-stab).
+            let body = policy_table(inner, table);
+            o += body.strip_prefix(&format!("[{table}]\n")).unwrap_or(&body);
+            o += &format!("stab = {}\n", stab_inline(stab));
+        }
     }
     o
+}
+
+/// `stab = { … }` as the scenario reader takes it (tc-stab(8) options).
+fn stab_inline(s: &qoslab_policy::stab::SizeTable) -> String {
+    let linklayer = match s.linklayer {
+        qoslab_policy::stab::LinkLayer::Ethernet => "ethernet",
+        qoslab_policy::stab::LinkLayer::Atm => "atm",
+    };
+    inline(&[
+        format!("overhead = {}", s.overhead_bytes),
+        format!("linklayer = {}", q(linklayer)),
+        format!("mpu = {}", q(&format!("{}B", s.mpu_bytes))),
+        format!("mtu = {}", q(&format!("{}B", s.mtu_bytes))),
+        format!("tsize = {}", s.tsize),
+    ])
 }
 
 fn tree(t: &TreeSpec, table: &str) -> String {
@@ -196,6 +217,7 @@ pub fn derived(spec: &PolicySpec) -> Result<Derived, String> {
                 (own(qoslab_core::Shaper::describe(&p)), w)
             })
             .map_err(|e| format!("{}: {}", e.path, e.message)),
+        PolicySpec::Sized { inner, .. } => derived(inner),
     }
 }
 

@@ -151,7 +151,6 @@ fn show_output_is_read() {
 }
 
 #[test]
-#[ignore = "needs the hfsc tree kind in qoslab-policy (being added in parallel); enable after merging it"]
 fn hfsc_import_builds() {
     let s = egress(
         "tc qdisc add dev eth0 root handle 1: hfsc default 20\n\
