@@ -105,6 +105,18 @@ fn spec<'py>(py: Python<'py>, s: &PolicySpec) -> PyResult<Bound<'py, PyDict>> {
             )?;
             d.set_item("root", qdisc(py, &t.root)?)?;
         }
+        PolicySpec::Sized { stab, inner } => {
+            // The inner policy's dict, with its size table (tc-stab) beside.
+            let d = spec(py, inner)?;
+            let st = PyDict::new(py);
+            st.set_item("overhead", stab.overhead_bytes)?;
+            st.set_item("linklayer", format!("{:?}", stab.linklayer).to_lowercase())?;
+            st.set_item("mpu", stab.mpu_bytes)?;
+            st.set_item("mtu", stab.mtu_bytes)?;
+            st.set_item("tsize", stab.tsize)?;
+            d.set_item("stab", st)?;
+            return Ok(d);
+        }
     }
     Ok(d)
 }
