@@ -159,7 +159,8 @@ def test_a_missing_table_and_a_bad_value_are_located(capsys, tmp_path) -> None:
     )
     assert rc == 2 and err.count("\n") == 1
     # the line of the user's file where the key is, and the point
-    assert f"2 points invalid, the first ({BC}=12parsecs): {EXAMPLE}:23:" in err
+    line = 1 + EXAMPLE.read_text().splitlines().index('police = { cir = "10mbit" }')
+    assert f"2 points invalid, the first ({BC}=12parsecs): {EXAMPLE}:{line}:" in err
     assert "expected a size" in err
     assert not (tmp_path / "o").exists()  # nothing ran
 
