@@ -316,19 +316,24 @@ def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
-def _print_params(kind: str, params: dict[str, str]) -> None:
-    shown = " ".join(f"{k}={v}" for k, v in params.items() if k != "kind")
-    print(f"{kind}: {shown}")
+def _print_params(kind: str, params: dict[str, Any]) -> None:
+    """``kind: k=v ...``, then one indented line per class/band/warning."""
+    from qoslab.api import params_lines
+
+    head, *items = params_lines(params)
+    print(f"{kind}: {head}")
+    for line in items:
+        print(f"  {line}")
 
 
 def _run_meter(args: argparse.Namespace, params: dict[str, str]) -> int:
     import numpy as np
 
-    from qoslab.api import ACTION_NAMES, COLOR_NAMES, police
+    from qoslab.api import ACTION_NAMES, COLOR_NAMES, params_dict, police
     from qoslab.traceio import TraceFileError, read_trace, write_csv
 
     kind = args.kind
-    described = dict(_core.describe_meter(kind, params))
+    described = params_dict(_core.describe_meter(kind, params))
     tf = read_trace(args.input)
     try:
         r = police(kind, tf.times_ns, tf.sizes, tf.colors, **params)
@@ -439,7 +444,9 @@ def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    _print_params(summary["kind"], described)
+    # The tree's warnings are printed below, once.
+    shown = {k: v for k, v in described.items() if not (k == "warning" and s.get("warnings"))}
+    _print_params(summary["kind"], shown)
     total = s["bytes"]
     print(f"{'':<8}{'packets':>10}{'bytes':>14}{'% bytes':>9}")
     for label in ("sent", "dropped"):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from qoslab import outputs
+from qoslab.api import params_dict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,7 +99,7 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
         {
             "name": p["name"],
             "kind": p["kind"],
-            "params": dict(p["describe"]),
+            "params": params_dict(p["describe"]),
             "packets_in": p["packets_in"],
             "bytes_in": p["bytes_in"],
             "drops": {"packets": p["packets_dropped"], "bytes": p["bytes_dropped"]},
