@@ -11,6 +11,15 @@ runs them over NumPy arrays and renders results::
     result.summary["sum_goodput_bps"], result.goodput     # dict, pandas DataFrame
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The extension's names are cheap; everything built on NumPy/pandas is
+# imported on first use (PEP 562 ``__getattr__`` below), so that
+# ``import qoslab`` -- and with it every ``qoslab --help`` -- does not pay
+# for pandas and NumPy (about a second on a loaded machine).
 from qoslab._core import (
     Cancelled,
     ConfigError,
@@ -22,22 +31,61 @@ from qoslab._core import (
     parse_size,
     parse_time,
 )
-from qoslab.api import (
-    ACTION_NAMES,
-    COLOR_NAMES,
-    PoliceResult,
-    ShapeResult,
-    color,
-    describe,
-    kind_families,
-    meter_kinds,
-    police,
-    shape,
-    shape_policy,
-    shaper_kinds,
-)
-from qoslab.results import SimulationResult
-from qoslab.run import simulate
+
+if TYPE_CHECKING:
+    from qoslab.api import (
+        ACTION_NAMES,
+        COLOR_NAMES,
+        PoliceResult,
+        ShapeResult,
+        color,
+        describe,
+        kind_families,
+        meter_kinds,
+        police,
+        shape,
+        shape_policy,
+        shaper_kinds,
+    )
+    from qoslab.results import SimulationResult
+    from qoslab.run import simulate
+
+#: Public name -> the module defining it (imported on first access).
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "ACTION_NAMES",
+            "COLOR_NAMES",
+            "PoliceResult",
+            "ShapeResult",
+            "color",
+            "describe",
+            "kind_families",
+            "meter_kinds",
+            "police",
+            "shape",
+            "shape_policy",
+            "shaper_kinds",
+        ),
+        "qoslab.api",
+    ),
+    "SimulationResult": "qoslab.results",
+    "simulate": "qoslab.run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'qoslab' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = core_version()
 __all__ = [

@@ -28,15 +28,17 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from qoslab import _core, outputs
 from qoslab.results import SimulationResult, write_results
 from qoslab.run import fmt_bytes, fmt_rate
 from qoslab.traceio import TraceFile, TraceFileError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["CaptureAnalysis", "add_analyze_parser", "analyze", "capture_name", "main", "policing"]
 
@@ -152,6 +154,8 @@ class CaptureAnalysis:
         }
         self.result = SimulationResult(sim_raw)
         self.result.summary["capture"] = self._capture_summary()
+        import pandas as pd  # here, not at import: `qoslab analyze --help` stays fast
+
         self.tables = {}
         for name in CAPTURE_TABLES:
             df = pd.DataFrame({k: np.asarray(v) for k, v in raw["series"][name].items()})

@@ -191,7 +191,7 @@ class ShapeResult:
     dropped: npt.NDArray[np.bool_]
     summary: dict[str, Any]
     classes: list[dict[str, Any]] = field(default_factory=list)
-    params: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str | list[str]] = field(default_factory=dict)
 
 
 def police(
@@ -256,6 +256,34 @@ def _columns(columns: Mapping[str, Any] | None, n: int) -> dict[str, Any]:
     return out
 
 
+#: Keys a description lists once per item (a tree's classes, a prio's
+#: bands, the warnings): always a list in :func:`params_dict`.
+LIST_KEYS = ("band", "class", "warning")
+
+
+def params_dict(pairs: Any) -> dict[str, str | list[str]]:
+    """A conditioner's ``describe`` pairs as a dict: each key once, its
+    value a string, except the keys of :data:`LIST_KEYS` and any key given
+    more than once, whose values are kept, in order, as a list (``dict()``
+    of the pairs would keep only a tree's last class)."""
+    out: dict[str, str | list[str]] = {}
+    for k, v in pairs:
+        if k in out or k in LIST_KEYS:
+            prev = out.get(k, [])
+            out[k] = [*([prev] if isinstance(prev, str) else prev), v]
+        else:
+            out[k] = v
+    return out
+
+
+def params_lines(params: dict[str, str | list[str]]) -> list[str]:
+    """``params`` for people: one line of the single values (``kind`` left
+    out), then one line per listed item (``class id=20 parent=1 ...``)."""
+    head = " ".join(f"{k}={v}" for k, v in params.items() if k != "kind" and isinstance(v, str))
+    items = [f"{k} {x}" for k, v in params.items() if not isinstance(v, str) for x in v]
+    return [head, *items]
+
+
 def _shape_result(t: Any, s: Any, out: tuple[Any, ...]) -> ShapeResult:
     dep, raw, classes, described = out
     dropped = dep == np.uint64(2**64 - 1)
@@ -275,7 +303,7 @@ def _shape_result(t: Any, s: Any, out: tuple[Any, ...]) -> ShapeResult:
     }
     if raw["warnings"]:
         summary["warnings"] = list(raw["warnings"])
-    return ShapeResult(departure, dropped, summary, list(classes), dict(described))
+    return ShapeResult(departure, dropped, summary, list(classes), params_dict(described))
 
 
 def shape(
@@ -343,16 +371,16 @@ def policy_text(policy: str | os.PathLike[str]) -> tuple[str, str]:
     return str(policy), "<policy>"
 
 
-def describe(kind: str, **params: object) -> dict[str, str]:
+def describe(kind: str, **params: object) -> dict[str, str | list[str]]:
     """The effective parameters of meter, shaper or AQM ``kind`` (including
     derived defaults and, for meters, the actions; an AQM needs ``rate``)."""
     if not isinstance(kind, str):
         raise _config_error("kind", f"expected a kind name (a str), got {kind!r}")
     p = _params(params)
     if kind.lower() in shaper_kinds():
-        return dict(_core.describe_shaper(kind, p))
+        return params_dict(_core.describe_shaper(kind, p))
     if kind.lower() in meter_kinds():
-        return dict(_core.describe_meter(kind, p))
+        return params_dict(_core.describe_meter(kind, p))
     all_kinds = [*meter_kinds(), *shaper_kinds()]
     import difflib
 

@@ -22,27 +22,19 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import numpy as np
-
+# Only light modules here: every command's own modules (NumPy, pandas,
+# matplotlib, pyarrow behind them) are imported when that command runs or
+# builds its parser, so `qoslab --help` and `qoslab CMD --help` stay fast
+# and Ctrl-C during those imports is caught by main() (no traceback).
 from qoslab import __version__, _core, outputs
-from qoslab import analyze as analyze_cmd
-from qoslab import importcmd as import_cmd
-from qoslab import run as run_cmd
 from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
-from qoslab.api import (
-    ACTION_NAMES,
-    COLOR_NAMES,
-    ShapeResult,
-    _config_error,
-    police,
-    shape,
-    shape_policy,
-)
-from qoslab.emulate.netns import EmulationSetupError
-from qoslab.traceio import TraceFile, TraceFileError, header_columns, read_trace, write_csv
+
+if TYPE_CHECKING:
+    from qoslab.api import ShapeResult
+    from qoslab.traceio import TraceFile, TraceFileError
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -121,7 +113,99 @@ examples:
 """
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _add_run(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from qoslab import run as run_cmd
+
+    run_cmd.add_run_parser(sub, fmt)
+    sub.choices["run"].add_argument(
+        "--report",
+        nargs="?",
+        const="",
+        metavar="HTML",
+        help="write an HTML report (default: DIR/report.html with --out, else report.html)",
+    )
+
+
+def _add_analyze(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from qoslab import analyze as analyze_cmd
+
+    analyze_cmd.add_analyze_parser(sub, fmt)
+
+
+def _add_import(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from qoslab import importcmd as import_cmd
+
+    import_cmd.add_import_parser(sub, fmt)
+
+
+def _add_compare(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from qoslab import compare
+
+    compare.add_compare_parser(sub, fmt)
+
+
+def _add_reproduce(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from qoslab.reproduce.command import add_reproduce_parser
+
+    add_reproduce_parser(sub, fmt)
+
+
+def _add_emulate(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from qoslab.emulate import cli as emulate_cli
+
+    emulate_cli.add_emulate_parser(sub, fmt)
+
+
+def _add_sweep(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from qoslab.sweep import command as sweep_cmd
+
+    sweep_cmd.add_sweep_parser(sub, fmt)
+
+
+def _add_advise(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from qoslab.sweep import advise
+
+    advise.add_advise_parser(sub, fmt)
+
+
+#: Every command in the order `qoslab --help` lists them: its one-line help
+#: (shown without importing the command's module; tests/test_cli_startup.py
+#: checks it is the one the module's own parser gives) and what adds its
+#: full parser. meter and shape are built here (_add_conditioner_parsers).
+COMMANDS: dict[str, tuple[str, Callable[[Any, type[argparse.HelpFormatter]], None] | None]] = {
+    "run": ("simulate a scenario file", _add_run),
+    "analyze": ("analyse a pcap/pcapng capture (flows, TCP analysis, policing)", _add_analyze),
+    "import": ("turn a tc script or Cisco MQC config into the scenario policy TOML", _add_import),
+    "compare": ("run scenarios side by side (one table, overlaid plots, one report)", _add_compare),
+    "reproduce": (
+        "run the published experiments and compare with their numbers",
+        _add_reproduce,
+    ),
+    "emulate": ("run a scenario with real Linux TCP through qoslab's conditioners", _add_emulate),
+    "sweep": (
+        "run a scenario over a grid of key values and seeds; query and plot the results",
+        _add_sweep,
+    ),
+    "advise": (
+        "which policer Bc / shaper queue for this rate, RTT and flows; police or shape?",
+        _add_advise,
+    ),
+    "meter": ("colour (and police) a trace CSV with a meter", None),
+    "shape": ("shape a trace CSV with a shaper, queue, scheduler or policy tree", None),
+}
+
+
+def _command_of(argv: Sequence[str] | None) -> str | None:
+    """The command word of ``argv``: its first word not starting with '-'
+    (the top-level options, --help and --version, take no value)."""
+    args = sys.argv[1:] if argv is None else argv
+    return next((a for a in args if not a.startswith("-")), None)
+
+
+def _build_parser(command: str | None = None, *, full: bool = True) -> argparse.ArgumentParser:
+    """The parser; with ``full=False`` only ``command``'s subparser is built
+    in full (its module imported) and the others are one-line entries, which
+    is all `qoslab --help` and `qoslab CMD ...` need."""
     fmt = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
         prog="qoslab",
@@ -132,52 +216,49 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"qoslab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    run_cmd.add_run_parser(sub, fmt)
-    analyze_cmd.add_analyze_parser(sub, fmt)
-    import_cmd.add_import_parser(sub, fmt)
-    _add_viz_parsers(sub, fmt)
-    from qoslab.emulate import cli as emulate_cli
-
-    emulate_cli.add_emulate_parser(sub, fmt)
-    from qoslab.sweep import advise
-    from qoslab.sweep import command as sweep_cmd
-
-    sweep_cmd.add_sweep_parser(sub, fmt)
-    advise.add_advise_parser(sub, fmt)
-    for name, helptext, epilog in (
-        ("meter", "colour (and police) a trace CSV with a meter", METER_EPILOG),
-        ("shape", "shape a trace CSV with a shaper, queue, scheduler or policy tree", SHAPE_EPILOG),
-    ):
-        p = sub.add_parser(
-            name,
-            help=helptext,
-            description=helptext,
-            epilog=epilog,
-            formatter_class=fmt,
-            allow_abbrev=False,
-        )
-        p.add_argument("kind", nargs="?", metavar="KIND", help=f"the {name} kind (see --list)")
-        p.add_argument(
-            "--list", action="store_true", help=f"list the {name} kinds (with --json: as JSON)"
-        )
-        p.add_argument(
-            "--param",
-            action="append",
-            default=[],
-            metavar="KEY=VALUE",
-            help="a parameter (repeatable); '--KEY VALUE' works too",
-        )
-        if name == "shape":
-            p.add_argument(
-                "--policy",
-                metavar="TOML",
-                help="KIND tree: a policy TOML file, or the TOML inline "
-                "(the table of a scenario's [policy.LINK.DIR])",
-            )
-        p.add_argument("--input", metavar="CSV", help="the trace to read")
-        p.add_argument("--output", metavar="CSV", help="where to write the per-packet result")
-        p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    for name, (helptext, add) in COMMANDS.items():
+        if add is None:
+            _add_conditioner_parser(sub, fmt, name)
+        elif full or name == command:
+            add(sub, fmt)
+        else:
+            sub.add_parser(name, help=helptext, add_help=False)
     return parser
+
+
+def _add_conditioner_parser(sub: Any, fmt: type[argparse.HelpFormatter], name: str) -> None:
+    """`qoslab meter` / `qoslab shape` (cheap: argparse only)."""
+    helptext = COMMANDS[name][0]
+    epilog = METER_EPILOG if name == "meter" else SHAPE_EPILOG
+    p = sub.add_parser(
+        name,
+        help=helptext,
+        description=helptext,
+        epilog=epilog,
+        formatter_class=fmt,
+        allow_abbrev=False,
+    )
+    p.add_argument("kind", nargs="?", metavar="KIND", help=f"the {name} kind (see --list)")
+    p.add_argument(
+        "--list", action="store_true", help=f"list the {name} kinds (with --json: as JSON)"
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a parameter (repeatable); '--KEY VALUE' works too",
+    )
+    if name == "shape":
+        p.add_argument(
+            "--policy",
+            metavar="TOML",
+            help="KIND tree: a policy TOML file, or the TOML inline "
+            "(the table of a scenario's [policy.LINK.DIR])",
+        )
+    p.add_argument("--input", metavar="CSV", help="the trace to read")
+    p.add_argument("--output", metavar="CSV", help="where to write the per-packet result")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
 def _collect_params(pairs: Sequence[str], extras: Sequence[str]) -> dict[str, str]:
@@ -205,6 +286,8 @@ def _collect_params(pairs: Sequence[str], extras: Sequence[str]) -> dict[str, st
     for k, v in items:
         norm = k.lower().replace("_", "-")
         if norm in out:
+            from qoslab.api import _config_error
+
             raise _config_error(norm, "given more than once")
         out[norm] = v
     return out
@@ -233,14 +316,24 @@ def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
-def _print_params(kind: str, params: dict[str, str]) -> None:
-    shown = " ".join(f"{k}={v}" for k, v in params.items() if k != "kind")
-    print(f"{kind}: {shown}")
+def _print_params(kind: str, params: dict[str, Any]) -> None:
+    """``kind: k=v ...``, then one indented line per class/band/warning."""
+    from qoslab.api import params_lines
+
+    head, *items = params_lines(params)
+    print(f"{kind}: {head}")
+    for line in items:
+        print(f"  {line}")
 
 
 def _run_meter(args: argparse.Namespace, params: dict[str, str]) -> int:
+    import numpy as np
+
+    from qoslab.api import ACTION_NAMES, COLOR_NAMES, params_dict, police
+    from qoslab.traceio import TraceFileError, read_trace, write_csv
+
     kind = args.kind
-    described = dict(_core.describe_meter(kind, params))
+    described = params_dict(_core.describe_meter(kind, params))
     tf = read_trace(args.input)
     try:
         r = police(kind, tf.times_ns, tf.sizes, tf.colors, **params)
@@ -289,6 +382,9 @@ def _append2(row: list[str], a: str, b: str) -> list[str]:
 
 def _shape(args: argparse.Namespace, params: dict[str, str], tf: TraceFile) -> ShapeResult:
     """Runs the trace through KIND, or through the --policy tree."""
+    from qoslab.api import shape, shape_policy
+    from qoslab.traceio import header_columns
+
     columns = header_columns(tf)
     if args.kind.lower() != "tree":
         if args.policy is not None:
@@ -310,6 +406,10 @@ def _shape(args: argparse.Namespace, params: dict[str, str], tf: TraceFile) -> S
 
 
 def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
+    import numpy as np
+
+    from qoslab.traceio import TraceFileError, read_trace, write_csv
+
     tf = read_trace(args.input)
     try:
         r = _shape(args, params, tf)
@@ -344,7 +444,9 @@ def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    _print_params(summary["kind"], described)
+    # The tree's warnings are printed below, once.
+    shown = {k: v for k, v in described.items() if not (k == "warning" and s.get("warnings"))}
+    _print_params(summary["kind"], shown)
     total = s["bytes"]
     print(f"{'':<8}{'packets':>10}{'bytes':>14}{'% bytes':>9}")
     for label in ("sent", "dropped"):
@@ -381,18 +483,20 @@ def _print_classes(classes: list[dict[str, Any]]) -> None:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    parser = _build_parser()
+    parser = _build_parser(_command_of(argv), full=False)
     args, extras = parser.parse_known_args(argv)
     if args.command is None:
         if extras:
             raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see 'qoslab --help')")
-        parser.print_help()
-        return EXIT_USAGE
+        parser.print_help()  # bare `qoslab`: the help, as `qoslab --help` (status 0)
+        return 0
     if args.command == "emulate":
         return _run_emulate(args, extras)
     if args.command in ("sweep", "advise"):
         return _run_sweep(args, extras)
     if args.command == "import":
+        from qoslab import importcmd as import_cmd
+
         if extras:
             raise UsageError(f"import: unrecognized arguments: {' '.join(extras)}")
         try:
@@ -400,6 +504,8 @@ def _run(argv: Sequence[str] | None) -> int:
         except ValueError as e:
             raise UsageError(f"import: {e}") from None
     if args.command == "analyze":
+        from qoslab import analyze as analyze_cmd
+
         if extras:
             raise UsageError(f"analyze: unrecognized arguments: {' '.join(extras)}")
         try:
@@ -409,6 +515,8 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.command in ("compare", "reproduce") or getattr(args, "report", None) is not None:
         return _run_viz(args, extras)
     if args.command == "run":
+        from qoslab import run as run_cmd
+
         if extras:
             raise UsageError(f"run: unrecognized arguments: {' '.join(extras)}")
         try:
@@ -448,24 +556,11 @@ def _run(argv: Sequence[str] | None) -> int:
 # --- viz: `qoslab compare`, `qoslab reproduce` and `qoslab run --report` -----
 
 
-def _add_viz_parsers(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
-    from qoslab import compare, reproduce
-
-    sub.choices["run"].add_argument(
-        "--report",
-        nargs="?",
-        const="",
-        metavar="HTML",
-        help="write an HTML report (default: DIR/report.html with --out, else report.html)",
-    )
-    compare.add_compare_parser(sub, fmt)
-    reproduce.add_reproduce_parser(sub, fmt)
-
-
 def _run_viz(args: argparse.Namespace, extras: Sequence[str]) -> int:
     from pathlib import Path
 
     from qoslab import compare, report, reproduce
+    from qoslab import run as run_cmd
 
     if extras:
         raise UsageError(f"{args.command}: unrecognized arguments: {' '.join(extras)}")
@@ -530,6 +625,8 @@ def _with_typo_hint(e: ConfigError, params: dict[str, str]) -> ConfigError:
     near = difflib.get_close_matches(param, candidates, n=1, cutoff=0.5)
     if not near:
         return e
+    from qoslab.api import _config_error
+
     return _config_error(param, f"{message} (you gave '{near[0]}': a typo?)")
 
 
@@ -591,12 +688,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 0
     except UsageError as e:
         return _fail(str(e))
-    except TraceFileError as e:
-        return _fail(str(e))
     except ScenarioError as e:
         return _fail(str(e))
-    except EmulationSetupError as e:
-        return _fail(f"emulate: {e}")
     except (Cancelled, KeyboardInterrupt):
         print("qoslab: cancelled", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -609,6 +702,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         where = e.filename if e.filename is not None else "qoslab"
         return _fail(f"{where}: {e.strerror or e}")
+    except Exception as e:
+        # The error classes of modules imported only by some commands: such
+        # an error can only come from a module that is loaded.
+        traceio, netns = sys.modules.get("qoslab.traceio"), sys.modules.get("qoslab.emulate.netns")
+        if traceio is not None and isinstance(e, traceio.TraceFileError):
+            return _fail(str(e))
+        if netns is not None and isinstance(e, netns.EmulationSetupError):
+            return _fail(f"emulate: {e}")
+        raise
 
 
 if __name__ == "__main__":

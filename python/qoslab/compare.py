@@ -22,13 +22,15 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qoslab import outputs, plots
-from qoslab.report import Report
+from qoslab import outputs
 from qoslab.results import SimulationResult
 from qoslab.run import ProgressBar, simulate
 from qoslab.scenario import ScenarioError, load_scenario
+
+if TYPE_CHECKING:
+    from qoslab.report import Report
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -211,6 +213,8 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def compare_report(
     results: Mapping[str, SimulationResult], texts: Mapping[str, str], title: str
 ) -> Report:
+    from qoslab.report import Report  # matplotlib: only when a report is drawn
+
     rep = Report(title)
     cols, rows = comparison_table(results)
     rep.heading("Side by side")
@@ -362,6 +366,8 @@ def _finish(
     title = "qoslab compare: " + " vs ".join(results)
     compare_report(results, texts, title).write(args.report)
     if args.figures:
+        from qoslab import plots
+
         for name, fig in plots.figures(results).items():
             plots.save(fig, Path(args.figures) / name)
     if args.json:

@@ -28,6 +28,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from qoslab import plots
+from qoslab.api import params_lines
 from qoslab.results import SimulationResult
 
 __all__ = ["Report", "flow_rows", "policy_rows", "run_report", "versions"]
@@ -242,7 +243,7 @@ def policy_rows(summary: Mapping[str, Any]) -> list[list[Any]]:
     rows = []
     for p in summary["policies"]:
         n, d = p["packets_in"], p["drops"]["packets"]
-        params = " ".join(f"{k}={v}" for k, v in p["params"].items() if k != "kind")
+        params = "; ".join(x for x in params_lines(p["params"]) if x)
         pct = round(100 * d / n, 2) if n else None
         rows.append([p["name"], p["kind"], params, n, d, pct, p["max_queue_packets"]])
     return rows

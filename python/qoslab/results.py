@@ -15,12 +15,15 @@ import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from qoslab import outputs
+from qoslab.api import params_dict
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["SERIES_TABLES", "SimulationResult", "check_out_dir", "write_results"]
 
@@ -96,7 +99,7 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
         {
             "name": p["name"],
             "kind": p["kind"],
-            "params": dict(p["describe"]),
+            "params": params_dict(p["describe"]),
             "packets_in": p["packets_in"],
             "bytes_in": p["bytes_in"],
             "drops": {"packets": p["packets_dropped"], "bytes": p["bytes_dropped"]},
@@ -153,6 +156,8 @@ def _class_summary(c: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _flows_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
+    import pandas as pd  # on first use: `import qoslab` stays light
+
     rows = []
     for f in raw["flows"]:
         row = {k: v for k, v in f.items() if k != "rtt"}
@@ -163,6 +168,8 @@ def _flows_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def _policies_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     for p in raw["policies"]:
         skip = ("color_packets", "color_bytes", "describe", "classes")
@@ -176,6 +183,8 @@ def _policies_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def _series_frame(name: str, cols: Mapping[str, np.ndarray], interval_ns: int) -> pd.DataFrame:
+    import pandas as pd
+
     df = pd.DataFrame({k: np.asarray(v) for k, v in cols.items()})
     if "time_ns" in df:
         df.insert(1, "time_s", df["time_ns"].to_numpy(dtype=np.float64) / 1e9)

@@ -194,13 +194,10 @@ fn tree(t: &TreeSpec, table: &str) -> String {
 pub type Derived = (Vec<(String, String)>, Vec<String>);
 
 pub fn derived(spec: &PolicySpec) -> Result<Derived, String> {
-    // HTB describes its classes by index; name them by their ids.
-    let ids = htb_order(spec);
-    let own = |d: Vec<(&'static str, String)>| {
-        d.into_iter()
-            .map(|(k, v)| (k.to_string(), name_classes(&v, &ids)))
-            .collect()
-    };
+    // HTB/HFSC trees name their classes by the user's ids themselves
+    // (qoslab_policy::tree::UserIds).
+    let own =
+        |d: Vec<(&'static str, String)>| d.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     match spec {
         PolicySpec::Police(m) => qoslab_policy::policy::build_policer(m, "police")
             .map(|p| (own(p.describe()), Vec::new()))
@@ -257,61 +254,6 @@ pub fn render(p: &ImportedPolicy, warnings: &[Warning], from: &str, table: &str)
         Err(e) => o += &format!("# Not built here: {e}\n"),
     }
     o
-}
-
-/// The class ids of an htb root in the builder's order (parents first,
-/// stable: `qoslab_policy::tree`), to name the classes of its `describe`.
-fn htb_order(spec: &PolicySpec) -> Vec<String> {
-    let PolicySpec::Tree(t) = spec else {
-        return Vec::new();
-    };
-    if t.root.kind != "htb" {
-        return Vec::new();
-    }
-    let cs = &t.root.classes;
-    let mut order: Vec<usize> = Vec::new();
-    for _ in 0..cs.len() {
-        for (i, c) in cs.iter().enumerate() {
-            let ready = c
-                .parent
-                .as_ref()
-                .is_none_or(|p| order.iter().any(|&o| cs[o].id == *p));
-            if !order.contains(&i) && ready {
-                order.push(i);
-            }
-        }
-    }
-    order.into_iter().map(|i| cs[i].id.clone()).collect()
-}
-
-/// `id=1 parent=0 …` of an htb describe line → `id=10 parent=1 …`.
-fn name_classes(v: &str, ids: &[String]) -> String {
-    if ids.is_empty() || !v.starts_with("id=") {
-        return v.to_string();
-    }
-    let name = |x: &str| {
-        x.parse::<usize>()
-            .ok()
-            .and_then(|i| ids.get(i))
-            .cloned()
-            .unwrap_or_else(|| x.to_string())
-    };
-    v.split(' ')
-        .map(|w| {
-            if let Some(x) = w.strip_prefix("id=") {
-                format!("id={}", name(x))
-            } else if let Some(x) = w.strip_prefix("parent=") {
-                if x == "root" {
-                    w.to_string()
-                } else {
-                    format!("parent={}", name(x))
-                }
-            } else {
-                w.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[cfg(test)]

@@ -179,6 +179,104 @@ impl Shaper for Inner {
         self.0.describe()
     }
 }
+/// An HTB/HFSC root whose [`Shaper::describe`] names classes by the user's
+/// ids: the core numbers them 0.. in parents-first order (`default=2`,
+/// `class=id=2 parent=0 ...`, `warning=class 2: ...`); a reader of the
+/// output wrote `default = "20"` and `id = "20"`.
+struct UserIds {
+    node: Child,
+    /// The user's id of core class `i` (parents-first position).
+    ids: Vec<String>,
+}
+
+impl UserIds {
+    fn id(&self, core: &str) -> Option<&str> {
+        self.ids
+            .get(core.parse::<usize>().ok()?)
+            .map(String::as_str)
+    }
+
+    /// `id=N parent=M rest` with N, M mapped; `rest` (the child's
+    /// description, rates) untouched.
+    fn class_entry(&self, s: &str) -> String {
+        let mut words: Vec<String> = Vec::new();
+        let mut rest = s;
+        for key in ["id=", "parent="] {
+            let Some(r) = rest.strip_prefix(key) else {
+                break;
+            };
+            let (value, tail) = r.split_once(' ').unwrap_or((r, ""));
+            words.push(format!("{key}{}", self.id(value).unwrap_or(value)));
+            rest = tail;
+        }
+        if !rest.is_empty() {
+            words.push(rest.to_string());
+        }
+        words.join(" ")
+    }
+}
+
+/// `text` with every "class N" (a core index) written "class 'ID'".
+fn named_classes(text: &str, ids: &[String]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("class ") {
+        let (head, tail) = rest.split_at(at + "class ".len());
+        out += head;
+        let digits = tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        match tail[..digits]
+            .parse::<usize>()
+            .ok()
+            .and_then(|j| ids.get(j))
+        {
+            Some(id) => out += &format!("'{id}'"),
+            None => out += &tail[..digits],
+        }
+        rest = &tail[digits..];
+    }
+    out + rest
+}
+
+impl Shaper for UserIds {
+    #[inline]
+    fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
+        self.node.enqueue(now, pkt)
+    }
+    #[inline]
+    fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        self.node.dequeue(now)
+    }
+    #[inline]
+    fn next_ready(&self, now: Instant) -> Option<Instant> {
+        self.node.next_ready(now)
+    }
+    fn backlog_packets(&self) -> usize {
+        self.node.backlog_packets()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.node.backlog_bytes()
+    }
+    fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
+        self.node.drain_dropped(out);
+    }
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        let mut d = self.node.describe();
+        for (k, v) in &mut d {
+            match *k {
+                "default" => {
+                    if let Some(id) = self.id(v) {
+                        *v = id.to_string();
+                    }
+                }
+                "class" => *v = self.class_entry(v),
+                "warning" => *v = named_classes(v, &self.ids),
+                _ => {}
+            }
+        }
+        d
+    }
+}
+
 impl Node for Gate {
     /// The shaper's own refusals; the child's drops are drained by the
     /// child's taps.
@@ -887,9 +985,16 @@ fn htb(
         }
     }
     let h = Htb::new(cfg, out, f).map_err(|e| core_err(path, e))?;
-    cx.warnings
-        .extend(h.warnings().iter().map(|w| format!("{path}: {w}")));
-    Ok(Box::new(h))
+    let by_pos: Vec<String> = order.iter().map(|&i| ids[i].clone()).collect();
+    cx.warnings.extend(
+        h.warnings()
+            .iter()
+            .map(|w| format!("{path}: {}", named_classes(w, &by_pos))),
+    );
+    Ok(Box::new(UserIds {
+        node: Box::new(h),
+        ids: order.iter().map(|&i| ids[i].clone()).collect(),
+    }))
 }
 
 /// Kinds that hold packets back on their own schedule: an HFSC leaf with
@@ -1027,7 +1132,10 @@ fn hfsc(
             });
         format!("{path}: {}", named.unwrap_or_else(|| w.clone()))
     }));
-    Ok(Box::new(h))
+    Ok(Box::new(UserIds {
+        node: Box::new(h),
+        ids: order.iter().map(|&i| ids[i].clone()).collect(),
+    }))
 }
 
 fn leaf_ids(ids: &[String], has_children: &[bool]) -> String {
@@ -1227,6 +1335,57 @@ mod tests {
             })
             .collect();
         q
+    }
+
+    #[test]
+    fn htb_and_hfsc_describe_classes_by_the_users_ids() {
+        // Listed child first: the core numbers classes parents-first, not
+        // in the order written.
+        let mut htb = hfsc_spec(&[
+            ("20", Some("1"), &[("rate", "6mbit")]),
+            ("1", None, &[("rate", "10mbit")]),
+            ("10", Some("1"), &[("rate", "4mbit")]),
+        ]);
+        htb.kind = "htb".into();
+        let hfsc = hfsc_spec(&[
+            ("20", Some("1"), &[("ls", "rate 6mbit")]),
+            ("1", None, &[("ls", "rate 10mbit")]),
+            ("10", Some("1"), &[("ls", "rate 4mbit")]),
+        ]);
+        for q in [htb, hfsc] {
+            let d = build(&tree(q), "p", 1).unwrap().describe();
+            let get = |k: &str| -> Vec<&str> {
+                d.iter()
+                    .filter(|(x, _)| *x == k)
+                    .map(|(_, v)| v.as_str())
+                    .collect()
+            };
+            assert_eq!(get("default"), ["20"], "{d:?}");
+            let classes = get("class");
+            assert_eq!(classes.len(), 3, "{d:?}");
+            // Each id with its own parent and rate (4mbit is class "10"'s).
+            for (head, rate) in [
+                ("id=1 parent=root ", "10"),
+                ("id=20 parent=1 ", "6"),
+                ("id=10 parent=1 ", "4"),
+            ] {
+                let c = classes.iter().find(|c| c.starts_with(head));
+                let c = c.unwrap_or_else(|| panic!("no {head}: {d:?}"));
+                assert!(
+                    c.contains(&format!("{rate}mbit")) || c.contains(&format!("{rate}000000")),
+                    "{c}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn class_indices_in_warnings_become_ids() {
+        let ids = ["1".to_string(), "20".to_string()];
+        assert_eq!(
+            named_classes("quantum of class 1 is small; class 7: x", &ids),
+            "quantum of class '20' is small; class 7: x"
+        );
     }
 
     #[test]

@@ -106,13 +106,17 @@ fn spec<'py>(py: Python<'py>, s: &PolicySpec) -> PyResult<Bound<'py, PyDict>> {
             d.set_item("root", qdisc(py, &t.root)?)?;
         }
         PolicySpec::Sized { stab, inner } => {
-            // The inner policy's dict, with its size table (tc-stab) beside.
+            // The inner policy's description plus its size table (tc-stab).
             let d = spec(py, inner)?;
             let st = PyDict::new(py);
-            st.set_item("overhead", stab.overhead_bytes)?;
-            st.set_item("linklayer", format!("{:?}", stab.linklayer).to_lowercase())?;
-            st.set_item("mpu", stab.mpu_bytes)?;
-            st.set_item("mtu", stab.mtu_bytes)?;
+            st.set_item("overhead_bytes", stab.overhead_bytes)?;
+            let linklayer = match stab.linklayer {
+                qoslab_policy::stab::LinkLayer::Ethernet => "ethernet",
+                qoslab_policy::stab::LinkLayer::Atm => "atm",
+            };
+            st.set_item("linklayer", linklayer)?;
+            st.set_item("mpu_bytes", stab.mpu_bytes)?;
+            st.set_item("mtu_bytes", stab.mtu_bytes)?;
             st.set_item("tsize", stab.tsize)?;
             d.set_item("stab", st)?;
             return Ok(d);

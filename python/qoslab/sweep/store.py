@@ -24,13 +24,13 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from qoslab.sweep.spec import Axis
 from qoslab.sweep.worker import Outcome
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["TABLES", "Store", "check_store_dir"]
 
@@ -95,6 +95,8 @@ class Store:
                     p.unlink(missing_ok=True)
 
     def _hashes(self) -> set[str]:
+        import pyarrow.parquet as pq  # pyarrow on use: `qoslab sweep --help` stays fast
+
         done: set[str] = set()
         for p in _parts(self.root / "points"):
             done.update(pq.read_table(p, columns=["hash"]).column("hash").to_pylist())
@@ -140,6 +142,8 @@ class Store:
                 for r in rows:
                     if a.key in r and r[a.key] is not None:
                         r[a.key] = str(r[a.key])
+        import pyarrow as pa
+
         return pa.Table.from_pylist(rows)
 
     def flush(self) -> None:
@@ -147,6 +151,8 @@ class Store:
         self._last = time.monotonic()
         if not self._rows:
             return
+        import pyarrow.parquet as pq
+
         part = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
         staged: list[tuple[Path, Path]] = []
         try:

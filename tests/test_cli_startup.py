@@ -1,0 +1,165 @@
+"""Start-up of the ``qoslab`` command and package: ``--help`` imports no heavy
+library (pandas, matplotlib, pyarrow), the lazily imported public API still
+resolves, bare ``qoslab`` prints the help, and Ctrl-C during the imports a
+command needs ends with ``qoslab: cancelled``, not a traceback.
+
+Each check that looks at ``sys.modules`` runs in a fresh interpreter: this
+test process has imported everything already."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from qoslab import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("pandas", "matplotlib", "pyarrow", "duckdb")
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The heavy modules loaded once ``code`` ran in a fresh interpreter."""
+    probe = f"{textwrap.dedent(code)}\nimport json, sys\n"
+    probe += f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+    p = _python(probe)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_import_cli_loads_no_heavy_library() -> None:
+    assert _loaded_after("import qoslab.cli") == []
+
+
+def test_import_qoslab_loads_no_heavy_library() -> None:
+    assert _loaded_after("import qoslab") == []
+
+
+@pytest.mark.parametrize("command", ["", *cli.COMMANDS])
+def test_help_loads_no_heavy_library(command: str) -> None:
+    argv = [command, "--help"] if command else ["--help"]
+    code = f"""
+        import contextlib, io
+        from qoslab.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main({argv!r}) == 0
+    """
+    assert _loaded_after(code) == []
+
+
+def test_every_public_name_resolves() -> None:
+    # A fresh interpreter, so the names come through the lazy __getattr__.
+    p = _python(
+        """
+        import qoslab
+        missing = [n for n in qoslab.__all__ if getattr(qoslab, n, None) is None]
+        assert not missing, missing
+        assert set(qoslab.__all__) <= set(dir(qoslab))
+        from qoslab import simulate, police, shape, describe, SimulationResult, color
+        from qoslab.results import SimulationResult as S
+        assert SimulationResult is S
+        try:
+            qoslab.no_such_name
+        except AttributeError as e:
+            assert "no_such_name" in str(e)
+        else:
+            raise AssertionError("qoslab.no_such_name resolved")
+        print("ok")
+        """
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "ok"
+
+
+def _command_help(parser: object) -> dict[str, str | None]:
+    sub = next(a for a in parser._actions if a.dest == "command")  # type: ignore[attr-defined]
+    return {a.dest: a.help for a in sub._choices_actions}
+
+
+def test_command_table_matches_the_modules_parsers() -> None:
+    """The one-line helps `qoslab --help` shows without importing a command
+    are the ones the command's own parser gives, in the same order."""
+    full = _command_help(cli._build_parser())
+    assert full == {name: helptext for name, (helptext, _) in cli.COMMANDS.items()}
+    assert list(full) == list(cli.COMMANDS)
+    assert _command_help(cli._build_parser(full=False)) == full
+
+
+@pytest.mark.parametrize("command", list(cli.COMMANDS))
+def test_lazy_parser_is_the_full_one_for_its_command(command: str) -> None:
+    def help_of(parser: object) -> str:
+        sub = next(a for a in parser._actions if a.dest == "command")  # type: ignore[attr-defined]
+        return sub.choices[command].format_help()
+
+    lazy = cli._build_parser(command, full=False)
+    assert help_of(lazy) == help_of(cli._build_parser())
+
+
+def test_bare_qoslab_prints_help_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: qoslab")
+    assert "COMMAND" in out
+    assert err == ""
+
+
+def test_bare_qoslab_with_stray_option_is_a_usage_error(capsys) -> None:
+    assert cli.main(["--nope"]) == 2
+    assert "qoslab: error: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "first_heavy"),
+    [
+        (["run", "scenarios/example.toml"], "numpy"),
+        (["run", "scenarios/example.toml"], "pandas"),
+        (["analyze", "--help"], "numpy"),
+        (["compare", "scenarios/example.toml", "scenarios/example.toml"], "matplotlib"),
+    ],
+)
+def test_ctrl_c_during_imports_is_no_traceback(argv: list[str], first_heavy: str) -> None:
+    """SIGINT is delivered exactly when the command first imports
+    ``first_heavy`` (an import hook sends it), as a Ctrl-C during start-up
+    would: the command must end with 'qoslab: cancelled' and status 130. A
+    heavy import at module level of qoslab.cli (outside main's handler) would
+    show a traceback instead."""
+    p = _python(
+        """
+        import builtins, os, signal, sys
+        target = sys.argv[1]
+        real_import = builtins.__import__
+        fired = []
+
+        def hook(name, *args, **kwargs):
+            if not fired and name.split(".")[0] == target:
+                fired.append(name)
+                os.kill(os.getpid(), signal.SIGINT)
+            return real_import(name, *args, **kwargs)
+
+        builtins.__import__ = hook
+        from qoslab.cli import main
+        rc = main(sys.argv[2:])
+        print("fired" if fired else "not fired")
+        sys.exit(rc)
+        """,
+        first_heavy,
+        *argv,
+    )
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.stdout.strip().endswith("fired"), (p.stdout, p.stderr)
+    assert p.stdout.strip() != "not fired", f"{first_heavy} was never imported"
+    assert p.stderr.strip() == "qoslab: cancelled", p.stderr
+    assert p.returncode == 130
