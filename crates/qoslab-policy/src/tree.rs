@@ -785,6 +785,23 @@ struct ClassTree {
     has_children: Vec<bool>,
 }
 
+impl ClassTree {
+    /// Class `k`'s core index, if it is a leaf: filters and the default
+    /// must name one.
+    fn leaf(&self, ids: &[String], k: usize, at: &str) -> Result<usize, PolicyError> {
+        if self.has_children[k] {
+            return Err(err(
+                at,
+                format!(
+                    "class '{}' has child classes; filters and the default must name a leaf class",
+                    ids[k]
+                ),
+            ));
+        }
+        Ok(self.pos[k])
+    }
+}
+
 /// Resolves `parent` ids, refuses self-parents and cycles, orders parents
 /// before children.
 fn class_tree(q: &QdiscSpec, ids: &[String], path: &str) -> Result<ClassTree, PolicyError> {
@@ -848,6 +865,56 @@ fn class_tree(q: &QdiscSpec, ids: &[String], path: &str) -> Result<ClassTree, Po
     })
 }
 
+/// The steps htb and hfsc share once their classes are read: each class's
+/// counter row (parents first), each leaf's content (`class_child`, given
+/// to its config by `attach`), and the filters, which must name leaves.
+#[allow(clippy::too_many_arguments)]
+fn rows_children_filters<C>(
+    cx: &mut Cx,
+    q: &QdiscSpec,
+    path: &str,
+    row: Option<u32>,
+    ids: &[String],
+    tree: &ClassTree,
+    configs: Vec<(usize, C)>,
+    attach: impl Fn(C, Child) -> C,
+) -> Result<(Vec<C>, Filters), PolicyError> {
+    let ClassTree {
+        parent,
+        order,
+        has_children,
+        ..
+    } = tree;
+    let mut class_rows = vec![0u32; ids.len()];
+    for &i in order {
+        let parent_row = parent[i].map_or(row, |k| Some(class_rows[k]));
+        let kind = if has_children[i] {
+            "inner".to_string()
+        } else {
+            leaf_kind(&q.classes[i])
+        };
+        let name = row_name(cx, row, &ids[i]);
+        class_rows[i] = cx.row(name, &kind, parent_row).0;
+    }
+    let mut out = Vec::with_capacity(ids.len());
+    for (i, mut cc) in configs {
+        if !has_children[i] {
+            let mut extra = Vec::new();
+            let mut a = parent[i];
+            while let Some(k) = a {
+                extra.push(cx.rows[class_rows[k] as usize].counters.clone());
+                a = parent[k];
+            }
+            let cpath = format!("{path}.class[{i}]");
+            let child = class_child(cx, &q.classes[i], &cpath, class_rows[i], extra)?;
+            cc = attach(cc, child);
+        }
+        out.push(cc);
+    }
+    let f = filters(&q.filters, ids, path, &|k, at| tree.leaf(ids, k, at))?;
+    Ok((out, f))
+}
+
 fn htb(
     cx: &mut Cx,
     q: &QdiscSpec,
@@ -866,17 +933,18 @@ fn htb(
         ));
     }
     let ids = class_index(&q.classes, path)?;
+    let tree = class_tree(q, &ids, path)?;
     let ClassTree {
         parent,
         order,
         pos,
         has_children,
-    } = class_tree(q, &ids, path)?;
+    } = &tree;
     // Class configs in the parents-first order, with the checks tc's users
     // rely on (Linux accepts these and warns; we refuse them).
     let mut configs: Vec<(usize, HtbClassConfig)> = Vec::with_capacity(n);
     let mut bursts = vec![(0u64, 0u64); n];
-    for &i in &order {
+    for &i in order {
         let c = &q.classes[i];
         let cpath = format!("{path}.class[{i}]");
         let cc = read_params("htb class", &c.params, &cpath, |p| {
@@ -926,62 +994,21 @@ fn htb(
         configs.push((i, cc));
     }
     // Rows (in the parents-first order) and children for the leaves.
-    let mut class_rows = vec![0u32; n];
-    for &i in &order {
-        let parent_row = parent[i].map_or(row, |k| Some(class_rows[k]));
-        let kind = if has_children[i] {
-            "inner".to_string()
-        } else {
-            leaf_kind(&q.classes[i])
-        };
-        let name = row_name(cx, row, &ids[i]);
-        class_rows[i] = cx.row(name, &kind, parent_row).0;
-    }
-    let mut out = Vec::with_capacity(n);
-    for (i, mut cc) in configs {
-        if !has_children[i] {
-            let mut extra = Vec::new();
-            let mut a = parent[i];
-            while let Some(k) = a {
-                extra.push(cx.rows[class_rows[k] as usize].counters.clone());
-                a = parent[k];
-            }
-            let cpath = format!("{path}.class[{i}]");
-            cc = cc.child(class_child(
-                cx,
-                &q.classes[i],
-                &cpath,
-                class_rows[i],
-                extra,
-            )?);
-        }
-        out.push(cc);
-    }
-    let leaf_only = |k: usize, at: &str| -> Result<usize, PolicyError> {
-        if has_children[k] {
-            return Err(err(
-                at,
-                format!(
-                    "class '{}' has child classes; filters and the default must name a leaf class",
-                    ids[k]
-                ),
-            ));
-        }
-        Ok(pos[k])
-    };
-    let mut f = filters(&q.filters, &ids, path, &leaf_only)?;
+    let (out, mut f) = rows_children_filters(cx, q, path, row, &ids, &tree, configs, |cc, ch| {
+        cc.child(ch)
+    })?;
     match default.as_deref() {
         None => {
             return Err(err(
                 format!("{path}.default"),
-                format!("htb needs default = \"<class id>\" (one of: {}): without it Linux sends every unclassified packet to the direct queue, unshaped; write default = \"direct\" if that is what you mean", leaf_ids(&ids, &has_children)),
+                format!("htb needs default = \"<class id>\" (one of: {}): without it Linux sends every unclassified packet to the direct queue, unshaped; write default = \"direct\" if that is what you mean", leaf_ids(&ids, has_children)),
             ))
         }
         Some("direct") | Some("0") => {}
         Some(d) => {
             let at = format!("{path}.default");
             let k = resolve(&ids, d, &at)?;
-            f = f.with_default(leaf_only(k, &at)?);
+            f = f.with_default(tree.leaf(&ids, k, &at)?);
         }
     }
     let h = Htb::new(cfg, out, f).map_err(|e| core_err(path, e))?;
@@ -1021,14 +1048,15 @@ fn hfsc(
         ));
     }
     let ids = class_index(&q.classes, path)?;
+    let tree = class_tree(q, &ids, path)?;
     let ClassTree {
         parent,
         order,
         pos,
         has_children,
-    } = class_tree(q, &ids, path)?;
+    } = &tree;
     let mut configs: Vec<(usize, HfscClassConfig)> = Vec::with_capacity(ids.len());
-    for &i in &order {
+    for &i in order {
         let c = &q.classes[i];
         let cpath = format!("{path}.class[{i}]");
         let cc = read_params("hfsc class", &c.params, &cpath, |p| {
@@ -1065,50 +1093,9 @@ fn hfsc(
         }
         configs.push((i, cc));
     }
-    let mut class_rows = vec![0u32; ids.len()];
-    for &i in &order {
-        let parent_row = parent[i].map_or(row, |k| Some(class_rows[k]));
-        let kind = if has_children[i] {
-            "inner".to_string()
-        } else {
-            leaf_kind(&q.classes[i])
-        };
-        let name = row_name(cx, row, &ids[i]);
-        class_rows[i] = cx.row(name, &kind, parent_row).0;
-    }
-    let mut out = Vec::with_capacity(ids.len());
-    for (i, mut cc) in configs {
-        if !has_children[i] {
-            let mut extra = Vec::new();
-            let mut a = parent[i];
-            while let Some(k) = a {
-                extra.push(cx.rows[class_rows[k] as usize].counters.clone());
-                a = parent[k];
-            }
-            let cpath = format!("{path}.class[{i}]");
-            cc = cc.child(class_child(
-                cx,
-                &q.classes[i],
-                &cpath,
-                class_rows[i],
-                extra,
-            )?);
-        }
-        out.push(cc);
-    }
-    let leaf_only = |k: usize, at: &str| -> Result<usize, PolicyError> {
-        if has_children[k] {
-            return Err(err(
-                at,
-                format!(
-                    "class '{}' has child classes; filters and the default must name a leaf class",
-                    ids[k]
-                ),
-            ));
-        }
-        Ok(pos[k])
-    };
-    let mut f = filters(&q.filters, &ids, path, &leaf_only)?;
+    let (out, mut f) = rows_children_filters(cx, q, path, row, &ids, &tree, configs, |cc, ch| {
+        cc.child(ch)
+    })?;
     match default.as_deref() {
         None => cx.warnings.push(format!(
             "{path}: hfsc without default: packets no filter claims are dropped (tc-hfsc(8)); write default = \"drop\" to say so"
@@ -1117,7 +1104,7 @@ fn hfsc(
         Some(d) => {
             let at = format!("{path}.default");
             let k = resolve(&ids, d, &at)?;
-            f = f.with_default(leaf_only(k, &at)?);
+            f = f.with_default(tree.leaf(&ids, k, &at)?);
         }
     }
     let h = Hfsc::new(out, f).map_err(|e| core_err(path, e))?;
