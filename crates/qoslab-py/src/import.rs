@@ -105,6 +105,23 @@ fn spec<'py>(py: Python<'py>, s: &PolicySpec) -> PyResult<Bound<'py, PyDict>> {
             )?;
             d.set_item("root", qdisc(py, &t.root)?)?;
         }
+        // A policy behind a size table: the inner policy's fields, plus
+        // the table as configured (tc-stab's options).
+        PolicySpec::Sized { stab, inner } => {
+            let d = spec(py, inner)?;
+            let t = PyDict::new(py);
+            t.set_item("overhead", stab.overhead_bytes)?;
+            let ll = match stab.linklayer {
+                qoslab_policy::stab::LinkLayer::Ethernet => "ethernet",
+                qoslab_policy::stab::LinkLayer::Atm => "atm",
+            };
+            t.set_item("linklayer", ll)?;
+            t.set_item("mpu", stab.mpu_bytes)?;
+            t.set_item("mtu", stab.mtu_bytes)?;
+            t.set_item("tsize", stab.tsize)?;
+            d.set_item("stab", t)?;
+            return Ok(d);
+        }
     }
     Ok(d)
 }
