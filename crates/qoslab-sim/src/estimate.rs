@@ -258,6 +258,25 @@ impl Sim {
             }
         }
 
+        // Who feeds each direction: a host (which can burst its window at
+        // once) or other directions (at most their capacity). A queue fed
+        // no faster than it drains holds about one packet per feeder.
+        let mut from_host = vec![false; nl];
+        let mut feeders: Vec<Vec<u32>> = vec![Vec::new(); nl];
+        for m in &demands {
+            for hops in [&m.fwd, &m.rev] {
+                if let Some(&first) = hops.first() {
+                    from_host[first as usize] = true;
+                }
+                for w in hops.windows(2) {
+                    let f = &mut feeders[w[1] as usize];
+                    if !f.contains(&w[0]) {
+                        f.push(w[0]);
+                    }
+                }
+            }
+        }
+
         let dur_s = dur as f64 / 1e9;
         let mut packet_hops = 0f64;
         let mut queued_pkts = 0f64;
@@ -284,9 +303,15 @@ impl Sim {
             if let Some(limit) = fifo_limit_packets(&link.queue, mean_pkt) {
                 bound_pkts = bound_pkts.min(limit);
             }
+            let feed_bps: f64 = feeders[d].iter().map(|&u| cap_bps[u as usize]).sum();
+            if !from_host[d] && feed_bps <= rate {
+                bound_pkts = bound_pkts.min(feeders[d].len() as f64);
+            }
             queued_pkts += bound_pkts;
-            let wire_bps = link.rate.bps() as f64;
-            wire_pkts += (wire_bps / 8.0 * link.delay_ns as f64 / 1e9 / mean_pkt).ceil();
+            // On the wire: what it carries times its delay (Little's law),
+            // no more than its rate × delay in packets of the mean size.
+            let wire_cap = link.rate.bps() as f64 / 8.0 / mean_pkt;
+            wire_pkts += (pps.min(wire_cap) * link.delay_ns as f64 / 1e9).ceil() + 1.0;
         }
         let flows = self.flows.len() as u64;
         let tcp_flows = self.conns.len() as u64;
