@@ -118,8 +118,8 @@ interval = "1s"
 def test_estimate_bounds_measured_memory_and_tracks_events(make) -> None:
     """Each case stresses one term (series, policies/flows, queue growth,
     per-flow state). Figures of one run (loaded 2-core machine, 2026-11-24):
-    est/measured memory 1.70 (series-heavy, 120 s), 1.50 (rio, 102 s),
-    1.93 (udp), 2.05 (20,000 flows); events 1.02..1.82."""
+    est/measured memory 1.66 (series-heavy), 1.56 (rio),
+    1.96 (udp), 1.36 (5000 flows); events 1.02..1.82 (docs/reliability.md)."""
     m = _measure(make())
     est = m["est"]
     assert m["rss"] > 5e6, f"too small to measure: {m['rss']} B"
