@@ -2,8 +2,10 @@
 `qoslab.simulate(memory_limit=)`), checked against measured runs.
 
 The measured figures are real: each run is in its own process, peak RSS
-from `resource.getrusage` after a warm-up run (so imports and first-use
-allocations are not counted), events from the result's counter."""
+from `VmHWM` of /proc/self/status after a warm-up run (so imports and
+first-use allocations are not counted), events from the result's counter.
+Not `getrusage`: its `ru_maxrss` survives `exec`, so a child of a big
+pytest process would start at the parent's peak."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCEN = ROOT / "scenarios"
 
 MEASURE = r"""
-import json, resource, sys
+import json, sys
 import qoslab, qoslab.run
 WARM = '''
 [scenario]
@@ -37,12 +39,16 @@ kind = "tcp-bulk"
 [record]
 series = ["goodput", "rtt", "cwnd", "queue", "tokens", "segments"]
 '''
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
 qoslab.simulate(WARM)
 text = sys.stdin.read()
 est = qoslab.run.estimate(text)
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+base = hwm()
 r = qoslab.simulate(text)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = hwm()
 print(json.dumps({"est": est, "rss": peak - base, "events": r.summary["events"]}))
 """
 
