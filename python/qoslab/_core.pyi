@@ -27,6 +27,9 @@ class ScenarioError(ValueError):
     path: str
     message: str
 
+class ResourceError(MemoryError):
+    """A run would need more memory than allowed, or an allocation failed."""
+
 class Cancelled(KeyboardInterrupt):
     """A simulation was cancelled (Ctrl-C, or the progress callback returned False)."""
 
@@ -89,6 +92,9 @@ def simulate_toml(
     filename: str = "<string>",
     seed: int | None = None,
     progress: Callable[[int, int, int], object] | None = None,
+) -> dict[str, Any]: ...
+def estimate_toml(
+    text: str, filename: str = "<string>", seed: int | None = None
 ) -> dict[str, Any]: ...
 def emu_plan(text: str, filename: str = "<string>") -> dict[str, Any]: ...
 

@@ -695,6 +695,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return _broken_pipe()
+    except MemoryError as e:  # qoslab.ResourceError: over --memory-limit, or out of memory
+        return _fail(str(e) or "out of memory")
     except ConfigError as e:
         param = getattr(e, "param", None)
         message = getattr(e, "message", None)

@@ -9,6 +9,8 @@ line, then RTT statistics and what each policy did.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import sys
 import tempfile
@@ -23,7 +25,7 @@ from qoslab import _core, outputs
 from qoslab.results import SimulationResult, write_results
 from qoslab.scenario import ScenarioSource, load_scenario, scenario_info, with_seed
 
-__all__ = ["ProgressBar", "main", "simulate"]
+__all__ = ["ProgressBar", "default_memory_limit", "estimate", "main", "simulate"]
 
 #: ``progress(sim_time_ns, duration_ns, events)``; return ``False`` to cancel.
 ProgressFn = Callable[[int, int, int], Any]
@@ -33,18 +35,82 @@ def simulate(
     scenario: ScenarioSource,
     seed: int | None = None,
     progress: ProgressFn | None = None,
+    *,
+    memory_limit: int | str | None = None,
 ) -> SimulationResult:
     """Runs a scenario (a path, TOML text or a dict) and returns its result.
 
-    ``seed`` overrides the scenario's seed. Raises ``qoslab.ScenarioError``
-    (``file:line:col: key: message``) for a bad scenario and
-    ``qoslab.Cancelled`` when interrupted.
+    ``seed`` overrides the scenario's seed. ``memory_limit`` (bytes, or a
+    size such as ``"4GB"``; default: half of physical RAM) refuses, before
+    anything runs, a run whose estimated peak memory (:func:`estimate`) is
+    larger, with ``qoslab.ResourceError`` (a ``MemoryError``). Raises
+    ``qoslab.ScenarioError`` (``file:line:col: key: message``) for a bad
+    scenario and ``qoslab.Cancelled`` when interrupted.
     """
     if seed is not None and (isinstance(seed, bool) or not 0 <= int(seed) < 2**64):
         raise ValueError(f"seed must be an integer in 0..2**64-1, got {seed!r}")
+    limit = _limit_bytes(memory_limit, "memory_limit")
     text, filename = load_scenario(scenario)
-    raw = _core.simulate_toml(text, filename, None if seed is None else int(seed), progress)
+    seed = None if seed is None else int(seed)
+    check_memory(_core.estimate_toml(text, filename, seed), limit, "memory_limit=")
+    raw = _core.simulate_toml(text, filename, seed, progress)
     return SimulationResult(raw)
+
+
+def estimate(scenario: ScenarioSource, seed: int | None = None) -> dict[str, Any]:
+    """Validates a scenario as :func:`simulate` would and estimates, without
+    running it, what the run takes: ``events``, ``series_rows`` (rows per
+    recorded series), ``peak_memory_bytes`` (an upper bound of the run's
+    own peak memory, series copied into Python included) and its parts."""
+    text, filename = load_scenario(scenario)
+    return _core.estimate_toml(text, filename, None if seed is None else int(seed))
+
+
+def default_memory_limit() -> int:
+    """Half of physical RAM (``MemTotal`` of /proc/meminfo, else sysconf)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024 // 2
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (OSError, ValueError, AttributeError):
+        return 2**63 - 1  # unknown: no limit rather than a made-up one
+
+
+def _limit_bytes(limit: int | str | None, knob: str) -> int:
+    if limit is None:
+        return default_memory_limit()
+    if isinstance(limit, bool):
+        raise ValueError(f"{knob}: expected a size in bytes or such as '4GB', got {limit!r}")
+    if isinstance(limit, int):
+        if limit <= 0:
+            raise ValueError(f"{knob}: expected a positive size, got {limit}")
+        return limit
+    if isinstance(limit, str):
+        try:
+            v = _core.parse_size(limit)
+        except ValueError as e:
+            raise ValueError(f"{knob}: {e}") from None
+        if v <= 0:
+            raise ValueError(f"{knob}: expected a positive size, got '{limit}'")
+        return v
+    raise ValueError(f"{knob}: expected a size in bytes or such as '4GB', got {limit!r}")
+
+
+def check_memory(est: dict[str, Any], limit: int, knob: str) -> None:
+    """Refuses a run whose estimated peak memory is over ``limit``: one line
+    naming the estimate, the limit and the knob."""
+    need = int(est["peak_memory_bytes"])
+    if need > limit:
+        raise _core.ResourceError(
+            f"{est['name']}: the run needs an estimated {fmt_bytes(need)} of memory, more than "
+            f"the limit of {fmt_bytes(limit)}: raise {knob} (if the machine has it), or shorten "
+            "the run, record fewer series or raise [record] interval"
+        )
 
 
 class ProgressBar:
@@ -242,6 +308,8 @@ examples:
   qoslab run scenarios/example.toml --capture 'r1->r2' --out /tmp/ex
   qoslab run scenarios/example.toml --capture 'r1->r2:egress=/tmp/after.pcap' --quiet
   qoslab run scenarios/fetch-policed.toml --json
+  qoslab run scenarios/example.toml --dry-run
+  qoslab run scenarios/example.toml --memory-limit 2GB
 """
 
 
@@ -277,6 +345,46 @@ def add_run_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         type=_snaplen,
         help="bytes kept of each captured frame (default: headers only)",
     )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate, print the estimate (events, series rows, peak memory); run nothing",
+    )
+    p.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        type=_size,
+        help="refuse a run estimated to need more memory (default: half of physical RAM)",
+    )
+
+
+def _size(s: str) -> int:
+    try:
+        return _limit_bytes(s, "--memory-limit")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--memory-limit: ")) from None
+
+
+def render_estimate(est: dict[str, Any], limit: int) -> str:
+    """The ``--dry-run`` text: what the run would take, and the limit."""
+    lines = [
+        f"{est['name']}: {est['duration_ns'] / 1e9:g} s simulated, {est['flows']} flows "
+        f"({est['tcp_flows']} TCP), {est['policies']} policies, "
+        f"{est['link_directions']} link directions",
+        f"  events           ~{est['events']:,}",
+        f"  packet hops      ~{est['packet_hops']:,}",
+    ]
+    for name, rows in est["series_rows"].items():
+        lines.append(f"  series {name:<9} {rows:,} rows")
+    lines += [
+        f"  series memory    {fmt_bytes(est['series_bytes'])}",
+        f"  flow state       {fmt_bytes(est['flow_state_bytes'])}",
+        f"  packets (bound)  {fmt_bytes(est['packet_bytes'])}",
+        f"  peak memory      <= {fmt_bytes(est['peak_memory_bytes'])} "
+        f"(limit {fmt_bytes(limit)}: "
+        f"{'ok' if est['peak_memory_bytes'] <= limit else 'REFUSED'})",
+    ]
+    return "\n".join(lines)
 
 
 def _snaplen(s: str) -> int:
@@ -334,6 +442,15 @@ def main(
     ``--report`` flag uses it)."""
     text, filename = load_scenario(args.scenario)
     info = scenario_info(text, filename)  # a bad scenario fails here, before any output
+    limit = args.memory_limit if args.memory_limit is not None else default_memory_limit()
+    est = _core.estimate_toml(text, filename, args.seed)
+    if args.dry_run:
+        if args.json:
+            print(json.dumps({**est, "memory_limit_bytes": limit}, indent=2))
+        else:
+            print(render_estimate(est, limit))
+        return 0
+    check_memory(est, limit, "--memory-limit")
     # Bad --out/--report paths fail before the run, not after it.
     outputs.check_run_outputs(args.out, getattr(args, "report", None), [args.scenario])
     links = [(str(w), f) for w, f in info["capture"]["links"]]

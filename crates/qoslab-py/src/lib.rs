@@ -412,6 +412,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Cancelled", py.get_type::<sim::Cancelled>())?;
     m.add_function(wrap_pyfunction!(sim::scenario_info, m)?)?;
     m.add_function(wrap_pyfunction!(sim::simulate_toml, m)?)?;
+    m.add("ResourceError", py.get_type::<sim::ResourceError>())?;
+    m.add_function(wrap_pyfunction!(sim::estimate_toml, m)?)?;
     m.add_function(wrap_pyfunction!(sim::host_address, m)?)?;
     #[cfg(target_os = "linux")]
     {

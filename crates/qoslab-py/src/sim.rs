@@ -34,6 +34,13 @@ create_exception!(
     "The simulation was cancelled (Ctrl-C, or the progress callback returned False)."
 );
 
+create_exception!(
+    qoslab,
+    ResourceError,
+    pyo3::exceptions::PyMemoryError,
+    "A run would need more memory than allowed (refused before it starts), or an allocation failed."
+);
+
 pub(crate) fn scenario_err(py: Python<'_>, e: CoreScenarioError) -> PyErr {
     let err = ScenarioError::new_err(e.to_string());
     let v = err.value(py);
@@ -98,6 +105,48 @@ pub(crate) fn recorded(sc: &Scenario) -> Vec<&'static str> {
         .zip(on)
         .filter_map(|(n, on)| on.then_some(*n))
         .collect()
+}
+
+/// Validates scenario `text` as a run would and estimates what running it
+/// takes (`qoslab_sim::estimate`): events, rows per recorded series and an
+/// upper bound of the run's peak memory in bytes. Nothing is run.
+#[pyfunction]
+#[pyo3(signature = (text, filename="<string>", seed=None))]
+pub(crate) fn estimate_toml<'py>(
+    py: Python<'py>,
+    text: &str,
+    filename: &str,
+    seed: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut sc = parse(py, text, filename)?;
+    if let Some(s) = seed {
+        sc.config.seed = s;
+    }
+    let est = py
+        .detach(|| qoslab_sim::estimate(&sc.config))
+        .map_err(|e| match sc.locate(&e) {
+            Some(located) => scenario_err(py, located),
+            None => PyValueError::new_err(e.to_string()),
+        })?;
+    let d = PyDict::new(py);
+    d.set_item("name", &sc.config.name)?;
+    d.set_item("duration_ns", est.duration_ns)?;
+    d.set_item("flows", est.flows)?;
+    d.set_item("tcp_flows", est.tcp_flows)?;
+    d.set_item("policies", est.policies)?;
+    d.set_item("link_directions", est.link_directions)?;
+    d.set_item("packet_hops", est.packet_hops)?;
+    d.set_item("events", est.events)?;
+    let rows = PyDict::new(py);
+    for (name, n) in &est.series_rows {
+        rows.set_item(*name, *n)?;
+    }
+    d.set_item("series_rows", rows)?;
+    d.set_item("series_bytes", est.series_bytes)?;
+    d.set_item("flow_state_bytes", est.flow_state_bytes)?;
+    d.set_item("packet_bytes", est.packet_bytes)?;
+    d.set_item("peak_memory_bytes", est.peak_memory_bytes)?;
+    Ok(d)
 }
 
 /// Parses and runs scenario `text`; `seed` overrides the file's seed.

@@ -107,7 +107,14 @@ pub fn plan_flows(config: &SimConfig) -> Result<Vec<PlannedFlow>, SimError> {
     Ok(sim::Sim::new(config)?.planned_flows(config))
 }
 
-pub use sim::{Kind, Pkt};
+/// Validates `config` exactly as [`run`] does and estimates what running it
+/// takes: events, rows per recorded series and an upper bound of its peak
+/// memory ([`Estimate`]). Pure: nothing is run.
+pub fn estimate(config: &SimConfig) -> Result<Estimate, SimError> {
+    Ok(sim::Sim::new(config)?.estimate(config))
+}
+
+pub use sim::{Estimate, Kind, Pkt};
 
 /// Runs `config` like [`run`], handing every packet that passes `points`
 /// (direction, [`capture::Point`], file index) to `sink`, then finishes the

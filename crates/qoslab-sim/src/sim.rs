@@ -1695,3 +1695,8 @@ mod tcp_tests;
 #[cfg(test)]
 #[path = "sim_fetch_tests.rs"]
 mod fetch_tests;
+
+// A child of this module so it reads the built model's fields directly.
+#[path = "estimate.rs"]
+mod estimate;
+pub use estimate::Estimate;
