@@ -432,3 +432,35 @@ def test_emulate_a_two_point_sweep(capsys, tmp_path) -> None:
     assert df["sum_goodput_bps"].iloc[0] < df["sum_goodput_bps"].iloc[1]
     # none of this process's namespaces is left (other users' runs may have theirs)
     assert not [n for n in list_namespaces() if n.startswith(f"{PREFIX}{os.getpid()}-")]
+
+
+def test_report_page_of_a_results_directory(capsys, tmp_path) -> None:
+    """`--report` on the committed store: every headline figure, and one
+    table row per point (key combination), in the keys' numeric order."""
+    import re
+
+    out = tmp_path / "r.html"
+    rc, _, err = run_cli(
+        capsys, "sweep", str(ROOT / "examples" / "sweep-results"), "--report", str(out)
+    )
+    assert rc == 0, err
+    text = out.read_text()
+    assert re.findall(r'data-figure="([^"]+)"', text) == [
+        "sum_goodput_bps",
+        "loss_fraction",
+        "rtt_p95_ms_mean",
+        "jain_heatmap",
+    ]
+    body = text[text.index("Points (mean over seeds)") :]
+    rows = re.findall(r"<tr><td class=l>([^<]*)</td><td class=l>([^<]*)</td>", body)
+    rows = [r for r in rows if r[0][:-1].isdigit()]  # the points, not the versions table
+    store = ROOT / "examples" / "sweep-results"
+    n = int(
+        query(
+            store,
+            f'SELECT count(*) AS n FROM (SELECT DISTINCT "{BC}", "traffic[0].flows" FROM points)',
+        )["n"][0]
+    )
+    assert len(rows) == n > 1
+    bcs = [int(r[0][:-1]) for r in rows]
+    assert bcs == sorted(bcs)

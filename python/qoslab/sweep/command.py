@@ -31,7 +31,8 @@ each swept key, its value in base units as KEY_bytes/KEY_bps/KEY_ns, and the
 summary figures), 'flows' (per flow) and 'scenarios' (each run's TOML), keyed
 by 'hash' (the resolved scenario + seed). Rerunning into the same DIR skips
 runs already there (resume after Ctrl-C; duplicates are never written).
---query runs SQL on them with DuckDB; --plot / --heatmap draw them.
+--query runs SQL on them with DuckDB; --plot / --heatmap draw them;
+--report writes one HTML page (the figures against the swept keys, every point).
 
 Local runs use all cores as processes (measured faster than threads for
 short runs: docs/performance.md); --dask ADDRESS uses a Dask scheduler,
@@ -55,6 +56,7 @@ examples:
       --by 'traffic[0].flows' --figure /tmp/sweep-goodput.png
   qoslab sweep examples/sweep-results --heatmap jain_fairness \\
       --x policy.bottleneck.egress.police.bc --y 'traffic[0].flows' --figure /tmp/sweep-jain.svg
+  qoslab sweep examples/sweep-results --report /tmp/sweep-report.html
 """
 
 
@@ -152,15 +154,37 @@ def add_sweep_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         metavar="FILE",
         help="where to write the figure (.png or .svg; default DIR/METRIC.png)",
     )
+    p.add_argument(
+        "--report",
+        nargs="?",
+        const="",
+        metavar="HTML",
+        help="write the report page of a results DIR (default DIR/report.html)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary / query result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def main(args: argparse.Namespace) -> int:
     target = Path(args.target)
+    if args.report is not None:
+        return _report(args, target)
     if args.query is not None or args.plot or args.heatmap:
         return _inspect(args, target)
     return _sweep(args, target)
+
+
+def _report(args: argparse.Namespace, root: Path) -> int:
+    from qoslab import outputs
+    from qoslab.sweep import report
+
+    if not root.is_dir():
+        raise ValueError(f"{root}: not a sweep results directory")
+    out = Path(args.report) if args.report else root / "report.html"
+    outputs.check_file(out, "--report")
+    path = report.write_report(root, out)
+    print(json.dumps({"report": str(path)}) if args.json else f"wrote {path}")
+    return 0
 
 
 def _inspect(args: argparse.Namespace, root: Path) -> int:
