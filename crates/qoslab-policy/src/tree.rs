@@ -183,13 +183,15 @@ impl Shaper for Inner {
 /// ids: the core numbers them 0.. in parents-first order (`default=2`,
 /// `class=id=2 parent=0 ...`, `warning=class 2: ...`); a reader of the
 /// output wrote `default = "20"` and `id = "20"`.
-struct UserIds {
-    node: Child,
+/// Generic over the scheduler, not a `Child`: it sits on every packet's
+/// enqueue/dequeue, so it must add no second dynamic call.
+struct UserIds<S> {
+    node: S,
     /// The user's id of core class `i` (parents-first position).
     ids: Vec<String>,
 }
 
-impl UserIds {
+impl<S> UserIds<S> {
     fn id(&self, core: &str) -> Option<&str> {
         self.ids
             .get(core.parse::<usize>().ok()?)
@@ -237,7 +239,7 @@ fn named_classes(text: &str, ids: &[String]) -> String {
     out + rest
 }
 
-impl Shaper for UserIds {
+impl<S: Shaper> Shaper for UserIds<S> {
     #[inline]
     fn enqueue(&mut self, now: Instant, pkt: Packet) -> Result<(), Dropped> {
         self.node.enqueue(now, pkt)
@@ -1019,7 +1021,7 @@ fn htb(
             .map(|w| format!("{path}: {}", named_classes(w, &by_pos))),
     );
     Ok(Box::new(UserIds {
-        node: Box::new(h),
+        node: h,
         ids: order.iter().map(|&i| ids[i].clone()).collect(),
     }))
 }
@@ -1120,7 +1122,7 @@ fn hfsc(
         format!("{path}: {}", named.unwrap_or_else(|| w.clone()))
     }));
     Ok(Box::new(UserIds {
-        node: Box::new(h),
+        node: h,
         ids: order.iter().map(|&i| ids[i].clone()).collect(),
     }))
 }
