@@ -28,10 +28,12 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import doc_section  # beside this script
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -203,17 +205,7 @@ def render(doc: dict[str, Any]) -> str:
 
 
 def write_doc(section: str) -> None:
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    fd, tmp = tempfile.mkstemp(dir=DOC.parent, prefix=".validation-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, DOC)
+    doc_section.replace_section(DOC, BEGIN, END, section)
 
 
 def main() -> int:

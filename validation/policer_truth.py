@@ -41,6 +41,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import doc_section  # beside this script
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "policer_truth.json"
@@ -546,19 +549,8 @@ def render(data: dict[str, Any], sims: dict[str, dict[str, Any]], sim_rev: str) 
 
 
 def write_doc(section: str, doc: Path = DOC) -> None:
-    """Replaces the marked section (or appends it), atomically, leaving the rest alone."""
-    text = doc.read_text(encoding="utf-8") if doc.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        text = head + section + ("\n" + tail if tail else "")
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + section
-    fd, tmp = tempfile.mkstemp(dir=doc.parent, prefix=".validation-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, doc)
+    """Replaces the marked section (or appends it), leaving the rest alone."""
+    doc_section.replace_section(doc, BEGIN, END, section)
 
 
 _NUMBERS = re.compile(r"\[\s*(-?[\d.eE+-]+(?:,\s*-?[\d.eE+-]+)*)\s*\]")
@@ -594,16 +586,7 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def sim_revision() -> str:
-    try:
-        rev = subprocess.run(
-            ["git", "-C", str(ROOT), "log", "-1", "--format=%h (%cs)", "--", "crates"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        rev = ""
-    return f"commit {rev} of crates/" if rev else "this checkout"
+    return doc_section.sim_revision(ROOT)
 
 
 # ---------------------------------------------------------------- measuring

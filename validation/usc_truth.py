@@ -41,12 +41,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import doc_section  # beside this script
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -609,51 +611,55 @@ def render(data: dict[str, Any]) -> str:
 # Written from the tables above (re-read them after a re-render: the numbers move with the
 # simulator, this text does not).
 DIAGNOSIS = """
-**Diagnosis** (written from the render of 2026-11-24; the tables above are regenerated, this
-text is not: re-read it against them).
+**Diagnosis** (written from the render of 2026-11-24 at the commit named above, i.e. with
+the linux profile's receive-buffer autotuning; the tables are regenerated, this text is not:
+re-read it against them).
 
 - **RTOs: the real stacks stall, the simulator does not** (the largest and most
   systematic miss, issue 10's own). With two connections or cross traffic through a
-  policer with a small or default bucket, the real connections took 8-70 RTOs each
-  (e.g. police1.5M-bc8k-2conn: 70 and 31) where the simulated ones took 0-8; with
-  1-2 MB buckets the counts are close (bc1M-2conn 10/6 vs 10/11, bc2M-2conn 13/14 vs
-  10/18), because there the RTOs come from the one slow-start overshoot into an empty
+  policer with a small or default bucket, the real captures took 21-101 RTOs in all
+  (police1.5M-bc8k-2conn: 101) where the simulated ones took 4-13; with 1-2 MB buckets
+  the counts are close (bc1M-2conn 16 vs 22, bc2M-2conn 27 vs 27, bc2M-2conn-xt 50 vs
+  54), because there the RTOs come from the one slow-start overshoot into an empty
   bucket, which the simulator reproduces. The RTOs the simulator misses are the ones
   inside the steady ladder: retransmissions sent into an empty bucket and dropped again.
-  The per-capture retransmission counts of these cases are *higher* in the simulator
-  (median +22 per chunk): it repairs by fast recovery what Linux repairs by timeout.
-- **Policer, 8 kB bucket** (about five frames): simulated goodput 1.5-1.9x the truth at
-  1.5, 3 and 10 Mbit/s (0.98-1.11 vs 0.55-0.65 Mbit/s), fewer retransmissions (120-135
-  vs 208-269) and no RTO where Linux took 2-3. The real goodput does not depend on the
+  The retransmission counts of these cases are *higher* in the simulator (median +21 per
+  chunk): it repairs by fast recovery what Linux repairs by timeout.
+- **Policer, 8 kB bucket** (about five frames): simulated goodput 1.5-1.8x the truth at
+  1.5, 3 and 10 Mbit/s (1.00 vs 0.55-0.65 Mbit/s), fewer retransmissions (130-141 vs
+  179-269) and no RTO where Linux took 2-3. The real goodput does not depend on the
   rate: about five frames per round trip pass, the rest of each flight is dropped. The
   send pattern is not the cause: the server's bursts in the capture (trains separated by
   more than 1 ms: median 4 segments, 90th percentile 6) match the simulator's (4 and 5,
-  police10M-bc8k). Same cluster as the RTO miss: loss recovery too forgiving.
+  police10M-bc8k, measured before autotuning). Same cluster as the RTO miss: loss
+  recovery too forgiving.
 - **Policer, 1-2 MB buckets at 3-10 Mbit/s**: goodput within target except
-  police10M-bc1M (0.62: the simulator takes one RTO per chunk, 5 in all, after the
-  slow-start overshoot; Linux took 3 and kept 12.8 Mbit/s), retransmissions 0.5-0.65x
-  at 3 Mbit/s (752 vs 1158, 620 vs 1280): the real overshoot loses more. Candidates,
-  untested: HyStart exiting at a different window (issue 10 measured 64 vs Linux's 124 on
-  a tbf), receive-window autotuning (none here), the lab kernel of 2015 (no RACK).
+  police10M-bc1M (0.71: 9.08 vs 12.83 Mbit/s; the simulator takes an RTO after the
+  slow-start overshoot in most chunks, 4 in all, Linux took 3 and kept 12.8 Mbit/s);
+  retransmissions at 3 Mbit/s: 1196 vs 1158 (bc1M) but 682 vs 1280 (bc2M): the real
+  overshoot into the 2 MB bucket loses more. Candidates, untested: HyStart exiting at a
+  different window (issue 10 measured 64 vs Linux's 124 on a tbf), the lab kernel of 2015
+  (no RACK, no autotuning of today's form).
 - **Rate** (0.5, 1.5, 3 and 10 Mbit/s): no trend of its own once the bucket and sharing
   are accounted for; the default-bucket (Cisco CIR/32) cases hit goodput at 0.5-3 Mbit/s
-  and miss at 10 Mbit/s (1.17: 8.69 vs 7.41 Mbit/s), where the carrier router's default
+  and miss at 10 Mbit/s (1.18: 8.74 vs 7.41 Mbit/s), where the carrier router's default
   burst is not known and CIR/32 (39 kB) may be larger than its own.
 - **RTT**: every capture has 100 ms; nothing to separate.
 - **Random loss** (10 Mbit/s shaper, 1 % and 2 %): a single run is not a measurement
   here. The three 1 % captures (differing only in the pause) give 1.13-1.44 Mbit/s; eight
-  simulator seeds of the same case give 1.22-1.61 (mean 1.46 vs the captures' 1.26); at
-  2 % the captures give 0.79-1.00 and the seeds 0.81-0.98 (mean 0.90 vs 0.87). The
-  simulator also drops in both directions where the lab's emulator dropped server-side
-  only. The ±10 % target needs several runs per case on both sides.
-- **Shaper**: goodput within target except the 8 kB queues at 3 and 10 Mbit/s (0.88,
-  0.90) and shape1.5M/0.5M-q1M (1.11, 1.21, where the real runs were slower than the
+  simulator seeds of the same case gave 1.22-1.61 (mean 1.46 vs the captures' 1.26); at
+  2 % the captures give 0.79-1.00 and the seeds 0.81-0.98 (mean 0.90 vs 0.87) (seed
+  spreads measured before autotuning). The simulator also drops in both directions where
+  the lab's emulator dropped server-side only. The ±10 % target needs several runs per
+  case on both sides.
+- **Shaper**: goodput within target except the 8 kB queues at 3 and 10 Mbit/s (0.89,
+  0.90) and shape1.5M/0.5M-q1M (1.11, 1.22, where the real runs were slower than the
   shaper rate allows for no visible reason in the counts). Retransmissions: the simulator
-  overflows a 100 kB queue in slow start (44-218 retransmissions where Linux had 7-40),
-  Linux's HyStart leaves slow start first (the HyStart gap noted in issue 10);
-  shape0.5M-q2M lost 884 segments in the lab and none in the simulator: a 2 MB queue at
-  0.5 Mbit/s is 32 s of delay, and the router probably held less than its configured
-  2 MB (the "queue capacity" reading of SBC is this script's assumption).
+  overflows a 100 kB queue in slow start at 0.5-3 Mbit/s (19-220 retransmissions where
+  Linux had 7-40): Linux's HyStart leaves slow start first (the HyStart gap noted in
+  issue 10); shape0.5M-q2M lost 884 segments in the lab and 87 in the simulator: a 2 MB
+  queue at 0.5 Mbit/s is 32 s of delay, and the router probably held less than its
+  configured 2 MB (the "queue capacity" reading of SBC is this script's assumption).
 """
 
 
@@ -667,27 +673,11 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_doc(section: str, doc: Path = DOC) -> None:
     """Replaces the marked section (or appends it), leaving the rest alone."""
-    text = doc.read_text(encoding="utf-8") if doc.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        text = head + section + ("\n" + tail if tail else "")
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + section
-    write_atomic(doc, text)
+    doc_section.replace_section(doc, BEGIN, END, section)
 
 
 def sim_revision() -> str:
-    try:
-        rev = subprocess.run(
-            ["git", "-C", str(ROOT), "log", "-1", "--format=%h (%cs)", "--", "crates"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        rev = ""
-    return f"commit {rev} of crates/" if rev else "this checkout"
+    return doc_section.sim_revision(ROOT)
 
 
 def run_all(selected: list[dict[str, Any]]) -> dict[str, Any]:
