@@ -1,46 +1,75 @@
 """Figures of simulation results (matplotlib, no display needed).
 
 Every function takes one :class:`~qoslab.results.SimulationResult`, several
-(a list, or a dict ``label -> result``) for an overlay, and returns a
+(a list, or a dict ``label -> result``) for a comparison, and returns a
 :class:`matplotlib.figure.Figure` — or ``None`` when the scenario did not
 record the series the figure needs (``[record] series``), so callers can
 skip it. Figures are built with the object API (no ``pyplot``, no global
 state), so they render with the Agg backend anywhere, also without a display.
 
-The figures follow what engineers look at in Wireshark and tc:
+The figures follow what engineers look at in Wireshark, tcptrace, tc and Flent:
 
-- :func:`io_graph` — throughput per flow and their sum over time (IO graph);
-- :func:`time_sequence` — the time-sequence (Stevens) graph of one flow,
-  retransmitted segments marked;
-- :func:`rtt_time`, :func:`cwnd`, :func:`queue` (queue length and bucket
-  tokens), :func:`colors` (stacked per-colour rates), :func:`ping`
-  (ping RTT under load), :func:`rtt_cdf`, :func:`goodput_cdf`.
+- :func:`io_graph` — goodput per flow, their sum and the wire rate at the
+  bottleneck policy (or, for a capture, on the wire) per bin, the bin printed;
+- :func:`time_sequence` — the time-sequence (Stevens) graph of one flow as
+  tcptrace draws it: segments sent, retransmissions in red, and, when the
+  result has them (a capture analysed by ``qoslab analyze``), the ACK line,
+  the receive-window line and SACK blocks; a second panel zooms on the first
+  retransmission;
+- :func:`rtt_time`, :func:`cwnd`, :func:`queue` (queue length of queues and
+  shapers, bucket tokens of policers), :func:`colors` (one panel per colour,
+  one shared y-scale), :func:`ping`, :func:`rtt_cdf`, :func:`goodput_cdf`;
+- :func:`policy_classes` — per-class throughput, drops and peak queue of a
+  policy tree, by the user's class ids;
+- :func:`overview` — the Flent-like page of a comparison: totals, per-flow
+  box plots, ping CDF.
+
+A comparison never lets one run flatten the others: time-series figures of
+several runs are small multiples (one panel per run, each titled with its
+label and scaled on its own), CDFs of values spanning more than 10× are on
+a log x-axis. RTT and ping panels whose largest samples (RTO-inflated) would
+flatten the body are clipped at the 99th percentile, the samples above
+marked at the top edge with their count and maximum.
+
+Everything is decimated to screen resolution before it is drawn: a line
+keeps the minimum and maximum of each pixel column (:func:`decimate_line`),
+a scatter one point per pixel cell (:func:`decimate_points`), a CDF one step
+per pixel — so a figure draws a few thousand points whatever the run length.
 
 :func:`figures` makes every figure that has data; :func:`save` writes one
-as PNG and SVG.
+(PNG by default).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from qoslab.results import SimulationResult
 
 __all__ = [
+    "DPI",
     "FIGURES",
+    "PIXELS",
     "Results",
     "colors",
     "cwnd",
+    "decimate_line",
+    "decimate_points",
     "figures",
     "goodput_cdf",
     "io_graph",
+    "overview",
     "ping",
+    "policy_classes",
     "queue",
     "rtt_cdf",
     "rtt_time",
@@ -51,8 +80,82 @@ __all__ = [
 #: One result, a sequence of results, or ``label -> result``.
 Results = SimulationResult | Sequence[SimulationResult] | Mapping[str, SimulationResult]
 
-_SIZE = (8.0, 4.0)
-_COLOUR_FILL = {"green": "#2ca02c", "yellow": "#e6b800", "red": "#d62728"}
+#: Resolution figures are drawn (and decimated) for.
+DPI = 100
+_WIDTH = 8.0
+#: Pixel columns of a full-width figure: lines keep at most 2 points per column.
+PIXELS = int(_WIDTH * DPI)
+_COLOUR_FILL = {"green": "#2ca02c", "yellow": "#e6b800", "red": "#d62728", "dropped": "#333333"}
+#: A body is "flattened" when the largest sample is this many times its p99.
+_OUTLIER_FACTOR = 4.0
+#: A CDF's x-axis is logarithmic when its positive values span more than this.
+_LOG_SPAN = 10.0
+
+
+# --- decimation -------------------------------------------------------------
+
+
+def decimate_line(
+    x: np.ndarray, y: np.ndarray, pixels: int = PIXELS
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(x, y)`` cut down to the minimum and maximum ``y`` of each of
+    ``pixels`` columns of ``x`` (and the first and last point), in their
+    original order: the drawn line is the same at that width, peaks kept.
+    At most ``2 * pixels + 2`` points."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    n = len(x)
+    if n <= 2 * pixels + 2:
+        return x, y
+    lo, hi = float(x.min()), float(x.max())
+    col = np.zeros(n, dtype=np.int64)
+    if hi > lo:
+        col = np.minimum(((x - lo) / (hi - lo) * pixels).astype(np.int64), pixels - 1)
+    order = np.lexsort((y, col))
+    cs = col[order]
+    starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]])
+    ends = np.r_[starts[1:] - 1, n - 1]
+    keep = np.unique(np.concatenate([order[starts], order[ends], [0, n - 1]]))
+    return x[keep], y[keep]
+
+
+def decimate_points(
+    x: np.ndarray,
+    y: np.ndarray,
+    xlim: tuple[float, float],
+    ylim: tuple[float, float],
+    size_px: tuple[int, int] = (PIXELS, 400),
+) -> np.ndarray:
+    """Indices of the points to draw: the first in each pixel cell of an
+    axes ``size_px`` (width, height) wide showing ``xlim`` × ``ylim``; so a
+    scatter never draws more than one marker per pixel."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    w, h = size_px
+    if len(x) <= 2 * w:
+        return np.arange(len(x))
+    sx = (xlim[1] - xlim[0]) or 1.0
+    sy = (ylim[1] - ylim[0]) or 1.0
+    cx = np.clip(((x - xlim[0]) / sx * w).astype(np.int64), -1, w)
+    cy = np.clip(((y - ylim[0]) / sy * h).astype(np.int64), -1, h)
+    _, first = np.unique(cx * (h + 2) + cy, return_index=True)
+    return np.sort(first)
+
+
+def _cdf_points(values: np.ndarray, pixels: int = PIXELS) -> tuple[np.ndarray, np.ndarray]:
+    v = np.sort(values[np.isfinite(values)])
+    n = len(v)
+    if not n:
+        return v, v
+    frac = np.arange(1, n + 1) / n
+    if n > 2 * pixels:
+        # One step per pixel row of the fraction axis, plus the extremes.
+        idx = np.unique(np.r_[np.linspace(0, n - 1, 2 * pixels).astype(np.int64), n - 1])
+        return v[idx], frac[idx]
+    return v, frac
+
+
+# --- layout -----------------------------------------------------------------
 
 
 def labelled(results: Results) -> list[tuple[str, SimulationResult]]:
@@ -70,20 +173,79 @@ def labelled(results: Results) -> list[tuple[str, SimulationResult]]:
     return out
 
 
-def _figure(rows: int = 1, height: float | None = None) -> tuple[Figure, list[Axes]]:
-    fig = Figure(figsize=(_SIZE[0], height or _SIZE[1] * (1 if rows == 1 else 0.7 * rows)))
-    axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0].tolist()
+def _grid(n: int, rows_per: int = 1, height: float = 2.4) -> tuple[Figure, list[list[Axes]], int]:
+    """A figure of ``n`` small multiples, each ``rows_per`` stacked axes
+    sharing x; returns the figure, the axes per multiple, and the pixel
+    width of one panel (what its data are decimated to)."""
+    cols = 1 if n <= 3 else 2
+    rows = math.ceil(n / cols)
+    width = _WIDTH if cols == 1 else 11.0
+    fig = Figure(figsize=(width, max(3.2, height * rows * rows_per + 0.7)), dpi=DPI)
+    gs = fig.add_gridspec(rows * rows_per, cols)
+    panels: list[list[Axes]] = []
+    for i in range(n):
+        r, c = divmod(i, cols)
+        first = fig.add_subplot(gs[r * rows_per, c])
+        axes = [first]
+        for k in range(1, rows_per):
+            axes.append(fig.add_subplot(gs[r * rows_per + k, c], sharex=first))
+        panels.append(axes)
+    return fig, panels, int(width / cols * DPI * 0.85)
+
+
+def _single(
+    rows: int = 1, height: float | None = None, sharex: bool = True
+) -> tuple[Figure, list[Axes]]:
+    fig = Figure(figsize=(_WIDTH, height or (4.0 if rows == 1 else 2.6 * rows)), dpi=DPI)
+    axes = fig.subplots(rows, 1, sharex=sharex, squeeze=False)[:, 0].tolist()
     return fig, axes
 
 
-def _finish(fig: Figure, ax: Axes, title: str, legend: bool = True) -> Figure:
-    ax.set_title(title)
-    if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small", loc="best")
+def _finish(
+    fig: Figure, title: str, legend_axes: Sequence[Axes] = (), left_in: float = 0.8
+) -> Figure:
+    """Legends, grid, the title, and margins set in inches from the grid's
+    shape: ``tight_layout`` would draw the whole figure once more to measure
+    it (half of a figure's drawing time)."""
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+    for ax in legend_axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="x-small", loc="best")
+    titled = False
     for a in fig.axes:
         a.grid(True, alpha=0.3)
-    fig.tight_layout()
+        a.tick_params(labelsize="small")
+        titled = titled or bool(a.get_title())
+        for axis, scale in ((a.xaxis, a.get_xscale()), (a.yaxis, a.get_yscale())):
+            if scale == "log":  # plain numbers: no mathtext to lay out
+                axis.set_major_formatter(FormatStrFormatter("%g"))
+                axis.set_minor_formatter(NullFormatter())
+    fig.suptitle(title, fontsize="medium")
+    w, h = fig.get_size_inches()
+    rows, cols = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    left, right, top, bottom = left_in / w, 1 - 0.25 / w, 1 - 0.55 / h, 0.55 / h
+    gap_h = 0.62 if titled else 0.3
+    gap_w = 0.85
+    ax_h = (h * (top - bottom) - (rows - 1) * gap_h) / rows
+    ax_w = (w * (right - left) - (cols - 1) * gap_w) / cols
+    fig.subplots_adjust(
+        left=left,
+        right=right,
+        top=top,
+        bottom=bottom,
+        hspace=gap_h / max(ax_h, 0.1),
+        wspace=gap_w / max(ax_w, 0.1),
+    )
     return fig
+
+
+def _panel_title(ax: Axes, label: str, many: bool) -> None:
+    if many:
+        ax.set_title(label, fontsize="small")
+
+
+# --- helpers on results -----------------------------------------------------
 
 
 def _has(r: SimulationResult, series: str) -> bool:
@@ -111,254 +273,283 @@ def _pick(results: Results, series: str) -> list[tuple[str, SimulationResult]]:
     return [(label, r) for label, r in labelled(results) if _has(r, series)]
 
 
+def _extra(r: SimulationResult, name: str) -> dict[str, np.ndarray] | None:
+    """A capture-only table (``io``, ``acks``, ``sacks``) a result from
+    ``qoslab analyze`` carries in its raw series, as NumPy columns."""
+    t = r.raw.get("series", {}).get(name)
+    if not t or not len(t.get("time_ns", ())):
+        return None
+    return {k: np.asarray(v) for k, v in t.items()}
+
+
+def _bin_text(ns: int) -> str:
+    if ns % 1_000_000_000 == 0:
+        return f"{ns // 1_000_000_000} s"
+    if ns % 1_000_000 == 0:
+        return f"{ns // 1_000_000} ms"
+    return f"{ns / 1e6:g} ms"
+
+
+def _outlier_scale(ax: Axes, xs: np.ndarray, ys: np.ndarray, unit: str = "ms") -> float | None:
+    """When the largest of ``ys`` is over 4× their 95th percentile (RTO-
+    inflated samples that would flatten the body on a linear axis), puts
+    the y-axis on a log scale and marks the samples above 4× the p95 in red,
+    labelled with their count and maximum; returns that threshold, else
+    ``None`` (and a linear axis from 0)."""
+    v = ys[np.isfinite(ys) & (ys > 0)]
+    if len(v) < 20:
+        ax.set_ylim(bottom=0)
+        return None
+    p95 = float(np.percentile(v, 95))
+    top = float(v.max())
+    if p95 <= 0 or top <= _OUTLIER_FACTOR * p95:
+        ax.set_ylim(bottom=0)
+        return None
+    limit = _OUTLIER_FACTOR * p95
+    ax.set_yscale("log")
+    ax.set_ylim(float(v.min()) * 0.8, top * 1.25)
+    above = np.flatnonzero(ys > limit)
+    ax.plot(
+        xs[above][: 4 * PIXELS],
+        ys[above][: 4 * PIXELS],
+        "^",
+        ms=3.5,
+        color="C3",
+        label=f"{len(above)} above 4× p95 = {limit:.3g} {unit} (max {top:.4g}); log scale",
+        zorder=5,
+    )
+    return limit
+
+
+def _log_if_wide(ax: Axes, values: np.ndarray, axis: str = "x") -> bool:
+    v = values[np.isfinite(values) & (values > 0)]
+    if len(v) and float(v.max()) > _LOG_SPAN * float(v.min()):
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+        return True
+    return False
+
+
+# --- IO graph ---------------------------------------------------------------
+
+
+def _wire(r: SimulationResult) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """The wire rate per bin (time s, Mbit/s, label): a capture's frame bytes
+    on the wire; a simulation's bytes its first metered policy passed
+    (offered minus dropped, from the ``colors`` series)."""
+    step_ns = int(r.raw["record_interval_ns"])
+    if step_ns <= 0:
+        return None
+    io = _extra(r, "io")
+    if io is not None:
+        t = io["time_ns"].astype(np.int64)
+        times, inv = np.unique(t, return_inverse=True)
+        tot = np.zeros(len(times))
+        np.add.at(tot, inv, io["wire_bytes"].astype(np.float64))
+        return times / 1e9, tot * 8e9 / step_ns / 1e6, "wire rate (frames on the wire)"
+    if not _has(r, "colors"):
+        return None
+    c = r.colors
+    first = int(c["policy"].iloc[0])
+    c = c[c["policy"] == first]
+    passed = (
+        c["green_bytes"].to_numpy(np.float64)
+        + c["yellow_bytes"].to_numpy(np.float64)
+        + c["red_bytes"].to_numpy(np.float64)
+        - c["dropped_bytes"].to_numpy(np.float64)
+    )
+    names = r.policies.get("name", [])
+    name = str(names.iloc[first]) if first < len(names) else f"policy {first}"
+    return c["time_s"].to_numpy(), passed * 8e9 / step_ns / 1e6, f"wire rate after {name}"
+
+
+def _io_panel(ax: Axes, r: SimulationResult, pixels: int, flows_legend: bool) -> None:
+    g = r.goodput
+    data = set(_data_flows(r))
+    g = g[g["flow"].isin(data)] if data else g
+    groups = list(g.groupby("flow", sort=True))
+    for flow, part in groups if len(groups) <= 16 else []:
+        x, y = decimate_line(part["time_s"].to_numpy(), part["goodput_bps"] / 1e6, pixels)
+        ax.plot(x, y, lw=0.7, alpha=0.8, label=_flow_label(r, int(flow)) if flows_legend else None)
+    total = g.groupby("time_s", sort=True)["goodput_bps"].sum()
+    x, y = decimate_line(total.index.to_numpy(), total.to_numpy() / 1e6, pixels)
+    ax.plot(x, y, lw=1.8, color="black", label="goodput, sum")
+    wire = _wire(r)
+    if wire is not None:
+        x, y = decimate_line(wire[0], wire[1], pixels)
+        ax.plot(x, y, "--", lw=1.2, color="C7", label=wire[2])
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("Mbit/s")
+
+
 def io_graph(results: Results) -> Figure | None:
-    """Goodput per flow and the sum over time, in Mbit/s (Wireshark's IO
-    graph). Overlays draw each run's sum bold and its flows thin."""
+    """Goodput per flow and their sum over time, in Mbit/s per recording bin
+    (Wireshark's IO graph), with the wire rate at the bottleneck; several
+    runs: one panel per run, each on its own scale."""
     runs = _pick(results, "goodput")
     if not runs:
         return None
-    fig, (ax,) = _figure()
-    single = len(runs) == 1
-    for i, (label, r) in enumerate(runs):
-        g = r.goodput
-        data = set(_data_flows(r))
-        g = g[g["flow"].isin(data)] if data else g
-        colour = None if single else f"C{i}"
-        for flow, part in g.groupby("flow", sort=True):
-            ax.plot(
-                part["time_s"],
-                part["goodput_bps"] / 1e6,
-                lw=0.8 if single else 0.5,
-                alpha=0.9 if single else 0.35,
-                color=colour,
-                label=_flow_label(r, int(flow)) if single else None,
+    bins = sorted({int(r.raw["record_interval_ns"]) for _, r in runs})
+    bin_text = ", ".join(_bin_text(b) for b in bins)
+    if len(runs) == 1:
+        fig, (ax,) = _single()
+        _io_panel(ax, runs[0][1], PIXELS, True)
+        ax.set_xlabel("time (s)")
+        return _finish(fig, f"IO graph: goodput and wire rate (bin {bin_text})", [ax])
+    fig, panels, px = _grid(len(runs))
+    for (label, r), (ax,) in zip(runs, panels, strict=True):
+        _io_panel(ax, r, px, False)
+        _panel_title(ax, label, True)
+    for axes in panels[-2:]:
+        axes[-1].set_xlabel("time (s)")
+    panels[0][0].legend(fontsize="x-small", loc="best")
+    return _finish(fig, f"IO graph per run: goodput sum and wire rate (bin {bin_text})")
+
+
+# --- time-sequence (Stevens) graph -------------------------------------------
+
+
+def _ts_draw(
+    ax: Axes,
+    t: np.ndarray,
+    seq: np.ndarray,
+    length: np.ndarray,
+    retx: np.ndarray,
+    acks: dict[str, np.ndarray] | None,
+    sacks: dict[str, np.ndarray] | None,
+    window: tuple[float, float],
+    size_px: tuple[int, int],
+    beams: bool,
+) -> None:
+    t0, t1 = window
+    inw = (t >= t0) & (t <= t1)
+    ylo = float(seq[inw].min()) if inw.any() else 0.0
+    yhi = float((seq + length)[inw].max()) if inw.any() else 1.0
+    if acks is not None:
+        aw = (acks["t"] >= t0) & (acks["t"] <= t1)
+        if aw.any():
+            yhi = max(yhi, float((acks["ack"] + acks["rwnd"])[aw].max()))
+    ylim = (ylo, yhi + 1.0)
+    scale = 1e6 if yhi - ylo > 5e6 else 1e3
+    for sel, colour, label, z in (
+        (inw & ~retx, "C0", "sent", 2),
+        (inw & retx, "C3", "retransmitted", 4),
+    ):
+        idx = np.flatnonzero(sel)
+        idx = idx[decimate_points(t[idx], seq[idx], window, ylim, size_px)]
+        if not len(idx):
+            continue
+        if beams:  # tcptrace's I-beam: the segment's byte range at its send time
+            segs = np.stack(
+                [
+                    np.column_stack([t[idx], seq[idx] / scale]),
+                    np.column_stack([t[idx], (seq[idx] + length[idx]) / scale]),
+                ],
+                axis=1,
             )
-        total = g.groupby("time_s", sort=True)["goodput_bps"].sum()
-        ax.plot(
-            total.index,
-            total.to_numpy() / 1e6,
-            lw=2.0,
-            color="black" if single else colour,
-            label="sum" if single else f"{label}: sum",
+            ax.add_collection(LineCollection(segs, colors=colour, linewidths=1.2, zorder=z))
+            ax.plot(t[idx], seq[idx] / scale, "_", ms=3, color=colour, label=label, zorder=z)
+        else:
+            ax.plot(
+                t[idx],
+                seq[idx] / scale,
+                "." if z == 2 else "x",
+                ms=1.5 if z == 2 else 3.5,
+                color=colour,
+                label=label,
+                zorder=z,
+            )
+    if acks is not None:
+        aw = (acks["t"] >= t0) & (acks["t"] <= t1)
+        x, y = decimate_line(acks["t"][aw], acks["ack"][aw] / scale, size_px[0])
+        ax.step(x, y, where="post", lw=1.0, color="C2", label="ACK", zorder=3)
+        x, y = decimate_line(
+            acks["t"][aw], (acks["ack"][aw] + acks["rwnd"][aw]) / scale, size_px[0]
         )
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("goodput (Mbit/s)")
-    ax.set_ylim(bottom=0)
-    return _finish(fig, ax, "IO graph: goodput per flow and sum")
+        ax.step(x, y, where="post", lw=0.9, color="#b8a000", label="receive window", zorder=3)
+    if sacks is not None:
+        sw = (sacks["t"] >= t0) & (sacks["t"] <= t1)
+        idx = np.flatnonzero(sw)
+        idx = idx[decimate_points(sacks["t"][idx], sacks["left"][idx], window, ylim, size_px)]
+        if len(idx):
+            segs = np.stack(
+                [
+                    np.column_stack([sacks["t"][idx], sacks["left"][idx] / scale]),
+                    np.column_stack([sacks["t"][idx], sacks["right"][idx] / scale]),
+                ],
+                axis=1,
+            )
+            ax.add_collection(LineCollection(segs, colors="#9467bd", linewidths=1.5, zorder=3))
+            ax.plot([], [], color="#9467bd", lw=1.5, label="SACK block")
+    ax.set_xlim(t0, t1)
+    ax.set_ylim(ylim[0] / scale, ylim[1] / scale)
+    ax.set_ylabel(f"sequence ({'MB' if scale == 1e6 else 'KB'} from ISN)")
 
 
 def time_sequence(result: SimulationResult, flow: int | None = None) -> Figure | None:
     """Time-sequence (Stevens) graph of ``flow`` (default: the first data
-    flow): each segment sent at its sequence number, retransmissions in red.
-    A policed flow shows the staircase of bursts and RTO pauses."""
+    flow with a retransmission, else the first data flow), as tcptrace and
+    Wireshark draw it: each segment at its send time and sequence number,
+    retransmissions in red drawn over the sends; for a capture analysed by
+    ``qoslab analyze`` also the ACK line, the receive-window line (ACK +
+    advertised window) and SACK blocks. The lower panel zooms on the first
+    retransmission, where segments are drawn as I-beams. Sequence numbers are
+    bytes from the flow's first segment."""
     if not _has(result, "segments"):
         return None
     seg = result.segments
     if flow is None:
-        flows = [f for f in _data_flows(result) if f in set(seg["flow"].tolist())]
-        flow = flows[0] if flows else int(seg["flow"].iloc[0])
+        present = set(seg["flow"].tolist())
+        flows = [f for f in _data_flows(result) if f in present] or sorted(present)
+        with_retx = set(seg.loc[seg["retransmit"].astype(bool), "flow"].tolist())
+        flow = next((f for f in flows if f in with_retx), flows[0])
     s = seg[seg["flow"] == flow]
     if not len(s):
         return None
-    fig, (ax,) = _figure()
+    t = s["time_s"].to_numpy(np.float64)
+    base = int(s["seq"].min())
+    seq = (s["seq"].to_numpy(np.int64) - base).astype(np.float64)
+    length = s["len"].to_numpy(np.float64) if "len" in s else np.zeros(len(s))
     retx = s["retransmit"].to_numpy(dtype=bool)
-    seq = s["seq"].to_numpy(dtype=np.float64)
-    ax.plot(s["time_s"][~retx], seq[~retx] / 1e6, ".", ms=1.5, color="C0", label="sent")
+    acks = sacks = None
+    a = _extra(result, "acks")
+    if a is not None:
+        m = a["flow"] == flow
+        if m.any():
+            acks = {
+                "t": a["time_ns"][m] / 1e9,
+                "ack": a["ack"][m].astype(np.int64) - base,
+                "rwnd": a["rwnd_bytes"][m].astype(np.float64),
+            }
+            acks["ack"] = acks["ack"].astype(np.float64)
+    sk = _extra(result, "sacks")
+    if sk is not None:
+        m = sk["flow"] == flow
+        if m.any():
+            sacks = {
+                "t": sk["time_ns"][m] / 1e9,
+                "left": (sk["left"][m].astype(np.int64) - base).astype(np.float64),
+                "right": (sk["right"][m].astype(np.int64) - base).astype(np.float64),
+            }
+    full = (float(t.min()), float(t.max()) or 1.0)
+    zoom = None
     if retx.any():
-        ax.plot(s["time_s"][retx], seq[retx] / 1e6, "x", ms=4, color="C3", label="retransmitted")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("sequence number (MB)")
-    return _finish(fig, ax, f"Time-sequence graph: {_flow_label(result, flow)}")
-
-
-def rtt_time(results: Results) -> Figure | None:
-    """RTT samples over time (ms), per flow; overlays colour by run."""
-    runs = _pick(results, "rtt")
-    if not runs:
-        return None
-    fig, (ax,) = _figure()
-    single = len(runs) == 1
-    for i, (label, r) in enumerate(runs):
-        for j, (flow, part) in enumerate(r.rtt.groupby("flow", sort=True)):
-            ax.plot(
-                part["time_s"],
-                part["rtt_ms"],
-                ".",
-                ms=1.5,
-                color=None if single else f"C{i}",
-                label=_flow_label(r, int(flow)) if single else (label if j == 0 else None),
-            )
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("RTT (ms)")
-    ax.set_ylim(bottom=0)
-    return _finish(fig, ax, "RTT over time")
-
-
-def cwnd(results: Results, flow: int | None = None) -> Figure | None:
-    """Congestion window (solid) and ssthresh (dashed) over time, in KB, of
-    every flow or of ``flow``. A huge initial ssthresh is clipped from view."""
-    runs = _pick(results, "cwnd")
-    if not runs:
-        return None
-    fig, (ax,) = _figure()
-    single = len(runs) == 1
-    top = 0.0
-    for i, (label, r) in enumerate(runs):
-        c = r.cwnd if flow is None else r.cwnd[r.cwnd["flow"] == flow]
-        for j, (fl, part) in enumerate(c.groupby("flow", sort=True)):
-            colour = f"C{j}" if single else f"C{i}"
-            name = _flow_label(r, int(fl)) if single else (label if j == 0 else None)
-            kb = part["cwnd_bytes"].to_numpy(dtype=np.float64) / 1e3
-            top = max(top, float(kb.max(initial=0.0)))
-            ax.plot(part["time_s"], kb, lw=1.0, color=colour, label=name)
-            ax.plot(part["time_s"], part["ssthresh_bytes"] / 1e3, "--", lw=0.8, color=colour)
-    ax.set_ylim(0, top * 1.3 + 1.0)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("KB (solid cwnd, dashed ssthresh)")
-    return _finish(fig, ax, "Congestion window and ssthresh")
-
-
-def queue(results: Results) -> Figure | None:
-    """Queue length (packets) of each policy and, when recorded, its bucket
-    tokens (bytes) below."""
-    runs = [(lb, r) for lb, r in labelled(results) if _has(r, "queue") or _has(r, "tokens")]
-    if not runs:
-        return None
-    with_q = any("queue" in r.recorded for _, r in runs)
-    with_t = any("tokens" in r.recorded for _, r in runs)
-    fig, axes = _figure(int(with_q) + int(with_t))
-    single = len(runs) == 1
-    for i, (label, r) in enumerate(runs):
-        names = dict(zip(r.policies.get("name", []), range(len(r.policies)), strict=False))
-        inv = {v: k for k, v in names.items()}
-        for j, (pol, part) in enumerate(r.queue.groupby("policy", sort=True)):
-            colour = f"C{j}" if single else f"C{i}"
-            name = inv.get(int(pol), f"policy {pol}")
-            name = name if single else f"{label}: {name}"
-            k = 0
-            if with_q:
-                if "queue" in r.recorded:
-                    axes[0].step(part["time_s"], part["packets"], where="post", color=colour)
-                    axes[0].plot([], [], color=colour, label=name)
-                k = 1
-            if with_t and "tokens" in r.recorded:
-                axes[k].step(part["time_s"], part["tokens_bytes"] / 1e3, where="post", color=colour)
-                if not with_q:
-                    axes[k].plot([], [], color=colour, label=name)
-    if with_q:
-        axes[0].set_ylabel("queue (packets)")
-    if with_t:
-        axes[-1].set_ylabel("tokens (KB)")
-    axes[-1].set_xlabel("time (s)")
-    for a in axes:
-        a.set_ylim(bottom=0)
-    return _finish(fig, axes[0], "Queue length and bucket tokens")
-
-
-def colors(results: Results) -> Figure | None:
-    """Rates per colour stacked (green, yellow, red bytes offered to each
-    metered policy per interval), drops as a black line; one panel per run."""
-    runs = _pick(results, "colors")
-    if not runs:
-        return None
-    fig, axes = _figure(len(runs))
-    for ax, (label, r) in zip(axes, runs, strict=True):
-        c = r.colors
-        step = r.raw["record_interval_ns"] / 1e9
-        per = c.groupby("time_s", sort=True)[
-            ["green_bytes", "yellow_bytes", "red_bytes", "dropped_bytes"]
-        ].sum()
-        mbps = per.to_numpy(dtype=np.float64) * 8 / step / 1e6
-        ax.stackplot(
-            per.index,
-            mbps[:, 0],
-            mbps[:, 1],
-            mbps[:, 2],
-            colors=list(_COLOUR_FILL.values()),
-            labels=list(_COLOUR_FILL),
-            step="pre",
-            alpha=0.8,
+        tr = float(t[retx][0])
+        w = max(0.02, min(1.0, (full[1] - full[0]) / 20))
+        zoom = (max(full[0], tr - 0.3 * w), min(full[1], tr + 0.7 * w))
+    fig, axes = _single(2 if zoom else 1, height=7.0 if zoom else 4.2, sharex=False)
+    _ts_draw(axes[0], t, seq, length, retx, acks, sacks, full, (PIXELS, 300), False)
+    if zoom:
+        _ts_draw(axes[1], t, seq, length, retx, acks, sacks, zoom, (PIXELS, 300), True)
+        axes[1].set_title(
+            f"zoom: {zoom[0]:.3f}–{zoom[1]:.3f} s, around the first retransmission",
+            fontsize="small",
         )
-        ax.step(per.index, mbps[:, 3], where="pre", color="black", lw=0.8, label="dropped")
-        ax.set_ylabel("Mbit/s")
-        if len(runs) > 1:
-            ax.set_title(label, fontsize="small")
-        ax.legend(fontsize="small", loc="upper right")
+        axes[0].axvspan(*zoom, color="0.85", zorder=0)
     axes[-1].set_xlabel("time (s)")
-    fig.suptitle("Per-colour rates (stacked) and drops")
-    for a in axes:
-        a.grid(True, alpha=0.3)
-    fig.tight_layout()
-    return fig
-
-
-def ping(results: Results) -> Figure | None:
-    """Ping RTT under load (ms) against time, one line per run."""
-    runs = _pick(results, "ping")
-    if not runs:
-        return None
-    fig, (ax,) = _figure()
-    for i, (label, r) in enumerate(runs):
-        p = r.ping
-        ax.plot(p["time_s"], p["rtt_ms"], "o-", ms=3, lw=0.8, color=f"C{i}", label=label)
-    ax.set_xlabel("time sent (s)")
-    ax.set_ylabel("ping RTT (ms)")
-    # Runs compared side by side can differ by orders of magnitude (a full
-    # 1000-packet queue at 180 kbit/s against a short one): a linear axis
-    # would flatten all but the slowest to zero.
-    rtts = np.concatenate([r.ping["rtt_ms"].to_numpy(dtype=np.float64) for _, r in runs])
-    rtts = rtts[np.isfinite(rtts) & (rtts > 0)]
-    if len(rtts) and rtts.max() > 100 * rtts.min():
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(bottom=0)
-    return _finish(fig, ax, "Ping RTT under load")
-
-
-def _cdf(ax: Axes, values: np.ndarray, **kw: object) -> None:
-    v = np.sort(values[np.isfinite(values)])
-    if len(v):
-        ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", **kw)
-
-
-def rtt_cdf(results: Results) -> Figure | None:
-    """CDF of the RTT samples: per flow for one run, pooled per run otherwise."""
-    runs = _pick(results, "rtt")
-    if not runs:
-        return None
-    fig, (ax,) = _figure()
-    if len(runs) == 1:
-        r = runs[0][1]
-        for flow, part in r.rtt.groupby("flow", sort=True):
-            _cdf(ax, part["rtt_ms"].to_numpy(dtype=np.float64), label=_flow_label(r, int(flow)))
-    else:
-        for label, r in runs:
-            _cdf(ax, r.rtt["rtt_ms"].to_numpy(dtype=np.float64), label=label)
-    ax.set_xlabel("RTT (ms)")
-    ax.set_ylabel("fraction of samples")
-    ax.set_ylim(0, 1.02)
-    return _finish(fig, ax, "CDF of RTT")
-
-
-def goodput_cdf(results: Results) -> Figure | None:
-    """CDF of per-flow goodput per recording interval (Mbit/s): per flow for
-    one run, all flows pooled per run otherwise."""
-    runs = _pick(results, "goodput")
-    if not runs:
-        return None
-    fig, (ax,) = _figure()
-    for label, r in runs:
-        data = set(_data_flows(r))
-        g = r.goodput[r.goodput["flow"].isin(data)] if data else r.goodput
-        if len(runs) == 1:
-            for flow, part in g.groupby("flow", sort=True):
-                _cdf(ax, part["goodput_bps"].to_numpy() / 1e6, label=_flow_label(r, int(flow)))
-        else:
-            _cdf(ax, g["goodput_bps"].to_numpy() / 1e6, label=label)
-    ax.set_xlabel("goodput per interval (Mbit/s)")
-    ax.set_ylabel("fraction of intervals")
-    ax.set_ylim(0, 1.02)
-    return _finish(fig, ax, "CDF of per-flow goodput")
+    note = "" if acks is not None else " (ACK/window lines: capture the link, `qoslab analyze` it)"
+    return _finish(
+        fig, f"Time-sequence graph: {_flow_label(result, flow)}{note}", [axes[-1] if zoom else axes[0]]
+    )
 
 
 def _time_sequence_first(results: Results) -> Figure | None:
@@ -366,38 +557,455 @@ def _time_sequence_first(results: Results) -> Figure | None:
     return time_sequence(runs[0][1]) if runs else None
 
 
+# --- RTT, cwnd, ping ----------------------------------------------------------
+
+
+def _rtt_panel(ax: Axes, r: SimulationResult, px: int, legend: bool) -> None:
+    rtt = r.rtt
+    xs = rtt["time_s"].to_numpy(np.float64)
+    ys = rtt["rtt_ms"].to_numpy(np.float64)
+    limit = _outlier_scale(ax, xs, ys)
+    xlim = (float(xs.min()), float(xs.max()) or 1.0)
+    for flow, part in list(rtt.groupby("flow", sort=True))[:16]:
+        x = part["time_s"].to_numpy(np.float64)
+        y = part["rtt_ms"].to_numpy(np.float64)
+        idx = np.flatnonzero(np.isfinite(y) if limit is None else y <= limit)
+        # decimated on the scale drawn: one marker per pixel cell
+        yd = np.log10(np.maximum(y[idx], 1e-9)) if limit is not None else y[idx]
+        lim = (float(yd.min()), float(yd.max())) if len(yd) else (0.0, 1.0)
+        idx = idx[decimate_points(x[idx], yd, xlim, lim, (px, 300))]
+        ax.plot(
+            x[idx], y[idx], ".", ms=1.5, label=_flow_label(r, int(flow)) if legend else None
+        )
+    ax.set_ylabel("RTT (ms)")
+
+
+def rtt_time(results: Results) -> Figure | None:
+    """RTT samples over time (ms), per flow; several runs: one panel each.
+    RTO-inflated samples that would flatten the body are clipped and marked."""
+    runs = _pick(results, "rtt")
+    if not runs:
+        return None
+    if len(runs) == 1:
+        fig, (ax,) = _single()
+        _rtt_panel(ax, runs[0][1], PIXELS, True)
+        ax.set_xlabel("time (s)")
+        return _finish(fig, "RTT over time", [ax])
+    fig, panels, px = _grid(len(runs))
+    for (label, r), (ax,) in zip(runs, panels, strict=True):
+        _rtt_panel(ax, r, px, False)
+        _panel_title(ax, label, True)
+    for axes in panels[-2:]:
+        axes[-1].set_xlabel("time (s)")
+    return _finish(fig, "RTT over time per run", [a for (a,) in panels])
+
+
+def cwnd(results: Results, flow: int | None = None) -> Figure | None:
+    """Congestion window (solid) and ssthresh (dashed) over time, in KB, of
+    every flow or of ``flow``; several runs: one panel each. A huge initial
+    ssthresh is clipped from view."""
+    runs = _pick(results, "cwnd")
+    if not runs:
+        return None
+    many = len(runs) > 1
+    if many:
+        fig, panels, px = _grid(len(runs))
+        axes = [a for (a,) in panels]
+    else:
+        fig, axes = _single()
+        px = PIXELS
+    for ax, (label, r) in zip(axes, runs, strict=True):
+        c = r.cwnd if flow is None else r.cwnd[r.cwnd["flow"] == flow]
+        top = 0.0
+        for j, (fl, part) in enumerate(c.groupby("flow", sort=True)):
+            colour = f"C{j % 10}"
+            t = part["time_s"].to_numpy(np.float64)
+            kb = part["cwnd_bytes"].to_numpy(dtype=np.float64) / 1e3
+            top = max(top, float(kb.max(initial=0.0)))
+            x, y = decimate_line(t, kb, px)
+            ax.plot(x, y, lw=0.9, color=colour, label=None if many else _flow_label(r, int(fl)))
+            x, y = decimate_line(t, part["ssthresh_bytes"].to_numpy(np.float64) / 1e3, px)
+            ax.plot(x, y, "--", lw=0.7, color=colour)
+        ax.set_ylim(0, top * 1.3 + 1.0)
+        ax.set_ylabel("KB")
+        _panel_title(ax, label, many)
+    axes[-1].set_xlabel("time (s)")
+    return _finish(
+        fig, "Congestion window (solid) and ssthresh (dashed)", [] if many else [axes[0]]
+    )
+
+
+def _ping_panel(ax: Axes, r: SimulationResult, colour: str) -> None:
+    p = r.ping
+    xs = p["time_s"].to_numpy(np.float64)
+    ys = p["rtt_ms"].to_numpy(np.float64)
+    _outlier_scale(ax, xs, ys)
+    x, y = decimate_line(xs, ys)
+    ax.plot(x, y, "o-", ms=2.5, lw=0.7, color=colour, zorder=3)
+    ax.set_ylabel("ping RTT (ms)")
+
+
+def ping(results: Results) -> Figure | None:
+    """Ping RTT under load (ms) against the time sent; several runs: one
+    panel each (a full 1000-packet queue at 180 kbit/s beside a short one
+    would otherwise flatten the short one)."""
+    runs = _pick(results, "ping")
+    if not runs:
+        return None
+    if len(runs) == 1:
+        fig, (ax,) = _single()
+        _ping_panel(ax, runs[0][1], "C0")
+        ax.set_xlabel("time sent (s)")
+        return _finish(fig, "Ping RTT under load", [ax])
+    fig, panels, _ = _grid(len(runs))
+    for i, ((label, r), (ax,)) in enumerate(zip(runs, panels, strict=True)):
+        _ping_panel(ax, r, f"C{i % 10}")
+        _panel_title(ax, label, True)
+    for axes in panels[-2:]:
+        axes[-1].set_xlabel("time sent (s)")
+    return _finish(fig, "Ping RTT under load per run", [a for (a,) in panels])
+
+
+# --- CDFs -------------------------------------------------------------------
+
+
+def _cdf(ax: Axes, values: np.ndarray, **kw: Any) -> None:
+    x, y = _cdf_points(np.asarray(values, dtype=np.float64))
+    if len(x):
+        ax.step(x, y, where="post", **kw)
+
+
+def rtt_cdf(results: Results) -> Figure | None:
+    """CDF of the RTT samples: per flow for one run, pooled per run
+    otherwise; a log x-axis when the samples span more than 10×."""
+    runs = _pick(results, "rtt")
+    if not runs:
+        return None
+    fig, (ax,) = _single()
+    allv = []
+    if len(runs) == 1:
+        r = runs[0][1]
+        for flow, part in r.rtt.groupby("flow", sort=True):
+            v = part["rtt_ms"].to_numpy(dtype=np.float64)
+            allv.append(v)
+            _cdf(ax, v, label=_flow_label(r, int(flow)))
+    else:
+        for label, r in runs:
+            v = r.rtt["rtt_ms"].to_numpy(dtype=np.float64)
+            allv.append(v)
+            _cdf(ax, v, label=label)
+    log = _log_if_wide(ax, np.concatenate(allv))
+    ax.set_xlabel("RTT (ms)" + (", log scale" if log else ""))
+    ax.set_ylabel("fraction of samples")
+    ax.set_ylim(0, 1.02)
+    return _finish(fig, "CDF of RTT", [ax])
+
+
+def goodput_cdf(results: Results) -> Figure | None:
+    """CDF of per-flow goodput per recording interval (Mbit/s): per flow for
+    one run, all flows pooled per run otherwise; log x when it spans > 10×."""
+    runs = _pick(results, "goodput")
+    if not runs:
+        return None
+    fig, (ax,) = _single()
+    allv = []
+    for label, r in runs:
+        data = set(_data_flows(r))
+        g = r.goodput[r.goodput["flow"].isin(data)] if data else r.goodput
+        if len(runs) == 1:
+            for flow, part in list(g.groupby("flow", sort=True))[:16]:
+                v = part["goodput_bps"].to_numpy(np.float64) / 1e6
+                allv.append(v)
+                _cdf(ax, v, label=_flow_label(r, int(flow)))
+        else:
+            v = g["goodput_bps"].to_numpy(np.float64) / 1e6
+            allv.append(v)
+            _cdf(ax, v, label=label)
+    log = _log_if_wide(ax, np.concatenate(allv)) if allv else False
+    ax.set_xlabel("goodput per interval (Mbit/s)" + (", log scale" if log else ""))
+    ax.set_ylabel("fraction of intervals")
+    ax.set_ylim(0, 1.02)
+    return _finish(fig, "CDF of per-flow goodput", [ax])
+
+
+# --- queue, tokens, colours ---------------------------------------------------
+
+
+def _meter_kinds() -> set[str]:
+    from qoslab import _core
+
+    return {k for k, _, _ in _core.meter_kinds()} | {"police"}
+
+
+def _policy_rows(r: SimulationResult) -> list[tuple[int, str, bool]]:
+    """``(index, name, is_policer)`` of each policy of the queue series."""
+    meters = _meter_kinds()
+    names = list(r.policies.get("name", []))
+    kinds = list(r.policies.get("kind", []))
+    out = []
+    for pol in sorted(set(r.queue["policy"].tolist())):
+        i = int(pol)
+        name = str(names[i]) if i < len(names) else f"policy {i}"
+        kind = str(kinds[i]) if i < len(kinds) else ""
+        out.append((i, name, kind in meters))
+    return out
+
+
+def queue(results: Results) -> Figure | None:
+    """Per run: the queue length (packets) of each queueing policy (shaper,
+    queue, scheduler) and the bucket tokens (KB) when recorded. A policer
+    has no queue: it gets no queue line, only its tokens."""
+    runs = [(lb, r) for lb, r in labelled(results) if _has(r, "queue") or _has(r, "tokens")]
+    if not runs:
+        return None
+    kinds: list[tuple[str, SimulationResult, str]] = []  # (label, result, "queue"|"tokens")
+    for label, r in runs:
+        rows = _policy_rows(r)
+        if "queue" in r.recorded and any(not m for _, _, m in rows):
+            kinds.append((label, r, "queue"))
+        if "tokens" in r.recorded and len(r.queue) and r.queue["tokens_bytes"].max() > 0:
+            kinds.append((label, r, "tokens"))
+    if not kinds:
+        return None
+    many = len(runs) > 1
+    if many:
+        fig, panels, px = _grid(len(kinds))
+        axes = [a for (a,) in panels]
+    else:
+        fig, axes = _single(len(kinds), height=3.2 * len(kinds) + 0.4)
+        px = PIXELS
+    for ax, (label, r, what) in zip(axes, kinds, strict=True):
+        for i, name, policer in _policy_rows(r):
+            if what == "queue" and policer:
+                continue
+            part = r.queue[r.queue["policy"] == i]
+            col = "packets" if what == "queue" else "tokens_bytes"
+            y = part[col].to_numpy(np.float64) / (1 if what == "queue" else 1e3)
+            if what == "tokens" and not y.any():
+                continue
+            x, y = decimate_line(part["time_s"].to_numpy(np.float64), y, px)
+            ax.step(x, y, where="post", lw=0.9, label=name + (" (policer)" if policer else ""))
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("queue (packets)" if what == "queue" else "tokens (KB)")
+        _panel_title(ax, f"{label}: {'queue' if what == 'queue' else 'bucket tokens'}", many)
+    axes[-1].set_xlabel("time (s)")
+    return _finish(fig, "Queue length (queues, shapers) and bucket tokens", axes)
+
+
+def colors(results: Results) -> Figure | None:
+    """Rates per colour (green, yellow, red bytes offered to each metered
+    policy per interval) and dropped, one panel per colour (rows) and run
+    (columns), all on one shared y-scale so the panels compare by eye."""
+    runs = _pick(results, "colors")
+    if not runs:
+        return None
+    per_run = []
+    for label, r in runs:
+        c = r.colors
+        step = r.raw["record_interval_ns"] / 1e9
+        per = c.groupby("time_s", sort=True)[
+            ["green_bytes", "yellow_bytes", "red_bytes", "dropped_bytes"]
+        ].sum()
+        per_run.append((label, per.index.to_numpy(), per.to_numpy(np.float64) * 8 / step / 1e6))
+    shown = [i for i in range(4) if any(m[:, i].any() for _, _, m in per_run)] or [0]
+    names = list(_COLOUR_FILL)
+    ncols = len(per_run)
+    fig = Figure(figsize=(_WIDTH if ncols == 1 else min(14.0, 4.2 * ncols), 1.9 * len(shown) + 0.8))
+    axes = fig.subplots(len(shown), ncols, sharex="col", sharey=True, squeeze=False)
+    px = int(PIXELS / ncols)
+    for j, (label, t, m) in enumerate(per_run):
+        for k, i in enumerate(shown):
+            ax = axes[k, j]
+            x, y = decimate_line(t, m[:, i], px)
+            ax.fill_between(x, y, step="pre", color=_COLOUR_FILL[names[i]], alpha=0.8)
+            ax.step(x, y, where="pre", lw=0.6, color=_COLOUR_FILL[names[i]])
+            if j == 0:
+                ax.set_ylabel(f"{names[i]}\nMbit/s", fontsize="small")
+            if k == 0 and ncols > 1:
+                ax.set_title(label, fontsize="small")
+        axes[-1, j].set_xlabel("time (s)")
+    axes[0, 0].set_ylim(bottom=0)
+    return _finish(fig, "Per-colour rates and drops (one y-scale for all panels)")
+
+
+# --- policy trees -------------------------------------------------------------
+
+
+def policy_classes(results: Results) -> Figure | None:
+    """Per-class figure of every policy tree: throughput out (Mbit/s over
+    the run), drops (packets) and peak queue (packets) of each class, named
+    by the user's class ids; one row per (run, tree)."""
+    trees = []
+    for label, r in labelled(results):
+        for p in r.summary["policies"]:
+            if p.get("classes"):
+                trees.append((label, r, p))
+    if not trees:
+        return None
+    fig = Figure(figsize=(11.0, 2.8 * len(trees) + 0.6))
+    axes = fig.subplots(len(trees), 3, squeeze=False)
+    for row, (label, r, p) in enumerate(trees):
+        dur = r.summary["duration_s"] or 1.0
+        classes = p["classes"]
+        names = [str(c["name"]) for c in classes]
+        y = np.arange(len(classes))
+        vals = (
+            ([c["bytes_out"] * 8 / dur / 1e6 for c in classes], "throughput out (Mbit/s)", "C0"),
+            ([c["drops"]["packets"] for c in classes], "drops (packets)", "C3"),
+            ([c["max_queue_packets"] for c in classes], "peak queue (packets)", "C1"),
+        )
+        for k, (v, title, colour) in enumerate(vals):
+            ax = axes[row, k]
+            ax.barh(y, v, color=colour)
+            ax.set_yticks(y, names if k == 0 else [""] * len(y), fontsize="small")
+            ax.invert_yaxis()
+            ax.set_title(title if len(trees) == 1 else f"{label} {p['name']}: {title}", fontsize="small")
+            for yy, vv in zip(y, v, strict=True):
+                ax.annotate(
+                    f"{vv:.3g}" if isinstance(vv, float) else str(vv),
+                    (vv, yy),
+                    xytext=(2, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize="x-small",
+                )
+            ax.margins(x=0.2)
+    head = trees[0][2]["name"] if len(trees) == 1 else "policy trees"
+    width = max(len(str(c["name"])) for _, _, p in trees for c in p["classes"])
+    return _finish(fig, f"Per-class throughput, drops and queue: {head}", left_in=0.3 + 0.08 * width)
+
+
+# --- comparison overview ----------------------------------------------------------
+
+
+def overview(results: Results) -> Figure | None:
+    """The Flent-like overview of a comparison: totals (sum goodput per
+    run), per-flow box plots of the goodput per interval, and the ping CDF
+    (the RTT CDF when no run pinged). ``None`` for fewer than two runs."""
+    runs = labelled(results)
+    if len(runs) < 2:
+        return None
+    fig = Figure(figsize=(11.0, 4.0 + 0.18 * len(runs)))
+    gs = fig.add_gridspec(1, 3, width_ratios=[1.0, 1.6, 1.2])
+    ax_tot = fig.add_subplot(gs[0])
+    ax_box = fig.add_subplot(gs[1])
+    ax_cdf = fig.add_subplot(gs[2])
+    labels = [lb for lb, _ in runs]
+    y = np.arange(len(runs))
+    totals = [r.summary["sum_goodput_bps"] / 1e6 for _, r in runs]
+    ax_tot.barh(y, totals, color=[f"C{i % 10}" for i in range(len(runs))])
+    ax_tot.set_yticks(y, [f"{i + 1} {lb}"[:28] for i, lb in enumerate(labels)], fontsize="x-small")
+    ax_tot.invert_yaxis()
+    for yy, v in zip(y, totals, strict=True):
+        ax_tot.annotate(
+            f"{v:.3g}", (v, yy), xytext=(2, 0), textcoords="offset points", va="center",
+            fontsize="x-small",
+        )
+    _log_if_wide(ax_tot, np.asarray(totals))
+    ax_tot.set_xlabel("sum goodput (Mbit/s)")
+    ax_tot.set_title("totals", fontsize="small")
+    ax_tot.margins(x=0.25)
+    # per-flow box plots, grouped by run
+    data, pos, colours, ticks = [], [], [], []
+    x = 0.0
+    for i, (_, r) in enumerate(runs):
+        if not _has(r, "goodput"):
+            x += 1.0
+            ticks.append(x - 0.5)
+            continue
+        g = r.goodput
+        flows = _data_flows(r) or sorted(set(g["flow"].tolist()))
+        start = x
+        for fl in flows[:12]:
+            v = g.loc[g["flow"] == fl, "goodput_bps"].to_numpy(np.float64) / 1e6
+            data.append(v)
+            pos.append(x)
+            colours.append(f"C{i % 10}")
+            x += 1.0
+        ticks.append((start + x - 1.0) / 2)
+        x += 1.0
+    if data:
+        bp = ax_box.boxplot(data, positions=pos, widths=0.7, showfliers=False, patch_artist=True)
+        for patch, c in zip(bp["boxes"], colours, strict=True):
+            patch.set_facecolor(c)
+            patch.set_alpha(0.6)
+        _log_if_wide(ax_box, np.concatenate(data), "y")
+    ax_box.set_xticks(ticks, [str(i + 1) for i in range(len(runs))], fontsize="x-small")
+    ax_box.set_xlabel("run (numbered as in the totals, top = 1); a box per flow")
+    ax_box.set_ylabel("goodput per interval (Mbit/s)")
+    ax_box.set_title("per-flow goodput", fontsize="small")
+    pinged = [(lb, r) for lb, r in runs if _has(r, "ping")]
+    if pinged:
+        src, col, what = pinged, "ping", "ping RTT"
+    else:
+        src, col, what = [(lb, r) for lb, r in runs if _has(r, "rtt")], "rtt", "RTT"
+    allv = []
+    for lb, r in src:
+        v = getattr(r, col)["rtt_ms"].to_numpy(np.float64)
+        allv.append(v)
+        i = labels.index(lb)
+        _cdf(ax_cdf, v, color=f"C{i % 10}", label=str(i + 1))
+    if allv:
+        log = _log_if_wide(ax_cdf, np.concatenate(allv))
+        ax_cdf.set_xlabel(f"{what} (ms)" + (", log scale" if log else ""))
+        ax_cdf.legend(fontsize="x-small", title="run", title_fontsize="x-small")
+    ax_cdf.set_ylim(0, 1.02)
+    ax_cdf.set_ylabel("fraction")
+    ax_cdf.set_title(f"{what} CDF", fontsize="small")
+    width = max(len(f"{i + 1} {lb}"[:28]) for i, lb in enumerate(labels))
+    return _finish(fig, "Overview: totals, per-flow goodput, latency", left_in=0.3 + 0.065 * width)
+
+
 #: ``name -> (title, function)`` in report order; each takes ``Results``.
 FIGURES: dict[str, tuple[str, Callable[[Results], Figure | None]]] = {
+    "overview": ("Overview (totals, per-flow goodput, latency)", overview),
     "io_graph": ("Throughput (IO graph)", io_graph),
     "time_sequence": ("Time-sequence graph", _time_sequence_first),
     "rtt": ("RTT over time", rtt_time),
     "cwnd": ("cwnd and ssthresh", cwnd),
     "queue": ("Queue and tokens", queue),
     "colors": ("Per-colour rates", colors),
+    "classes": ("Policy tree classes", policy_classes),
     "ping": ("Ping under load", ping),
     "rtt_cdf": ("RTT CDF", rtt_cdf),
     "goodput_cdf": ("Goodput CDF", goodput_cdf),
 }
 
 
-def figures(results: Results) -> dict[str, Figure]:
-    """Every figure of :data:`FIGURES` that has data, by name."""
+def figures(results: Results, names: Sequence[str] | None = None) -> dict[str, Figure]:
+    """Every figure of :data:`FIGURES` that has data (or of ``names``), by name."""
     out: dict[str, Figure] = {}
     for name, (_, fn) in FIGURES.items():
+        if names is not None and name not in names:
+            continue
         fig = fn(results)
         if fig is not None:
             out[name] = fig
     return out
 
 
-def save(fig: Figure, stem: str | os.PathLike[str]) -> list[Path]:
-    """Writes ``stem.png`` (100 dpi) and ``stem.svg``; returns both paths."""
-    from qoslab.traceio import replacing
+def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
+    """The figure as PNG bytes (Agg, ``dpi``)."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def save(
+    fig: Figure, stem: str | os.PathLike[str], formats: Sequence[str] = ("png",)
+) -> list[Path]:
+    """Writes ``stem.png`` (100 dpi; ``formats`` may add ``"svg"``, drawn
+    from the same decimated data); returns the paths written."""
+    from qoslab.outputs import replacing
 
     base = Path(stem)
     base.parent.mkdir(parents=True, exist_ok=True)
-    paths = [base.with_suffix(".png"), base.with_suffix(".svg")]
-    for path, fmt, dpi in ((paths[0], "png", 100), (paths[1], "svg", None)):
+    paths = []
+    for fmt in formats:
+        path = base.with_suffix(f".{fmt}")
         with replacing(path, binary=True) as f:  # never a half-written figure
-            fig.savefig(f, format=fmt, dpi=dpi)
+            fig.savefig(f, format=fmt, dpi=DPI if fmt == "png" else None)
+        paths.append(path)
     return paths

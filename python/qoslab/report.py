@@ -75,17 +75,11 @@ def _cell(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def figure_uri(fig: Figure) -> tuple[str, str]:
-    """``(mime, data: URI)`` of a figure: SVG unless it is large, then PNG."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="svg")
-    mime = "image/svg+xml"
-    if buf.tell() > SVG_MAX_BYTES:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100)
-        mime = "image/png"
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return mime, f"data:{mime};base64,{data}"
+def figure_uri(fig: Figure | bytes) -> tuple[str, str]:
+    """``(mime, data: URI)`` of a figure drawn once as PNG (or PNG bytes
+    already drawn, e.g. for ``--figures`` too)."""
+    data = fig if isinstance(fig, bytes) else plots.png_bytes(fig)
+    return "image/png", "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
 class Report:
