@@ -574,7 +574,7 @@ def _run_viz(args: argparse.Namespace, extras: Sequence[str]) -> int:
     path = args.report or str(Path(args.out or ".") / "report.html")
 
     def write(result: Any, text: str) -> None:
-        report.run_report(result, text).write(path)
+        report.run_report(result, text, extra=report.run_captures(args)).write(path)
         if not args.quiet and not args.json:
             print(f"wrote {path}")
 

@@ -219,7 +219,12 @@ def compare_report(
     cols, rows = comparison_table(results)
     rep.heading("Side by side")
     rep.table(cols, rows)
-    rep.heading("Figures (overlaid)")
+    rep.heading("Figures")
+    rep.paragraph(
+        "Time series are small multiples: one panel per run, titled with its label and "
+        "scaled on its own, so no run flattens another; CDFs overlay the runs.",
+        "note",
+    )
     rep.figures(results)
     rep.heading("Scenarios as run")
     for label, text in texts.items():
@@ -308,7 +313,9 @@ def add_compare_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         default="compare-report.html",
         help="where to write the HTML report (default: compare-report.html)",
     )
-    p.add_argument("--figures", metavar="DIR", help="also write each figure as PNG and SVG here")
+    p.add_argument(
+        "--figures", metavar="DIR", help="also write each figure of the report as PNG here"
+    )
     p.add_argument("--seed", metavar="N", type=int, help="override every scenario's seed")
     p.add_argument("--json", action="store_true", help="print the table and summaries as JSON")
 
@@ -364,12 +371,10 @@ def _finish(
 ) -> int:
     cols, rows = comparison_table(results)
     title = "qoslab compare: " + " vs ".join(results)
-    compare_report(results, texts, title).write(args.report)
-    if args.figures:
-        from qoslab import plots
-
-        for name, fig in plots.figures(results).items():
-            plots.save(fig, Path(args.figures) / name)
+    rep = compare_report(results, texts, title)
+    rep.write(args.report)
+    if args.figures:  # the report's PNGs, not drawn a second time
+        rep.write_figures(args.figures)
     if args.json:
         doc = {
             "runs": [{"label": k, "summary": r.summary} for k, r in results.items()],

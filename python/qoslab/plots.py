@@ -26,10 +26,10 @@ The figures follow what engineers look at in Wireshark, tcptrace, tc and Flent:
 
 A comparison never lets one run flatten the others: time-series figures of
 several runs are small multiples (one panel per run, each titled with its
-label and scaled on its own), CDFs of values spanning more than 10× are on
+label and scaled on its own), CDFs of values spanning more than 10x are on
 a log x-axis. RTT and ping panels whose largest samples (RTO-inflated) would
-flatten the body are clipped at the 99th percentile, the samples above
-marked at the top edge with their count and maximum.
+flatten the body get a log y-axis, the samples above 4x the p95
+marked in red with their count and maximum.
 
 Everything is decimated to screen resolution before it is drawn: a line
 keeps the minimum and maximum of each pixel column (:func:`decimate_line`),
@@ -127,7 +127,7 @@ def decimate_points(
     size_px: tuple[int, int] = (PIXELS, 400),
 ) -> np.ndarray:
     """Indices of the points to draw: the first in each pixel cell of an
-    axes ``size_px`` (width, height) wide showing ``xlim`` × ``ylim``; so a
+    axes ``size_px`` (width, height) wide showing ``xlim`` x ``ylim``; so a
     scatter never draws more than one marker per pixel."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -211,7 +211,8 @@ def _finish(
 
     for ax in legend_axes:
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="x-small", loc="best")
+            # a fixed corner: "best" tests every drawn point against each spot
+            ax.legend(fontsize="x-small", loc="upper right")
     titled = False
     for a in fig.axes:
         a.grid(True, alpha=0.3)
@@ -291,9 +292,9 @@ def _bin_text(ns: int) -> str:
 
 
 def _outlier_scale(ax: Axes, xs: np.ndarray, ys: np.ndarray, unit: str = "ms") -> float | None:
-    """When the largest of ``ys`` is over 4× their 95th percentile (RTO-
+    """When the largest of ``ys`` is over 4x their 95th percentile (RTO-
     inflated samples that would flatten the body on a linear axis), puts
-    the y-axis on a log scale and marks the samples above 4× the p95 in red,
+    the y-axis on a log scale and marks the samples above 4x the p95 in red,
     labelled with their count and maximum; returns that threshold, else
     ``None`` (and a linear axis from 0)."""
     v = ys[np.isfinite(ys) & (ys > 0)]
@@ -315,7 +316,7 @@ def _outlier_scale(ax: Axes, xs: np.ndarray, ys: np.ndarray, unit: str = "ms") -
         "^",
         ms=3.5,
         color="C3",
-        label=f"{len(above)} above 4× p95 = {limit:.3g} {unit} (max {top:.4g}); log scale",
+        label=f"{len(above)} above 4x p95 = {limit:.3g} {unit} (max {top:.4g}); log scale",
         zorder=5,
     )
     return limit
@@ -362,17 +363,24 @@ def _wire(r: SimulationResult) -> tuple[np.ndarray, np.ndarray, str] | None:
     return c["time_s"].to_numpy(), passed * 8e9 / step_ns / 1e6, f"wire rate after {name}"
 
 
+#: Flows drawn one by one in an IO graph (the busiest); the rest are in the sum.
+MAX_FLOW_LINES = 8
+
+
 def _io_panel(ax: Axes, r: SimulationResult, pixels: int, flows_legend: bool) -> None:
     g = r.goodput
     data = set(_data_flows(r))
     g = g[g["flow"].isin(data)] if data else g
-    groups = list(g.groupby("flow", sort=True))
-    for flow, part in groups if len(groups) <= 16 else []:
+    per_flow = g.groupby("flow", sort=True)["bytes"].sum()
+    busiest = set(per_flow[per_flow > 0].nlargest(MAX_FLOW_LINES).index.tolist())
+    for flow, part in g[g["flow"].isin(busiest)].groupby("flow", sort=True):
         x, y = decimate_line(part["time_s"].to_numpy(), part["goodput_bps"] / 1e6, pixels)
         ax.plot(x, y, lw=0.7, alpha=0.8, label=_flow_label(r, int(flow)) if flows_legend else None)
     total = g.groupby("time_s", sort=True)["goodput_bps"].sum()
     x, y = decimate_line(total.index.to_numpy(), total.to_numpy() / 1e6, pixels)
-    ax.plot(x, y, lw=1.8, color="black", label="goodput, sum")
+    n = int((per_flow > 0).sum())
+    rest = f" ({len(busiest)} busiest of {n} flows drawn)" if n > len(busiest) else ""
+    ax.plot(x, y, lw=1.8, color="black", label=f"goodput, sum{rest}")
     wire = _wire(r)
     if wire is not None:
         x, y = decimate_line(wire[0], wire[1], pixels)
@@ -401,7 +409,7 @@ def io_graph(results: Results) -> Figure | None:
         _panel_title(ax, label, True)
     for axes in panels[-2:]:
         axes[-1].set_xlabel("time (s)")
-    panels[0][0].legend(fontsize="x-small", loc="best")
+    panels[0][0].legend(fontsize="x-small", loc="upper right")
     return _finish(fig, f"IO graph per run: goodput sum and wire rate (bin {bin_text})")
 
 
@@ -430,9 +438,12 @@ def _ts_draw(
             yhi = max(yhi, float((acks["ack"] + acks["rwnd"])[aw].max()))
     ylim = (ylo, yhi + 1.0)
     scale = 1e6 if yhi - ylo > 5e6 else 1e3
+    # Drawn bottom to top: ACK and window lines, retransmissions (red, larger
+    # markers), then the sends over them, so a retransmission shows around a
+    # send at the same place instead of hiding it.
     for sel, colour, label, z in (
-        (inw & ~retx, "C0", "sent", 2),
-        (inw & retx, "C3", "retransmitted", 4),
+        (inw & retx, "C3", "retransmitted", 2),
+        (inw & ~retx, "C0", "sent", 3),
     ):
         idx = np.flatnonzero(sel)
         idx = idx[decimate_points(t[idx], seq[idx], window, ylim, size_px)]
@@ -452,8 +463,9 @@ def _ts_draw(
             ax.plot(
                 t[idx],
                 seq[idx] / scale,
-                "." if z == 2 else "x",
-                ms=1.5 if z == 2 else 3.5,
+                "." if z == 3 else "x",
+                ms=1.5 if z == 3 else 3.5,
+                mew=0.8,
                 color=colour,
                 label=label,
                 zorder=z,
@@ -461,11 +473,11 @@ def _ts_draw(
     if acks is not None:
         aw = (acks["t"] >= t0) & (acks["t"] <= t1)
         x, y = decimate_line(acks["t"][aw], acks["ack"][aw] / scale, size_px[0])
-        ax.step(x, y, where="post", lw=1.0, color="C2", label="ACK", zorder=3)
+        ax.step(x, y, where="post", lw=1.0, color="C2", label="ACK", zorder=1)
         x, y = decimate_line(
             acks["t"][aw], (acks["ack"][aw] + acks["rwnd"][aw]) / scale, size_px[0]
         )
-        ax.step(x, y, where="post", lw=0.9, color="#b8a000", label="receive window", zorder=3)
+        ax.step(x, y, where="post", lw=0.9, color="#b8a000", label="receive window", zorder=1)
     if sacks is not None:
         sw = (sacks["t"] >= t0) & (sacks["t"] <= t1)
         idx = np.flatnonzero(sw)
@@ -478,7 +490,7 @@ def _ts_draw(
                 ],
                 axis=1,
             )
-            ax.add_collection(LineCollection(segs, colors="#9467bd", linewidths=1.5, zorder=3))
+            ax.add_collection(LineCollection(segs, colors="#9467bd", linewidths=1.5, zorder=1.5))
             ax.plot([], [], color="#9467bd", lw=1.5, label="SACK block")
     ax.set_xlim(t0, t1)
     ax.set_ylim(ylim[0] / scale, ylim[1] / scale)
@@ -534,21 +546,23 @@ def time_sequence(result: SimulationResult, flow: int | None = None) -> Figure |
     zoom = None
     if retx.any():
         tr = float(t[retx][0])
-        w = max(0.02, min(1.0, (full[1] - full[0]) / 20))
+        w = max(0.02, min(0.5, (full[1] - full[0]) / 40))
         zoom = (max(full[0], tr - 0.3 * w), min(full[1], tr + 0.7 * w))
     fig, axes = _single(2 if zoom else 1, height=7.0 if zoom else 4.2, sharex=False)
     _ts_draw(axes[0], t, seq, length, retx, acks, sacks, full, (PIXELS, 300), False)
     if zoom:
         _ts_draw(axes[1], t, seq, length, retx, acks, sacks, zoom, (PIXELS, 300), True)
         axes[1].set_title(
-            f"zoom: {zoom[0]:.3f}–{zoom[1]:.3f} s, around the first retransmission",
+            f"zoom: {zoom[0]:.3f}-{zoom[1]:.3f} s, around the first retransmission",
             fontsize="small",
         )
         axes[0].axvspan(*zoom, color="0.85", zorder=0)
     axes[-1].set_xlabel("time (s)")
     note = "" if acks is not None else " (ACK/window lines: capture the link, `qoslab analyze` it)"
     return _finish(
-        fig, f"Time-sequence graph: {_flow_label(result, flow)}{note}", [axes[-1] if zoom else axes[0]]
+        fig,
+        f"Time-sequence graph: {_flow_label(result, flow)}{note}",
+        [axes[-1] if zoom else axes[0]],
     )
 
 
@@ -574,9 +588,7 @@ def _rtt_panel(ax: Axes, r: SimulationResult, px: int, legend: bool) -> None:
         yd = np.log10(np.maximum(y[idx], 1e-9)) if limit is not None else y[idx]
         lim = (float(yd.min()), float(yd.max())) if len(yd) else (0.0, 1.0)
         idx = idx[decimate_points(x[idx], yd, xlim, lim, (px, 300))]
-        ax.plot(
-            x[idx], y[idx], ".", ms=1.5, label=_flow_label(r, int(flow)) if legend else None
-        )
+        ax.plot(x[idx], y[idx], ".", ms=1.5, label=_flow_label(r, int(flow)) if legend else None)
     ax.set_ylabel("RTT (ms)")
 
 
@@ -677,7 +689,7 @@ def _cdf(ax: Axes, values: np.ndarray, **kw: Any) -> None:
 
 def rtt_cdf(results: Results) -> Figure | None:
     """CDF of the RTT samples: per flow for one run, pooled per run
-    otherwise; a log x-axis when the samples span more than 10×."""
+    otherwise; a log x-axis when the samples span more than 10x."""
     runs = _pick(results, "rtt")
     if not runs:
         return None
@@ -703,7 +715,7 @@ def rtt_cdf(results: Results) -> Figure | None:
 
 def goodput_cdf(results: Results) -> Figure | None:
     """CDF of per-flow goodput per recording interval (Mbit/s): per flow for
-    one run, all flows pooled per run otherwise; log x when it spans > 10×."""
+    one run, all flows pooled per run otherwise; log x when it spans > 10x."""
     runs = _pick(results, "goodput")
     if not runs:
         return None
@@ -859,7 +871,9 @@ def policy_classes(results: Results) -> Figure | None:
             ax.barh(y, v, color=colour)
             ax.set_yticks(y, names if k == 0 else [""] * len(y), fontsize="small")
             ax.invert_yaxis()
-            ax.set_title(title if len(trees) == 1 else f"{label} {p['name']}: {title}", fontsize="small")
+            ax.set_title(
+                title if len(trees) == 1 else f"{label} {p['name']}: {title}", fontsize="small"
+            )
             for yy, vv in zip(y, v, strict=True):
                 ax.annotate(
                     f"{vv:.3g}" if isinstance(vv, float) else str(vv),
@@ -872,7 +886,9 @@ def policy_classes(results: Results) -> Figure | None:
             ax.margins(x=0.2)
     head = trees[0][2]["name"] if len(trees) == 1 else "policy trees"
     width = max(len(str(c["name"])) for _, _, p in trees for c in p["classes"])
-    return _finish(fig, f"Per-class throughput, drops and queue: {head}", left_in=0.3 + 0.08 * width)
+    return _finish(
+        fig, f"Per-class throughput, drops and queue: {head}", left_in=0.3 + 0.08 * width
+    )
 
 
 # --- comparison overview ----------------------------------------------------------
@@ -898,7 +914,11 @@ def overview(results: Results) -> Figure | None:
     ax_tot.invert_yaxis()
     for yy, v in zip(y, totals, strict=True):
         ax_tot.annotate(
-            f"{v:.3g}", (v, yy), xytext=(2, 0), textcoords="offset points", va="center",
+            f"{v:.3g}",
+            (v, yy),
+            xytext=(2, 0),
+            textcoords="offset points",
+            va="center",
             fontsize="x-small",
         )
     _log_if_wide(ax_tot, np.asarray(totals))

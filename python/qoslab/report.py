@@ -1,22 +1,22 @@
 """A self-contained HTML report of one or more simulation runs.
 
 ``report.html`` is one file that needs nothing else: no scripts, no style
-sheets or fonts fetched from anywhere. Figures are embedded as ``data:``
-URIs (SVG, or PNG when the SVG would be large, e.g. many thousand RTT
-points), each in its own ``<figure data-figure="NAME">``, so identifiers
-inside one SVG cannot clash with another's. A report holds a summary table,
-the figures, the scenario text as run and the versions it was made with.
+sheets or fonts fetched from anywhere. It is rendered from the Jinja2
+template ``templates/report.html.j2`` (autoescaped; the style sheet
+``templates/report.css`` inlined). Figures are drawn once, as PNG at screen
+resolution (:func:`qoslab.plots.png_bytes`), and embedded as ``data:`` URIs,
+each in its own ``<figure data-figure="NAME">``; the same bytes serve
+``compare --figures``. A report holds a summary table, the figures, the
+scenario text as run and the versions it was made with.
 
-:class:`Report` is the builder (``qoslab compare`` and ``qoslab reproduce``
-add their own tables); :func:`run_report` makes the report of ``qoslab run
---report``.
+:class:`Report` is the builder (``qoslab compare``, ``qoslab reproduce`` and
+``qoslab sweep`` add their own tables); :func:`run_report` makes the report
+of ``qoslab run --report`` and ``qoslab analyze --report``.
 """
 
 from __future__ import annotations
 
 import base64
-import html
-import io
 import os
 import platform
 import sys
@@ -31,28 +31,12 @@ from qoslab import plots
 from qoslab.api import params_lines
 from qoslab.results import SimulationResult
 
-__all__ = ["Report", "flow_rows", "policy_rows", "run_report", "versions"]
-
-#: An SVG above this size is embedded as PNG instead.
-SVG_MAX_BYTES = 1_500_000
-
-_CSS = """
-body { font-family: sans-serif; margin: 1.5em auto; max-width: 70em; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
-table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
-th, td { border: 1px solid #bbb; padding: 0.2em 0.6em; text-align: right; }
-th { background: #eee; } td.l, th.l { text-align: left; }
-tr.bad td { background: #fde2e1; } tr.ok td { background: #e6f4e6; }
-tr.skip td { color: #777; }
-figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
-figcaption { font-size: 0.9em; color: #444; }
-pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
-p.note { font-size: 0.9em; color: #444; }
-"""
+__all__ = ["Report", "figure_uri", "flow_rows", "policy_rows", "run_report", "versions"]
 
 
 def versions() -> dict[str, str]:
     """The versions a report was made with."""
+    import jinja2
     import matplotlib
     import numpy
     import pandas
@@ -65,6 +49,7 @@ def versions() -> dict[str, str]:
         "numpy": numpy.__version__,
         "pandas": pandas.__version__,
         "matplotlib": matplotlib.__version__,
+        "jinja2": jinja2.__version__,
         "platform": platform.platform(),
     }
 
@@ -76,27 +61,41 @@ def _cell(v: Any) -> str:
 
 
 def figure_uri(fig: Figure | bytes) -> tuple[str, str]:
-    """``(mime, data: URI)`` of a figure drawn once as PNG (or PNG bytes
-    already drawn, e.g. for ``--figures`` too)."""
+    """``(mime, data: URI)`` of a figure drawn once as PNG (or of PNG bytes
+    already drawn)."""
     data = fig if isinstance(fig, bytes) else plots.png_bytes(fig)
     return "image/png", "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
+def _template() -> Any:
+    import jinja2  # only when a report is written: `qoslab run --help` stays fast
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("qoslab", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return env.get_template("report.html.j2")
+
+
 class Report:
-    """An HTML report built section by section; :meth:`html` renders it."""
+    """An HTML report built section by section; :meth:`html` renders it.
+    ``parts`` holds the blocks in order (a ``str`` is trusted raw HTML);
+    ``pngs`` the figures drawn, by name, for writing them out as files."""
 
     def __init__(self, title: str) -> None:
         self.title = title
-        self.parts: list[str] = []
+        self.parts: list[dict[str, Any] | str] = []
         self.figure_names: list[str] = []
+        self.pngs: dict[str, bytes] = {}
 
     def heading(self, text: str) -> Report:
-        self.parts.append(f"<h2>{html.escape(text)}</h2>")
+        self.parts.append({"kind": "heading", "text": text})
         return self
 
     def paragraph(self, text: str, css: str = "") -> Report:
-        cls = f' class="{css}"' if css else ""
-        self.parts.append(f"<p{cls}>{html.escape(text)}</p>")
+        self.parts.append({"kind": "paragraph", "text": text, "css": css})
         return self
 
     def table(
@@ -107,61 +106,44 @@ class Report:
         row_classes: Sequence[str] | None = None,
     ) -> Report:
         """A table; the first ``left`` columns are left-aligned (text)."""
-        out = ["<table><thead><tr>"]
-        for i, c in enumerate(columns):
-            out.append(f"<th{' class=l' if i < left else ''}>{html.escape(c)}</th>")
-        out.append("</tr></thead><tbody>")
-        for k, row in enumerate(rows):
-            cls = row_classes[k] if row_classes and row_classes[k] else ""
-            out.append(f'<tr class="{cls}">' if cls else "<tr>")
-            for i, v in enumerate(row):
-                out.append(f"<td{' class=l' if i < left else ''}>{html.escape(_cell(v))}</td>")
-            out.append("</tr>")
-        out.append("</tbody></table>")
-        self.parts.append("".join(out))
-        return self
-
-    def figure(self, name: str, fig: Figure, caption: str = "") -> Report:
-        """Embeds ``fig``; ``name`` becomes its ``data-figure`` attribute."""
-        _, uri = figure_uri(fig)
-        alt = html.escape(caption or name)
-        cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
         self.parts.append(
-            f'<figure data-figure="{html.escape(name)}"><img alt="{alt}" src="{uri}">{cap}</figure>'
+            {
+                "kind": "table",
+                "columns": [str(c) for c in columns],
+                "rows": [[_cell(v) for v in row] for row in rows],
+                "left": left,
+                "row_classes": list(row_classes or []),
+            }
         )
-        self.figure_names.append(name)
         return self
 
-    def figures(self, results: plots.Results, prefix: str = "") -> Report:
-        """Every figure of :data:`qoslab.plots.FIGURES` that has data."""
-        for name, fig in plots.figures(results).items():
+    def figure(self, name: str, fig: Figure | bytes, caption: str = "") -> Report:
+        """Embeds ``fig`` (a figure, drawn here once as PNG, or PNG bytes);
+        ``name`` becomes its ``data-figure`` attribute."""
+        data = fig if isinstance(fig, bytes) else plots.png_bytes(fig)
+        _, uri = figure_uri(data)
+        self.parts.append({"kind": "figure", "name": name, "caption": caption, "uri": uri})
+        self.figure_names.append(name)
+        self.pngs[name] = data
+        return self
+
+    def figures(
+        self, results: plots.Results, prefix: str = "", names: Sequence[str] | None = None
+    ) -> Report:
+        """Every figure of :data:`qoslab.plots.FIGURES` that has data (or of
+        ``names``), each drawn once."""
+        for name, fig in plots.figures(results, names).items():
             self.figure(prefix + name, fig, plots.FIGURES[name][0])
         return self
 
     def pre(self, text: str, title: str = "") -> Report:
-        if title:
-            self.parts.append(f"<h3>{html.escape(title)}</h3>")
-        self.parts.append(f"<pre>{html.escape(text)}</pre>")
+        self.parts.append({"kind": "pre", "text": text, "title": title})
         return self
 
     def html(self) -> str:
         made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        ver = versions()
-        ver_rows = "".join(
-            f"<tr><td class=l>{html.escape(k)}</td><td class=l>{html.escape(v)}</td></tr>"
-            for k, v in ver.items()
-        )
-        return (
-            "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-            '<meta name=viewport content="width=device-width, initial-scale=1">'
-            # A data: favicon stops browsers from requesting /favicon.ico.
-            '<link rel=icon href="data:,">'
-            f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head><body>"
-            f"<h1>{html.escape(self.title)}</h1>"
-            f'<p class="note">made by qoslab {html.escape(ver["qoslab"])}, {made}</p>'
-            + "\n".join(self.parts)
-            + f"<h2>Versions</h2><table><tbody>{ver_rows}</tbody></table>"
-            + "</body></html>\n"
+        return _template().render(
+            title=self.title, made=made, versions=versions(), blocks=self.parts
         )
 
     def write(self, path: str | os.PathLike[str]) -> Path:
@@ -173,6 +155,20 @@ class Report:
         out.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(out, lambda f: f.write(text))
         return out
+
+    def write_figures(self, directory: str | os.PathLike[str]) -> list[Path]:
+        """Writes the figures already drawn as ``DIR/NAME.png`` (one unit,
+        :func:`qoslab.outputs.commit`), without drawing them again."""
+        from qoslab import outputs
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        files: dict[Path, tuple[outputs.Writer, bool]] = {
+            outputs.check_file(d / f"{n}.png", "--figures"): (lambda f, b=b: f.write(b), True)
+            for n, b in self.pngs.items()
+        }
+        outputs.commit(files)
+        return list(files)
 
 
 def _mbps(bps: float) -> float:
@@ -243,8 +239,51 @@ def policy_rows(summary: Mapping[str, Any]) -> list[list[Any]]:
     return rows
 
 
-def run_report(result: SimulationResult, scenario_text: str, title: str | None = None) -> Report:
-    """The report of one run: summary tables, figures, scenario as run."""
+CLASS_COLUMNS = (
+    "policy",
+    "class",
+    "kind",
+    "parent",
+    "packets in",
+    "Mbit/s out",
+    "dropped",
+    "drop %",
+    "max queue",
+)
+
+
+def class_rows(summary: Mapping[str, Any]) -> list[list[Any]]:
+    """One row per class of every policy tree, by the user's class ids."""
+    rows: list[list[Any]] = []
+    dur = summary["duration_s"] or 1.0
+    for p in summary["policies"]:
+        for c in p.get("classes", []):
+            n, d = c["packets_in"], c["drops"]["packets"]
+            rows.append(
+                [
+                    p["name"],
+                    c["name"],
+                    c["kind"],
+                    c["parent"] if c["parent"] is not None else "",
+                    n,
+                    round(c["bytes_out"] * 8 / dur / 1e6, 3),
+                    d,
+                    round(100 * d / n, 2) if n else None,
+                    c["max_queue_packets"],
+                ]
+            )
+    return rows
+
+
+def run_report(
+    result: SimulationResult,
+    scenario_text: str,
+    title: str | None = None,
+    extra: Mapping[str, SimulationResult] | None = None,
+) -> Report:
+    """The report of one run: summary tables, figures, scenario as run.
+    ``extra`` adds the time-sequence graphs of other results (e.g. the
+    analysis of a capture the run wrote), by caption."""
     s = result.summary
     rep = Report(title or f"qoslab run: {s['scenario']}")
     if s["description"]:
@@ -258,8 +297,44 @@ def run_report(result: SimulationResult, scenario_text: str, title: str | None =
     rep.table(FLOW_COLUMNS, flow_rows(s), left=3)
     if s["policies"]:
         rep.table(POLICY_COLUMNS, policy_rows(s), left=3)
+    classes = class_rows(s)
+    if classes:
+        rep.heading("Policy tree classes")
+        rep.table(CLASS_COLUMNS, classes, left=4)
     rep.heading("Figures")
     rep.figures(result)
+    for i, (caption, other) in enumerate((extra or {}).items()):
+        fig = plots.time_sequence(other)
+        if fig is not None:
+            rep.figure(f"time_sequence_capture{i}", fig, caption)
     rep.heading("Scenario as run")
     rep.pre(scenario_text)
     return rep
+
+
+def run_captures(args: Any) -> dict[str, SimulationResult]:
+    """The captures a ``qoslab run`` wrote (``--capture`` or the scenario's
+    ``[capture]`` table), analysed as ``qoslab analyze`` does, by caption:
+    their ACK, receive-window and SACK lines complete the run's
+    time-sequence graph (the simulator records the sends only)."""
+    from qoslab.analyze import analyze
+    from qoslab.run import capture_plan
+    from qoslab.scenario import load_scenario, scenario_info
+
+    text, filename = load_scenario(args.scenario)
+    info = scenario_info(text, filename)
+    links = [(str(w), f) for w, f in info["capture"]["links"]]
+    try:
+        wanted, _ = capture_plan(args.capture, links, args.out)
+    except ValueError:
+        return {}
+    out: dict[str, SimulationResult] = {}
+    for where, path in wanted:
+        if path is None:
+            path = str(Path(args.out) / (where.replace("->", "-").replace(":", "-") + ".pcap"))
+        if not Path(path).exists():
+            continue
+        ca = analyze(path, bin=int(info["record_interval_ns"]) or 100_000_000)
+        if len(ca.result.segments):
+            out[f"Time-sequence graph from the capture of {where} ({Path(path).name})"] = ca.result
+    return out

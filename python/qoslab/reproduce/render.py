@@ -128,7 +128,16 @@ def json_rows(reps: Sequence[Reproduction]) -> list[dict[str, Any]]:
     return [r.to_json() for x in reps for r in x.rows]
 
 
-KEY_FIGURES = ("io_graph", "rtt_cdf", "queue", "ping", "time_sequence", "colors")
+KEY_FIGURES = (
+    "overview",
+    "io_graph",
+    "rtt_cdf",
+    "queue",
+    "ping",
+    "time_sequence",
+    "colors",
+    "classes",
+)
 
 
 def report(reps: Sequence[Reproduction], quick: bool) -> Any:
@@ -155,7 +164,7 @@ def report(reps: Sequence[Reproduction], quick: bool) -> Any:
         )
         if x.experiment.assumptions:
             rep.table(list(ASSUMPTION_COLUMNS), assumption_rows(x.experiment), left=5)
-        for name, fig in plots.figures(x.results).items():
+        for name, fig in plots.figures(x.results, KEY_FIGURES).items():
             if name in KEY_FIGURES:
                 rep.figure(
                     f"{x.experiment.name}-{name}",
@@ -248,7 +257,7 @@ def markdown(
             cells = [*t, r.source or "-", r.note]
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         lines.append("")
-        figs = plots.figures(x.results)
+        figs = plots.figures(x.results, MARKDOWN_FIGURES)
         for name in MARKDOWN_FIGURES:
             if name in figs:
                 png = figures_dir / f"{exp.name}-{name}.png"

@@ -6,8 +6,6 @@ range for goodput).
 
 from __future__ import annotations
 
-import base64
-import html
 import tempfile
 from pathlib import Path
 
@@ -43,13 +41,7 @@ _SUFFIXES = ("bytes", "bps", "ns")
 
 
 def _image(report: Report, name: str, path: Path, caption: str) -> None:
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    alt = html.escape(caption)
-    report.parts.append(
-        f'<figure data-figure="{html.escape(name)}"><img alt="{alt}" '
-        f'src="data:image/png;base64,{data}"><figcaption>{alt}</figcaption></figure>'
-    )
-    report.figure_names.append(name)
+    report.figure(name, path.read_bytes(), caption)
 
 
 def write_report(root: Path, out: Path) -> Path:
