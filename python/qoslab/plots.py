@@ -225,7 +225,8 @@ def _finish(
     fig.suptitle(title, fontsize="medium")
     w, h = fig.get_size_inches()
     rows, cols = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
-    left, right, top, bottom = left_in / w, 1 - 0.25 / w, 1 - 0.55 / h, 0.55 / h
+    top_in = 0.78 if titled else 0.55
+    left, right, top, bottom = left_in / w, 1 - 0.25 / w, 1 - top_in / h, 0.55 / h
     gap_h = 0.62 if titled else 0.3
     gap_w = 0.85
     ax_h = (h * (top - bottom) - (rows - 1) * gap_h) / rows
@@ -296,15 +297,13 @@ def _outlier_scale(ax: Axes, xs: np.ndarray, ys: np.ndarray, unit: str = "ms") -
     inflated samples that would flatten the body on a linear axis), puts
     the y-axis on a log scale and marks the samples above 4x the p95 in red,
     labelled with their count and maximum; returns that threshold, else
-    ``None`` (and a linear axis from 0)."""
+    ``None`` (the caller starts the linear axis at 0 once its data are drawn)."""
     v = ys[np.isfinite(ys) & (ys > 0)]
     if len(v) < 20:
-        ax.set_ylim(bottom=0)
         return None
     p95 = float(np.percentile(v, 95))
     top = float(v.max())
     if p95 <= 0 or top <= _OUTLIER_FACTOR * p95:
-        ax.set_ylim(bottom=0)
         return None
     limit = _OUTLIER_FACTOR * p95
     ax.set_yscale("log")
@@ -335,7 +334,7 @@ def _log_if_wide(ax: Axes, values: np.ndarray, axis: str = "x") -> bool:
 
 def _wire(r: SimulationResult) -> tuple[np.ndarray, np.ndarray, str] | None:
     """The wire rate per bin (time s, Mbit/s, label): a capture's frame bytes
-    on the wire; a simulation's bytes its first metered policy passed
+    on the wire; a simulation's bytes its busiest metered policy passed
     (offered minus dropped, from the ``colors`` series)."""
     step_ns = int(r.raw["record_interval_ns"])
     if step_ns <= 0:
@@ -350,7 +349,10 @@ def _wire(r: SimulationResult) -> tuple[np.ndarray, np.ndarray, str] | None:
     if not _has(r, "colors"):
         return None
     c = r.colors
-    first = int(c["policy"].iloc[0])
+    # The bottleneck: the metered policy that saw the most bytes (the
+    # aggregate, not one of several edge meters).
+    offered = c.groupby("policy")[["green_bytes", "yellow_bytes", "red_bytes"]].sum().sum(axis=1)
+    first = int(offered.idxmax())
     c = c[c["policy"] == first]
     passed = (
         c["green_bytes"].to_numpy(np.float64)
@@ -589,6 +591,8 @@ def _rtt_panel(ax: Axes, r: SimulationResult, px: int, legend: bool) -> None:
         lim = (float(yd.min()), float(yd.max())) if len(yd) else (0.0, 1.0)
         idx = idx[decimate_points(x[idx], yd, xlim, lim, (px, 300))]
         ax.plot(x[idx], y[idx], ".", ms=1.5, label=_flow_label(r, int(flow)) if legend else None)
+    if limit is None:
+        ax.set_ylim(bottom=0)
     ax.set_ylabel("RTT (ms)")
 
 
@@ -651,9 +655,11 @@ def _ping_panel(ax: Axes, r: SimulationResult, colour: str) -> None:
     p = r.ping
     xs = p["time_s"].to_numpy(np.float64)
     ys = p["rtt_ms"].to_numpy(np.float64)
-    _outlier_scale(ax, xs, ys)
+    limit = _outlier_scale(ax, xs, ys)
     x, y = decimate_line(xs, ys)
     ax.plot(x, y, "o-", ms=2.5, lw=0.7, color=colour, zorder=3)
+    if limit is None:
+        ax.set_ylim(bottom=0)
     ax.set_ylabel("ping RTT (ms)")
 
 
@@ -848,12 +854,14 @@ def policy_classes(results: Results) -> Figure | None:
     the run), drops (packets) and peak queue (packets) of each class, named
     by the user's class ids; one row per (run, tree)."""
     trees = []
-    for label, r in labelled(results):
+    runs = labelled(results)
+    for label, r in runs:
         for p in r.summary["policies"]:
-            if p.get("classes"):
+            if len(p.get("classes", [])) > 1:  # a root alone is the policy's own row
                 trees.append((label, r, p))
     if not trees:
         return None
+    many = len(runs) > 1 or len(trees) > 1
     fig = Figure(figsize=(11.0, 2.8 * len(trees) + 0.6))
     axes = fig.subplots(len(trees), 3, squeeze=False)
     for row, (label, r, p) in enumerate(trees):
@@ -871,9 +879,7 @@ def policy_classes(results: Results) -> Figure | None:
             ax.barh(y, v, color=colour)
             ax.set_yticks(y, names if k == 0 else [""] * len(y), fontsize="small")
             ax.invert_yaxis()
-            ax.set_title(
-                title if len(trees) == 1 else f"{label} {p['name']}: {title}", fontsize="small"
-            )
+            ax.set_title(f"{label} {p['name']}: {title}" if many else title, fontsize="small")
             for yy, vv in zip(y, v, strict=True):
                 ax.annotate(
                     f"{vv:.3g}" if isinstance(vv, float) else str(vv),
@@ -884,6 +890,7 @@ def policy_classes(results: Results) -> Figure | None:
                     fontsize="x-small",
                 )
             ax.margins(x=0.2)
+            ax.set_xlim(left=0, right=max(1.0, float(max(v, default=0)) * 1.25))
     head = trees[0][2]["name"] if len(trees) == 1 else "policy trees"
     width = max(len(str(c["name"])) for _, _, p in trees for c in p["classes"])
     return _finish(

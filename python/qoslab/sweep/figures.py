@@ -45,25 +45,30 @@ def _metric(df: pd.DataFrame, metric: str) -> tuple[str, float]:
 
 
 def _save(fig: Any, out: Path) -> Path:
-    import matplotlib.pyplot as plt
+    from qoslab.outputs import replacing
 
     suffix = out.suffix.lower()
     if suffix not in (".png", ".svg"):
         raise ValueError(f"{out}: a figure is .png or .svg")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".tmp-{out.name}")
-    fig.savefig(tmp, format=suffix[1:], dpi=130, bbox_inches="tight")
-    plt.close(fig)
-    tmp.replace(out)
+    with replacing(out, binary=True) as f:  # atomic: temp file + rename
+        fig.savefig(f, format=suffix[1:], dpi=130, bbox_inches="tight")
     return out
 
 
+def _figure(size: tuple[float, float]) -> tuple[Any, Any]:
+    """A figure and its axes from the object API: no pyplot, no global
+    state (figures are not kept alive by a pyplot registry)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size)
+    return fig, fig.add_subplot()
+
+
 def line_plot(df: pd.DataFrame, metric: str, x: str, by: str | None, out: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """The metric's mean over seeds against ``x`` (band: min to max), a line
+    per value of ``by``; a log y-axis when the lines' values span more than
+    10x, so a group of large values does not flatten the others."""
     xcol, xlabel, xdiv = numeric_column(df, x)
     ylabel, ydiv = _metric(df, metric)
     groups: list[tuple[Any, pd.DataFrame]]
@@ -73,7 +78,8 @@ def line_plot(df: pd.DataFrame, metric: str, x: str, by: str | None, out: Path) 
         groups.sort(key=lambda kg: kg[1][bcol].iloc[0])
     else:
         groups = [(None, df)]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = _figure((7, 4.2))
+    lows: list[float] = []
     for k, g in groups:
         s = g.groupby(xcol)[metric].agg(["mean", "min", "max"]).sort_index()
         xs = s.index.to_numpy(dtype=float) / xdiv
@@ -81,6 +87,10 @@ def line_plot(df: pd.DataFrame, metric: str, x: str, by: str | None, out: Path) 
             xs, s["mean"] / ydiv, marker="o", ms=3, label=None if k is None else f"{by}={k}"
         )
         ax.fill_between(xs, s["min"] / ydiv, s["max"] / ydiv, alpha=0.2, color=line[0].get_color())
+        lows += [float(v) for v in s["mean"] / ydiv]
+    pos = [v for v in lows if np.isfinite(v) and v > 0]
+    if pos and max(pos) > 10 * min(pos) and len(pos) == len(lows):
+        ax.set_yscale("log")
     vals = df[xcol].to_numpy(dtype=float)
     if len(vals) and vals.min() > 0 and vals.max() / vals.min() >= 20:
         ax.set_xscale("log")
@@ -95,17 +105,12 @@ def line_plot(df: pd.DataFrame, metric: str, x: str, by: str | None, out: Path) 
 
 
 def heatmap(df: pd.DataFrame, metric: str, x: str, y: str, out: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     xcol, xlabel, xdiv = numeric_column(df, x)
     ycol, ylabel, ydiv = numeric_column(df, y)
     mlabel, mdiv = _metric(df, metric)
     table = df.pivot_table(index=ycol, columns=xcol, values=metric, aggfunc="mean").sort_index()
     table = table.reindex(sorted(table.columns), axis=1)
-    fig, ax = plt.subplots(figsize=(7, 4.8))
+    fig, ax = _figure((7, 4.8))
     data = table.to_numpy(dtype=float) / mdiv
     im = ax.imshow(data, aspect="auto", origin="lower", cmap="viridis")
     ax.set_xticks(range(len(table.columns)))
