@@ -27,10 +27,13 @@ def test_report_is_self_contained_with_every_figure(tmp_path):
     for attr in re.findall(r'(?:src|href)="([^"]*)"', html):
         assert attr.startswith("data:"), attr
     assert "<script" not in html and "@import" not in html and "url(" not in html
-    assert "# &lt;tag&gt; &amp; &#x27;quotes&#x27;" in html  # the scenario, escaped
+    assert "# &lt;tag&gt; &amp; &#39;quotes&#39;" in html  # the scenario, escaped (Jinja2)
     jain = police().summary["jain_fairness"]
     assert f"Jain {jain:.3f}" in html and "r1-&gt;r2 egress" in html
-    assert "matplotlib" in html and "qoslab" in html  # versions
+    assert "matplotlib" in html and "qoslab" in html and "jinja2" in html  # versions
+    # every figure is a PNG drawn once (no per-sample SVG)
+    assert html.count("data:image/png;base64,") == len(names)
+    assert "image/svg" not in html
 
 
 def test_report_table_escapes_and_classes():
@@ -41,12 +44,56 @@ def test_report_table_escapes_and_classes():
     assert "<tr><td class=l>y</td><td></td></tr>" in html
 
 
-def test_large_svg_falls_back_to_png(monkeypatch):
-    import qoslab.report as rep
+def test_report_figure_count_and_pngs_written_from_the_same_bytes(tmp_path):
+    import base64
 
-    monkeypatch.setattr(rep, "SVG_MAX_BYTES", 10)
-    mime, uri = rep.figure_uri(plots.io_graph(police()))
-    assert mime == "image/png" and uri.startswith("data:image/png;base64,")
+    rep = run_report(police(), scenario(POLICE))
+    html = rep.html()
+    names = re.findall(r'data-figure="([^"]+)"', html)
+    assert len(names) == len(rep.pngs) == len(plots.figures(police()))
+    paths = rep.write_figures(tmp_path / "figs")
+    assert sorted(p.name for p in paths) == sorted(f"{n}.png" for n in names)
+    for name, data in re.findall(
+        r'data-figure="([^"]+)"><img alt="[^"]*" src="data:image/png;base64,([^"]+)"', html
+    ):
+        assert (tmp_path / "figs" / f"{name}.png").read_bytes() == base64.b64decode(data)
+
+
+def test_figures_are_drawn_once_per_report(monkeypatch, tmp_path):
+    """`compare --report --figures` draws each figure once: the files are the
+    report's PNG bytes."""
+    from matplotlib.figure import Figure
+
+    drawn: list[int] = []
+    real = Figure.savefig
+
+    def counting(self, *a, **k):
+        drawn.append(id(self))
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", counting)
+    a = tmp_path / "a.toml"
+    b = tmp_path / "b.toml"
+    a.write_text(scenario(POLICE, duration="1s"))
+    b.write_text(scenario(POLICE, duration="1s").replace("viz-police", "viz-police-b"))
+    html = tmp_path / "c.html"
+    assert (
+        main(["compare", str(a), str(b), "--report", str(html), "--figures", str(tmp_path / "f")])
+        == 0
+    )
+    assert len(drawn) == len(set(drawn)) == len(list((tmp_path / "f").glob("*.png")))
+    assert len(re.findall(r'data-figure="', html.read_text())) == len(drawn)
+
+
+def test_policy_tree_report_has_the_class_table_and_figure(tmp_path):
+    import qoslab
+
+    r = qoslab.simulate(ROOT / "scenarios/trees/linux-htb-bfifo.toml")
+    html = run_report(r, "x").html()
+    assert 'data-figure="classes"' in html and "Policy tree classes" in html
+    for p in r.summary["policies"]:
+        for c in p["classes"]:
+            assert f"<td class=l>{c['name']}</td>" in html
 
 
 def test_run_report_flag(tmp_path, capsys):
@@ -61,6 +108,7 @@ def test_run_report_flag(tmp_path, capsys):
         "rtt_cdf",
         "goodput_cdf",
     ]
+    assert "image/svg" not in html
     assert (out / "results.json").exists()
     explicit = tmp_path / "r.html"
     assert main(["run", str(scen), "--report", str(explicit)]) == 0
