@@ -72,6 +72,7 @@ def test_figures_are_drawn_once_per_report(monkeypatch, tmp_path):
         return real(self, *a, **k)
 
     monkeypatch.setattr(Figure, "savefig", counting)
+    monkeypatch.setattr(plots, "render_jobs", lambda: 1)  # count in this process
     a = tmp_path / "a.toml"
     b = tmp_path / "b.toml"
     a.write_text(scenario(POLICE, duration="1s"))
@@ -168,3 +169,10 @@ def test_report_renders_in_headless_chromium(tmp_path):
         assert shot.stat().st_size > 10_000
     finally:
         driver.quit()
+
+
+def test_forked_rendering_draws_the_same_figures_as_one_process():
+    serial = plots.render(police(), jobs=1)
+    forked = plots.render(police(), jobs=2)
+    assert list(forked) == list(serial) == list(plots.figures(police()))
+    assert forked == serial  # byte for byte

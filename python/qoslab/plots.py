@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,8 @@ __all__ = [
     "ping",
     "policy_classes",
     "queue",
+    "render",
+    "render_jobs",
     "rtt_cdf",
     "rtt_time",
     "save",
@@ -1009,6 +1012,54 @@ def figures(results: Results, names: Sequence[str] | None = None) -> dict[str, F
         if fig is not None:
             out[name] = fig
     return out
+
+
+#: The results a forked renderer draws (set just before the fork).
+_FORKED: Any = None
+
+
+def _render_one(name: str) -> tuple[str, bytes | None]:
+    fig = FIGURES[name][1](_FORKED)
+    return name, None if fig is None else png_bytes(fig)
+
+
+def render_jobs() -> int:
+    """Processes :func:`render` may use: up to 2 of the CPUs this process
+    may run on, on Linux, and only while no other Python thread runs (one
+    could hold a lock across the fork). Native thread pools (OpenBLAS,
+    jemalloc's background thread) register ``pthread_atfork`` handlers."""
+    import threading
+
+    if not sys.platform.startswith("linux") or threading.active_count() != 1:
+        return 1
+    try:
+        return max(1, min(2, len(os.sched_getaffinity(0))))
+    except OSError:
+        return 1
+
+
+def render(
+    results: Results, names: Sequence[str] | None = None, jobs: int | None = None
+) -> dict[str, bytes]:
+    """PNG bytes of every figure of :data:`FIGURES` that has data (or of
+    ``names``), by name in report order, each drawn once. With ``jobs`` > 1
+    (default :func:`render_jobs`) the figures are drawn in that many forked
+    processes: matplotlib is single-threaded and a report's figures are
+    independent, so this divides a report's drawing time on a free core."""
+    global _FORKED
+    wanted = [n for n in FIGURES if names is None or n in names]
+    jobs = render_jobs() if jobs is None else jobs
+    if jobs <= 1 or len(wanted) < 3:
+        return {n: png_bytes(f) for n, f in figures(results, wanted).items()}
+    import multiprocessing
+
+    _FORKED = results
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            done = dict(pool.map(_render_one, wanted, chunksize=1))
+    finally:
+        _FORKED = None
+    return {n: done[n] for n in wanted if done.get(n) is not None}
 
 
 def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:

@@ -128,12 +128,17 @@ class Report:
         return self
 
     def figures(
-        self, results: plots.Results, prefix: str = "", names: Sequence[str] | None = None
+        self,
+        results: plots.Results,
+        prefix: str = "",
+        names: Sequence[str] | None = None,
+        caption_prefix: str = "",
     ) -> Report:
         """Every figure of :data:`qoslab.plots.FIGURES` that has data (or of
-        ``names``), each drawn once."""
-        for name, fig in plots.figures(results, names).items():
-            self.figure(prefix + name, fig, plots.FIGURES[name][0])
+        ``names``), each drawn once (:func:`qoslab.plots.render`: in two
+        processes when a second CPU is there)."""
+        for name, png in plots.render(results, names).items():
+            self.figure(prefix + name, png, caption_prefix + plots.FIGURES[name][0])
         return self
 
     def pre(self, text: str, title: str = "") -> Report:

@@ -143,7 +143,6 @@ KEY_FIGURES = (
 def report(reps: Sequence[Reproduction], quick: bool) -> Any:
     """The HTML report: tables, assumptions, key figures (seed 1, chosen
     values), scenarios as run."""
-    from qoslab import plots
     from qoslab.report import Report
 
     rep = Report("qoslab reproduce" + (" (--quick)" if quick else ""))
@@ -164,13 +163,7 @@ def report(reps: Sequence[Reproduction], quick: bool) -> Any:
         )
         if x.experiment.assumptions:
             rep.table(list(ASSUMPTION_COLUMNS), assumption_rows(x.experiment), left=5)
-        for name, fig in plots.figures(x.results, KEY_FIGURES).items():
-            if name in KEY_FIGURES:
-                rep.figure(
-                    f"{x.experiment.name}-{name}",
-                    fig,
-                    f"{x.experiment.name}: {plots.FIGURES[name][0]}",
-                )
+        rep.figures(x.results, f"{x.experiment.name}-", KEY_FIGURES, f"{x.experiment.name}: ")
         for case, text in x.texts.items():
             rep.pre(text, f"{x.experiment.name} / {case}: scenario as run (seed 1)")
     return rep
