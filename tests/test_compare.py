@@ -72,9 +72,11 @@ def test_compare_command_writes_one_report(tmp_path, capsys):
     assert [r["label"] for r in doc["runs"]] == ["viz-police", "viz-shape"]
     assert doc["table"]["columns"] == ["metric", "viz-police", "viz-shape"]
     html = rep.read_text()
-    assert re.findall(r'data-figure="([^"]+)"', html)[0] == "io_graph"
+    names = re.findall(r'data-figure="([^"]+)"', html)
+    assert names[:2] == ["overview", "io_graph"]  # the Flent-like page first
     assert html.count("<pre>") == 2
-    assert (figs / "io_graph.png").exists() and (figs / "io_graph.svg").exists()
+    # --figures: the report's PNGs (drawn once), no SVG
+    assert sorted(p.name for p in figs.iterdir()) == sorted(f"{n}.png" for n in names)
 
 
 def test_compare_vary_on_one_scenario(tmp_path, capsys):
