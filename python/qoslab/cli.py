@@ -61,6 +61,8 @@ examples:
   qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B \\
       --input examples/trace.csv --output /tmp/colored.csv --json
   qoslab meter srtcm --param cir=1mbit --param cbs=3000B --violate drop --input examples/trace.csv
+  qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B --input - --output - \\
+      < examples/trace.csv | head
   qoslab meter --list --json
 """
 
@@ -122,7 +124,8 @@ def _add_run(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         nargs="?",
         const="",
         metavar="HTML",
-        help="write an HTML report (default: DIR/report.html with --out, else report.html)",
+        help="write an HTML report (default: DIR/report.html with --out, else report.html; "
+        "'-': stdout)",
     )
 
 
@@ -256,8 +259,12 @@ def _add_conditioner_parser(sub: Any, fmt: type[argparse.HelpFormatter], name: s
             help="KIND tree: a policy TOML file, or the TOML inline "
             "(the table of a scenario's [policy.LINK.DIR])",
         )
-    p.add_argument("--input", metavar="CSV", help="the trace to read")
-    p.add_argument("--output", metavar="CSV", help="where to write the per-packet result")
+    p.add_argument("--input", metavar="CSV", help="the trace to read ('-': stdin)")
+    p.add_argument(
+        "--output",
+        metavar="CSV",
+        help="where to write the per-packet result ('-': stdout, then nothing else is printed)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -360,6 +367,8 @@ def _run_meter(args: argparse.Namespace, params: dict[str, str]) -> int:
         "dropped": s["dropped"],
         "remarked": s["remarked"],
     }
+    if args.output == outputs.STDOUT:
+        return 0  # stdout carries the per-packet CSV and nothing else
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -441,6 +450,8 @@ def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
         summary["policy"] = args.policy
     if r.classes:
         summary["classes"] = r.classes
+    if args.output == outputs.STDOUT:
+        return 0  # stdout carries the per-packet CSV and nothing else
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -575,7 +586,7 @@ def _run_viz(args: argparse.Namespace, extras: Sequence[str]) -> int:
 
     def write(result: Any, text: str) -> None:
         report.run_report(result, text).write(path)
-        if not args.quiet and not args.json:
+        if not args.quiet and not args.json and path != outputs.STDOUT:
             print(f"wrote {path}")
 
     try:
