@@ -56,19 +56,20 @@ other columns are passed through). Output: the input columns plus 'color' and
 A pcap/pcapng capture (also .xz) works as the input too: its frames' times and lengths.
 Parameters: any '--KEY VALUE' the command does not know, or '--param KEY=VALUE';
 units as in tc (1mbit, 3000B, 32kb, 50ms), see 'qoslab meter --list' for kinds.
+'-' is stdin for --input and stdout for --output (which then carries only the CSV).
 
 examples:
   qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B \\
       --input examples/trace.csv --output /tmp/colored.csv --json
   qoslab meter srtcm --param cir=1mbit --param cbs=3000B --violate drop --input examples/trace.csv
-  qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B --input - --output - \\
-      < examples/trace.csv | head
+  qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B --input examples/trace.csv --output -
   qoslab meter --list --json
 """
 
 SHAPE_EPILOG = """\
 input CSV: header 'time_ns,size_bytes' (other columns are passed through), or a
 pcap/pcapng capture (also .xz): its frames' times and lengths on the wire.
+'-' is stdin for --input and stdout for --output (which then carries only the CSV).
 Output: the input columns plus 'departure_ns' (empty when dropped) and
 'dropped' (0/1). Parameters as for 'qoslab meter'; 'qoslab shape --list'
 shows every kind with its family.

@@ -179,7 +179,7 @@ only totals per direction and traffic label are printed (--per-flow: all).
 --format iperf3 prints iperf3 -J's JSON (start/intervals/end, sum_sent,
 sum_received, streams...) so iperf3 tooling reads a simulated run.
 '-' is stdin for SCENARIO, and stdout for --report and --capture ...=FILE
-(stdout then carries only that file).
+(stdout then carries only that file): cat x.toml | qoslab run - | head
 
 --out DIR writes results.json, each recorded series as CSV and Parquet and
 the scenario as run, all at once (DIR is complete or untouched).
@@ -202,9 +202,9 @@ examples:
   qoslab run scenarios/example.toml --capture 'r1->r2' --out /tmp/ex
   qoslab run scenarios/example.toml --capture 'r1->r2:egress=/tmp/after.pcap' --quiet
   qoslab run scenarios/fetch-policed.toml --json
-  qoslab run scenarios/isr4000-police.toml --format iperf3 > police.json
-  qoslab run scenarios/trees/rfc2963-rio.toml --summary
-  cat scenarios/example.toml | qoslab run - --per-flow | head
+  qoslab run scenarios/isr4000-police.toml --format iperf3
+  qoslab run scenarios/isr4000-police.toml --summary
+  qoslab run scenarios/example.toml --report - --quiet
   qoslab run scenarios/example.toml --dry-run
   qoslab run scenarios/example.toml --memory-limit 2GB
 """

@@ -159,12 +159,17 @@ def _groups_by_direction(data: list[dict[str, Any]]) -> list[tuple[str, list[dic
     for direction in ("upload", "download"):
         flows = [f for f in data if f.get("direction", "upload") == direction]
         if flows:
-            out.append((direction, sorted(flows, key=lambda f: (f["label"], f["id"]))))
+            out.append((direction, sorted(flows, key=lambda f: (_natural(f["label"]), f["id"]))))
     return out
 
 
 def _label_of(f: dict[str, Any]) -> str:
     return f["label"] or f["protocol"]
+
+
+def _natural(text: str) -> list[Any]:
+    """Sort key putting "C2" before "C10", as a person lists labels."""
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text)]
 
 
 def render(
@@ -214,7 +219,7 @@ def render(
     duration = float(s["duration_s"])
     for direction, flows in dirs:
         role = _ROLE[direction] if bidir else None
-        labels = sorted({_label_of(f) for f in flows})
+        labels = sorted({_label_of(f) for f in flows}, key=_natural)
         if detail:
             for f in flows:
                 line = _line(
@@ -276,7 +281,7 @@ def _rtt_table(s: dict[str, Any], detail: bool) -> list[str]:
         return out
     # Percentiles do not add up across flows: min, sample-weighted mean, max.
     out = ["", f"RTT (ms) by label {'flows':>7}{'min':>9}{'mean':>9}{'max':>9}{'samples':>9}"]
-    for lab in sorted({_label_of(f) for f in rtt_flows}):
+    for lab in sorted({_label_of(f) for f in rtt_flows}, key=_natural):
         grp = [f["rtt_ms"] for f in rtt_flows if _label_of(f) == lab]
         n = sum(m["samples"] for m in grp)
         mean = sum(m["mean"] * m["samples"] for m in grp) / n
