@@ -260,6 +260,10 @@ def test_tree_classes_in_table_and_json(capsys: pytest.CaptureFixture[str]) -> N
     classes = {c["name"]: c for c in s["policies"][0]["classes"]}
     assert classes["10"]["params"]["rate"] and classes["20"]["params"]["rate"]
     assert classes["10"]["params"]["rate"] != classes["20"]["params"]["rate"]
+    # Leaves' throughput adds up to the root's (what left the tree).
+    leaves = [c for c in classes.values() if c["name"] in ("10", "20")]
+    assert abs(sum(c["throughput_bps"] for c in leaves) - classes["root"]["throughput_bps"]) < 1
+    assert classes["root"]["throughput_bps"] > 0
 
 
 def test_r2q_quantum_warning_in_header(capsys: pytest.CaptureFixture[str]) -> None:
@@ -428,3 +432,22 @@ def test_trace_results_as_dataframes() -> None:
 def test_result_roundtrip_fields() -> None:
     r = SimulationResult(qoslab.simulate(ISR).raw)
     assert r.summary["flows"][0]["direction"] == "upload"
+
+
+def test_iperf3_json_udp_as_iperf3_udp(capsys: pytest.CaptureFixture[str]) -> None:
+    """A UDP run: iperf3's UDP keys (end.sum, udp blocks with packets and
+    lost_packets), read by the iperf3 package as a UDP test."""
+    iperf3 = pytest.importorskip("iperf3")
+    text = BIDIR.split("[[traffic]]")[0] + '[[traffic]]\nkind = "udp"\nrate = "15mbit"\n'
+    out = _run(capsys, text, "--format", "iperf3")
+    real = json.loads((IPERF3 / "iperf3-3.12-udp.json").read_text())
+    ours = json.loads(out)
+    assert ours["start"]["test_start"]["protocol"] == "UDP"
+    _keys_within(ours["end"], real["end"], "end")
+    assert set(ours["end"]["streams"][0]) == {"udp"}
+    _keys_within(ours["end"]["streams"][0]["udp"], real["end"]["streams"][0]["udp"], "udp")
+    t = iperf3.TestResult(out)
+    f = qoslab.simulate(text).summary["flows"][0]
+    assert t.protocol == "UDP" and t.packets == f["packets_sent"]
+    assert t.lost_packets == f["packets_lost"] > 0  # 15 Mbit/s into a 10 Mbit/s policer
+    assert abs(t.lost_percent - 100 * f["packets_lost"] / f["packets_sent"]) < 1e-9

@@ -111,7 +111,7 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
             },
             "max_queue_packets": p["max_queue_packets"],
             "max_queue_bytes": p["max_queue_bytes"],
-            "classes": _classes(p),
+            "classes": _classes(p, raw["duration_ns"]),
         }
         for p in raw["policies"]
     ]
@@ -133,7 +133,7 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _classes(p: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _classes(p: Mapping[str, Any], duration_ns: int) -> list[dict[str, Any]]:
     """The classes of a policy tree, each with its own ``class id=...``
     parameters from the policy's description (matched by the user's id)."""
     by_id: dict[str, dict[str, str]] = {}
@@ -141,10 +141,12 @@ def _classes(p: Mapping[str, Any]) -> list[dict[str, Any]]:
         if k == "class":
             d = _split_params(v)
             by_id[d.get("id", "")] = d
-    return [_class_summary(c, by_id) for c in p.get("classes", [])]
+    return [_class_summary(c, by_id, duration_ns) for c in p.get("classes", [])]
 
 
-def _class_summary(c: Mapping[str, Any], params: Mapping[str, str]) -> dict[str, Any]:
+def _class_summary(
+    c: Mapping[str, Any], params: Mapping[str, Any], duration_ns: int
+) -> dict[str, Any]:
     """One class of a policy tree: its parameters (as ``tc class show``
     gives them; ``{}`` for the root and inner qdiscs), counters, drops and
     colours by stage."""
@@ -157,6 +159,8 @@ def _class_summary(c: Mapping[str, Any], params: Mapping[str, str]) -> dict[str,
         "bytes_in": c["bytes_in"],
         "packets_out": c["packets_out"],
         "bytes_out": c["bytes_out"],
+        # What the class sent, averaged over the run (bit/s).
+        "throughput_bps": c["bytes_out"] * 8e9 / duration_ns if duration_ns > 0 else 0.0,
         "drops": {"packets": c["packets_dropped"], "bytes": c["bytes_dropped"]},
         "colors": {
             col: {

@@ -310,14 +310,13 @@ def _policy_table(s: dict[str, Any]) -> list[str]:
             f"{c['green']['packets']:>10}{c['yellow']['packets']:>10}{c['red']['packets']:>10}"
             f"{p['max_queue_packets']:>10}"
         )
-    duration = float(s["duration_s"])
     for p in s["policies"]:
         if len(p["classes"]) > 1:
-            out.extend(_class_table(p, duration))
+            out.extend(_class_table(p))
     return out
 
 
-def _class_table(p: dict[str, Any], duration_s: float) -> list[str]:
+def _class_table(p: dict[str, Any]) -> list[str]:
     """One line per class of a policy tree, indented under its parent, with
     the user's class ids (``tc -s class show``): its rate, what it sent
     (bit/s over the run), packets in/sent/dropped and its largest queue."""
@@ -336,7 +335,7 @@ def _class_table(p: dict[str, Any], duration_s: float) -> list[str]:
     ]
     for n, c in zip(names, classes, strict=True):
         rate = c["params"].get("rate", "")
-        bps = c["bytes_out"] * 8 / duration_s if duration_s > 0 else 0.0
+        bps = c["throughput_bps"]
         pin = c["packets_in"]
         drop = c["drops"]["packets"]
         pct = f"{100 * drop / pin:.1f}" if pin else "-"
