@@ -68,4 +68,9 @@ def test_run_results_keep_every_class_with_its_id() -> None:
     assert [c.split()[0] for c in p["params"]["class"]] == ["id=1", "id=10", "id=20"]
     (row,) = policy_rows(r.summary)
     assert "default=20" in row[2] and "class id=10 parent=1" in row[2], row
-    assert "id=20 parent=1" in r.policies["params"].iloc[0]
+    assert any(c.startswith("id=20 parent=1") for c in r.policies["params.class"].iloc[0])
+    # Each class carries its own parameters, under the user's id.
+    by_name = {c["name"]: c for c in p["classes"]}
+    assert by_name["10"]["params"]["parent"] == "1"
+    assert by_name["20"]["params"]["id"] == "20"
+    assert set(r.classes["name"]) >= {"1", "10", "20"}

@@ -84,4 +84,7 @@ def test_quick_example_runs(capsys, monkeypatch, tmp_path, example: str) -> None
         json.loads(out)
     for i, a in enumerate(argv[:-1]):
         if a in ("--output", "--report", "--out"):
-            assert Path(argv[i + 1]).exists(), (example, argv[i + 1])
+            if argv[i + 1] == "-":  # stdout: the file is what was printed
+                assert out.strip(), example
+            else:
+                assert Path(argv[i + 1]).exists(), (example, argv[i + 1])

@@ -156,8 +156,9 @@ def test_iperf_units_follow_iperf3() -> None:
 def test_result_tables_and_summary() -> None:
     r = SimulationResult(fake_raw())
     assert list(r.flows["id"]) == [0, 1, 2]
-    assert r.flows.loc[0, "rtt_p95_ns"] == 9_000_000
-    assert r.policies.loc[0, "red_packets"] == 100
+    # The DataFrames' columns are results.json's keys, nested ones joined with '.'.
+    assert r.flows.loc[0, "rtt_ms.p95"] == 9.0
+    assert r.policies.loc[0, "colors.red.packets"] == 100
     assert r.goodput["goodput_bps"].iloc[0] == 200_000 * 8 / 0.5
     assert r.ping["rtt_ms"].tolist() == [5.0, 6.0]
     assert set(r.series()) == {"goodput", "ping"}

@@ -9,6 +9,8 @@ runs them over NumPy arrays and renders results::
     shaped = qoslab.shape("tbf", times_ns, sizes, rate="1mbit", burst="3000B", limit="30000B")
     result = qoslab.simulate("scenarios/example.toml")   # or TOML text, or a dict
     result.summary["sum_goodput_bps"], result.goodput     # dict, pandas DataFrame
+    result.plot("io_graph"); qoslab.plots.rtt_cdf(result)  # matplotlib figures
+    result                                                # in Jupyter: a summary table
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from qoslab._core import (
 )
 
 if TYPE_CHECKING:
+    from qoslab import plots as plots
     from qoslab.api import (
         ACTION_NAMES,
         COLOR_NAMES,
@@ -75,7 +78,16 @@ _LAZY: dict[str, str] = {
 }
 
 
+#: Submodules reachable as attributes (``qoslab.plots.io_graph(r)``), imported
+#: on first access: matplotlib is loaded only when a figure is wanted.
+_SUBMODULES = ("plots", "table", "iperf3json")
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        mod = importlib.import_module(f"qoslab.{name}")
+        globals()[name] = mod
+        return mod
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'qoslab' has no attribute '{name}'")
@@ -85,7 +97,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, *_SUBMODULES})
 
 
 __version__ = core_version()
@@ -109,6 +121,7 @@ __all__ = [
     "parse_rate",
     "parse_size",
     "parse_time",
+    "plots",
     "police",
     "shape",
     "shape_policy",

@@ -178,6 +178,23 @@ class PoliceResult:
     colors: npt.NDArray[np.uint8]
     actions: npt.NDArray[np.uint8]
     summary: dict[str, Any]
+    times_ns: npt.NDArray[np.uint64] | None = field(default=None, repr=False)
+    sizes: npt.NDArray[np.uint32] | None = field(default=None, repr=False)
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per packet, with the columns of
+        ``qoslab meter --output`` (``time_ns``, ``size_bytes``, ``color``,
+        ``action``; colour and action by name)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "time_ns": self.times_ns,
+                "size_bytes": self.sizes,
+                "color": pd.Categorical.from_codes(self.colors, COLOR_NAMES),
+                "action": pd.Categorical.from_codes(self.actions, ACTION_NAMES),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -192,6 +209,32 @@ class ShapeResult:
     summary: dict[str, Any]
     classes: list[dict[str, Any]] = field(default_factory=list)
     params: dict[str, str | list[str]] = field(default_factory=dict)
+    times_ns: npt.NDArray[np.uint64] | None = field(default=None, repr=False)
+    sizes: npt.NDArray[np.uint32] | None = field(default=None, repr=False)
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per packet, with the columns of
+        ``qoslab shape --output`` (``time_ns``, ``size_bytes``,
+        ``departure_ns`` -- missing (``<NA>``) when dropped -- and
+        ``dropped``)."""
+        import pandas as pd
+
+        dep = pd.array(self.departure_ns, dtype="Int64")
+        dep[self.dropped] = pd.NA
+        return pd.DataFrame(
+            {
+                "time_ns": self.times_ns,
+                "size_bytes": self.sizes,
+                "departure_ns": dep,
+                "dropped": self.dropped,
+            }
+        )
+
+    def classes_frame(self) -> Any:
+        """The per-class rows (``classes``) as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.json_normalize(self.classes, sep=".") if self.classes else pd.DataFrame()
 
 
 def police(
@@ -214,7 +257,7 @@ def police(
         "dropped": {"packets": raw["dropped_packets"], "bytes": raw["dropped_bytes"]},
         "remarked": {"packets": raw["remarked_packets"]},
     }
-    return PoliceResult(out_c, out_a, summary)
+    return PoliceResult(out_c, out_a, summary, t, s)
 
 
 def color(kind: str, times_ns: Any, sizes: Any, colors: Any = None, **params: object) -> Any:
@@ -303,7 +346,9 @@ def _shape_result(t: Any, s: Any, out: tuple[Any, ...]) -> ShapeResult:
     }
     if raw["warnings"]:
         summary["warnings"] = list(raw["warnings"])
-    return ShapeResult(departure, dropped, summary, list(classes), params_dict(described))
+    return ShapeResult(
+        departure, dropped, summary, list(classes), params_dict(described), times_ns=t, sizes=s
+    )
 
 
 def shape(

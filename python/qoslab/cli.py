@@ -56,17 +56,20 @@ other columns are passed through). Output: the input columns plus 'color' and
 A pcap/pcapng capture (also .xz) works as the input too: its frames' times and lengths.
 Parameters: any '--KEY VALUE' the command does not know, or '--param KEY=VALUE';
 units as in tc (1mbit, 3000B, 32kb, 50ms), see 'qoslab meter --list' for kinds.
+'-' is stdin for --input and stdout for --output (which then carries only the CSV).
 
 examples:
   qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B \\
       --input examples/trace.csv --output /tmp/colored.csv --json
   qoslab meter srtcm --param cir=1mbit --param cbs=3000B --violate drop --input examples/trace.csv
+  qoslab meter srtcm --cir 1mbit --cbs 3000B --ebs 6000B --input examples/trace.csv --output -
   qoslab meter --list --json
 """
 
 SHAPE_EPILOG = """\
 input CSV: header 'time_ns,size_bytes' (other columns are passed through), or a
 pcap/pcapng capture (also .xz): its frames' times and lengths on the wire.
+'-' is stdin for --input and stdout for --output (which then carries only the CSV).
 Output: the input columns plus 'departure_ns' (empty when dropped) and
 'dropped' (0/1). Parameters as for 'qoslab meter'; 'qoslab shape --list'
 shows every kind with its family.
@@ -122,7 +125,8 @@ def _add_run(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         nargs="?",
         const="",
         metavar="HTML",
-        help="write an HTML report (default: DIR/report.html with --out, else report.html)",
+        help="write an HTML report (default: DIR/report.html with --out, else report.html; "
+        "'-': stdout)",
     )
 
 
@@ -256,8 +260,12 @@ def _add_conditioner_parser(sub: Any, fmt: type[argparse.HelpFormatter], name: s
             help="KIND tree: a policy TOML file, or the TOML inline "
             "(the table of a scenario's [policy.LINK.DIR])",
         )
-    p.add_argument("--input", metavar="CSV", help="the trace to read")
-    p.add_argument("--output", metavar="CSV", help="where to write the per-packet result")
+    p.add_argument("--input", metavar="CSV", help="the trace to read ('-': stdin)")
+    p.add_argument(
+        "--output",
+        metavar="CSV",
+        help="where to write the per-packet result ('-': stdout, then nothing else is printed)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -360,6 +368,8 @@ def _run_meter(args: argparse.Namespace, params: dict[str, str]) -> int:
         "dropped": s["dropped"],
         "remarked": s["remarked"],
     }
+    if args.output == outputs.STDOUT:
+        return 0  # stdout carries the per-packet CSV and nothing else
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -441,6 +451,8 @@ def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
         summary["policy"] = args.policy
     if r.classes:
         summary["classes"] = r.classes
+    if args.output == outputs.STDOUT:
+        return 0  # stdout carries the per-packet CSV and nothing else
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -575,7 +587,7 @@ def _run_viz(args: argparse.Namespace, extras: Sequence[str]) -> int:
 
     def write(result: Any, text: str) -> None:
         report.run_report(result, text, extra=report.run_captures(args)).write(path)
-        if not args.quiet and not args.json:
+        if not args.quiet and not args.json and path != outputs.STDOUT:
             print(f"wrote {path}")
 
     try:

@@ -57,6 +57,9 @@ __all__ = [
     "write_dir",
 ]
 
+#: The output path meaning standard output (``--output -``, ``--report -``).
+STDOUT = "-"
+
 #: The file naming what qoslab owns in a ``--out`` directory.
 MARKER = ".qoslab-outputs"
 TMP_TAG = ".qoslab-tmp-"
@@ -156,6 +159,8 @@ def check_file(
     target). ``parent_made_by`` is an output directory this command creates
     (``--out``), so the parent need not exist yet."""
     p = _check_name(path, option)
+    if os.fspath(path) == STDOUT:
+        return p
     if _special(p):
         _check_not_input(p, option, inputs)
         return p
@@ -324,7 +329,15 @@ def commit(files: Mapping[Path, tuple[Writer, bool]], order_last: Path | None = 
 def replacing(path: str | os.PathLike[str], binary: bool = False) -> Iterator[IO[Any]]:
     """``with replacing(path) as f: ...`` writes ``path`` (a symlink: its
     target) through a temporary in the same directory, renamed into place
-    when the block ends; on any error the previous file stays untouched."""
+    when the block ends; on any error the previous file stays untouched.
+    ``-`` (:data:`STDOUT`) writes to standard output, as Unix tools do."""
+    if os.fspath(path) == STDOUT:
+        import sys
+
+        sys.stdout.flush()
+        yield sys.stdout.buffer if binary else sys.stdout
+        (sys.stdout.buffer if binary else sys.stdout).flush()
+        return
     if _special(Path(path)):
         with open(path, **_mode(binary)) as f:
             yield f

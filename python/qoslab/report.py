@@ -326,6 +326,8 @@ def run_captures(args: Any) -> dict[str, SimulationResult]:
     from qoslab.run import capture_plan
     from qoslab.scenario import load_scenario, scenario_info
 
+    if args.scenario == "-":  # stdin was read by the run; a report from it has no capture graph
+        return {}
     text, filename = load_scenario(args.scenario)
     info = scenario_info(text, filename)
     links = [(str(w), f) for w, f in info["capture"]["links"]]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,7 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
             "protocol": f["protocol"],
             "from": f["from"],
             "to": f["to"],
+            "direction": _direction(f["from"], f["to"]),
             "start_s": f["start_ns"] / 1e9,
             "end_s": f["end_ns"] / 1e9,
             "goodput_bps": f["goodput_bps"],
@@ -109,7 +111,7 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
             },
             "max_queue_packets": p["max_queue_packets"],
             "max_queue_bytes": p["max_queue_bytes"],
-            "classes": [_class_summary(c) for c in p.get("classes", [])],
+            "classes": _classes(p, raw["duration_ns"]),
         }
         for p in raw["policies"]
     ]
@@ -131,16 +133,34 @@ def _summary(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _class_summary(c: Mapping[str, Any]) -> dict[str, Any]:
-    """One class of a policy tree: counters, drops and colours by stage."""
+def _classes(p: Mapping[str, Any], duration_ns: int) -> list[dict[str, Any]]:
+    """The classes of a policy tree, each with its own ``class id=...``
+    parameters from the policy's description (matched by the user's id)."""
+    by_id: dict[str, dict[str, str]] = {}
+    for k, v in p["describe"]:
+        if k == "class":
+            d = _split_params(v)
+            by_id[d.get("id", "")] = d
+    return [_class_summary(c, by_id, duration_ns) for c in p.get("classes", [])]
+
+
+def _class_summary(
+    c: Mapping[str, Any], params: Mapping[str, Any], duration_ns: int
+) -> dict[str, Any]:
+    """One class of a policy tree: its parameters (as ``tc class show``
+    gives them; ``{}`` for the root and inner qdiscs), counters, drops and
+    colours by stage."""
     return {
         "name": c["name"],
+        "params": dict(params.get(str(c["name"]), {})),
         "kind": c["kind"],
         "parent": c["parent"],
         "packets_in": c["packets_in"],
         "bytes_in": c["bytes_in"],
         "packets_out": c["packets_out"],
         "bytes_out": c["bytes_out"],
+        # What the class sent, averaged over the run (bit/s).
+        "throughput_bps": c["bytes_out"] * 8e9 / duration_ns if duration_ns > 0 else 0.0,
         "drops": {"packets": c["packets_dropped"], "bytes": c["bytes_dropped"]},
         "colors": {
             col: {
@@ -155,31 +175,54 @@ def _class_summary(c: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _flows_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
-    import pandas as pd  # on first use: `import qoslab` stays light
+def _direction(src: str, dst: str) -> str:
+    """``upload`` or ``download``, as iperf3 ``--bidir`` splits its streams
+    (``TX-C`` / ``RX-C``): in the dumbbell, senders ``s0..`` are the clients
+    and receivers ``d0..`` the servers, so a flow from a ``d`` host to an
+    ``s`` host (a ``tcp-fetch`` response, a reverse UDP stream) is a
+    download. Hosts of an explicit ``[[link]]`` topology have no sides: their
+    flows are all ``upload``."""
+    if _SIDE.fullmatch(src) and _SIDE.fullmatch(dst) and src[0] == "d" and dst[0] == "s":
+        return "download"
+    return "upload"
 
-    rows = []
-    for f in raw["flows"]:
-        row = {k: v for k, v in f.items() if k != "rtt"}
-        for k, v in f["rtt"].items():
-            row[f"rtt_{k}"] = v
-        rows.append(row)
-    return pd.DataFrame(rows)
+
+_SIDE = re.compile(r"[sd][0-9]+")
 
 
-def _policies_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
-    import pandas as pd
+def _split_params(text: str) -> dict[str, str]:
+    """``id=20 parent=root rate=2mbit child=[kind=fifo limit=1000p]`` as a
+    dict (a bracketed value keeps its spaces)."""
+    out: dict[str, str] = {}
+    depth = 0
+    word: list[str] = []
+    words: list[str] = []
+    for ch in text:
+        if ch == " " and depth == 0:
+            if word:
+                words.append("".join(word))
+            word = []
+            continue
+        depth += (ch == "[") - (ch == "]")
+        word.append(ch)
+    if word:
+        words.append("".join(word))
+    for w in words:
+        k, eq, v = w.partition("=")
+        if eq:
+            out[k] = v.removeprefix("[").removesuffix("]") if v.startswith("[") else v
+    return out
 
-    rows = []
-    for p in raw["policies"]:
-        skip = ("color_packets", "color_bytes", "describe", "classes")
-        row = {k: v for k, v in p.items() if k not in skip}
-        for i, c in enumerate(_COLORS):
-            row[f"{c}_packets"] = p["color_packets"][i]
-            row[f"{c}_bytes"] = p["color_bytes"][i]
-        row["params"] = " ".join(f"{k}={v}" for k, v in p["describe"])
-        rows.append(row)
-    return pd.DataFrame(rows)
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """``rows`` (summary dicts) as a DataFrame whose columns are the JSON
+    keys, nested ones joined with a dot (``rtt_ms.p95``, ``drops.packets``):
+    the names of results.json, one naming everywhere."""
+    import pandas as pd  # on first use: `import qoslab` and `qoslab run` stay light
+
+    if not rows:
+        return pd.DataFrame()
+    return pd.json_normalize(rows, sep=".")
 
 
 def _series_frame(name: str, cols: Mapping[str, np.ndarray], interval_ns: int) -> pd.DataFrame:
@@ -195,30 +238,63 @@ def _series_frame(name: str, cols: Mapping[str, np.ndarray], interval_ns: int) -
     return df
 
 
-@dataclass
 class SimulationResult:
-    """One simulation run: ``summary`` (JSON-ready dict) and DataFrames."""
+    """One simulation run: ``summary`` (the JSON-ready dict of results.json)
+    and DataFrames, each built on first access (so ``qoslab run``'s table and
+    ``--json`` never import pandas):
 
-    raw: dict[str, Any] = field(repr=False)
-    summary: dict[str, Any] = field(init=False)
-    flows: pd.DataFrame = field(init=False, repr=False)
-    policies: pd.DataFrame = field(init=False, repr=False)
-    goodput: pd.DataFrame = field(init=False, repr=False)
-    rtt: pd.DataFrame = field(init=False, repr=False)
-    cwnd: pd.DataFrame = field(init=False, repr=False)
-    queue: pd.DataFrame = field(init=False, repr=False)
-    colors: pd.DataFrame = field(init=False, repr=False)
-    ping: pd.DataFrame = field(init=False, repr=False)
-    segments: pd.DataFrame = field(init=False, repr=False)
+    * ``flows`` -- one row per flow, the columns of ``summary["flows"]``
+      (``id``, ``label``, ``protocol``, ``from``, ``to``, ``direction``,
+      ``start_s``, ``end_s``, ``goodput_bps``, ``bytes``, ``packets_sent``,
+      ``retransmits``, ``packets_lost``, ``timeouts``, ``fast_recoveries``,
+      ``rtt_ms.min`` .. ``rtt_ms.samples``);
+    * ``policies`` -- one row per policy (``drops.packets``,
+      ``colors.green.bytes``, ``params.cir``...); ``classes`` -- one row per
+      class of every policy tree, its ``policy`` beside it;
+    * the recorded series ``goodput``, ``rtt``, ``cwnd``, ``queue``,
+      ``colors``, ``ping``, ``segments`` (also the CSV/Parquet files).
+    """
 
-    def __post_init__(self) -> None:
-        raw = self.raw
-        self.summary = _summary(raw)
-        self.flows = _flows_frame(raw)
-        self.policies = _policies_frame(raw)
-        interval = int(raw["record_interval_ns"])
-        for name in SERIES_TABLES:
-            setattr(self, name, _series_frame(name, raw["series"][name], interval))
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+        self.summary: dict[str, Any] = _summary(raw)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (
+            f"SimulationResult(scenario={s['scenario']!r}, seed={s['seed']}, "
+            f"duration_s={s['duration_s']:g}, flows={len(s['flows'])}, "
+            f"sum_goodput_bps={s['sum_goodput_bps']:.0f})"
+        )
+
+    @cached_property
+    def flows(self) -> pd.DataFrame:
+        return _frame(
+            [{k: v for k, v in f.items() if k != "chunks"} for f in self.summary["flows"]]
+        )
+
+    @cached_property
+    def policies(self) -> pd.DataFrame:
+        return _frame(
+            [{k: v for k, v in p.items() if k != "classes"} for p in self.summary["policies"]]
+        )
+
+    @cached_property
+    def classes(self) -> pd.DataFrame:
+        rows = [{"policy": p["name"], **c} for p in self.summary["policies"] for c in p["classes"]]
+        return _frame(rows)
+
+    def _series(self, name: str) -> pd.DataFrame:
+        interval = int(self.raw["record_interval_ns"])
+        return _series_frame(name, self.raw["series"][name], interval)
+
+    goodput = cached_property(lambda self: self._series("goodput"))
+    rtt = cached_property(lambda self: self._series("rtt"))
+    cwnd = cached_property(lambda self: self._series("cwnd"))
+    queue = cached_property(lambda self: self._series("queue"))
+    colors = cached_property(lambda self: self._series("colors"))
+    ping = cached_property(lambda self: self._series("ping"))
+    segments = cached_property(lambda self: self._series("segments"))
 
     @property
     def recorded(self) -> list[str]:
@@ -227,10 +303,47 @@ class SimulationResult:
 
     def series(self) -> dict[str, pd.DataFrame]:
         """The non-empty series tables, by name."""
-        return {n: getattr(self, n) for n in SERIES_TABLES if len(getattr(self, n))}
+        return {n: getattr(self, n) for n in SERIES_TABLES if _rows(self.raw["series"][n])}
 
     def to_json(self) -> str:
         return json.dumps(self.summary, indent=2)
+
+    def to_iperf3(self) -> dict[str, Any]:
+        """The run in iperf3's ``-J`` layout (:mod:`qoslab.iperf3json`)."""
+        from qoslab.iperf3json import iperf3_json
+
+        return iperf3_json(self)
+
+    def table(self, **kw: Any) -> str:
+        """The terminal table ``qoslab run`` prints (:func:`qoslab.table.render`)."""
+        from qoslab.table import render
+
+        return render(self, **kw)
+
+    def plot(self, kind: str | None = None) -> Any:
+        """Figures of :mod:`qoslab.plots`: ``kind`` one of its figure names
+        (``"io_graph"``, ``"rtt_time"``, ``"cwnd"``, ``"queue"``,
+        ``"colors"``, ``"ping"``, ``"rtt_cdf"``, ``"goodput_cdf"``...) gives
+        that matplotlib Figure (``None`` when the series was not recorded);
+        no ``kind`` gives every figure the run has, by name."""
+        from qoslab import plots
+
+        if kind is None:
+            return plots.figures(self)
+        fn = getattr(plots, kind, None)
+        if kind.startswith("_") or not callable(fn) or kind in ("figures", "save", "labelled"):
+            raise ValueError(f"plot: unknown figure '{kind}'")
+        return fn(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the run's summary table (flows, policies)."""
+        from qoslab.table import render_html
+
+        return render_html(self)
+
+
+def _rows(cols: Mapping[str, Any]) -> int:
+    return len(next(iter(cols.values()))) if cols else 0
 
 
 def check_out_dir(

@@ -19,13 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
-
 from qoslab import _core, outputs
+from qoslab import table as _table
 from qoslab.results import SimulationResult, write_results
 from qoslab.scenario import ScenarioSource, load_scenario, scenario_info, with_seed
 
-__all__ = ["ProgressBar", "default_memory_limit", "estimate", "main", "simulate"]
+#: ``qoslab run --format``: what stdout carries.
+FORMATS = ("table", "json", "iperf3")
+
+__all__ = ["FORMATS", "ProgressBar", "default_memory_limit", "estimate", "main", "simulate"]
 
 #: ``progress(sim_time_ns, duration_ns, events)``; return ``False`` to cancel.
 ProgressFn = Callable[[int, int, int], Any]
@@ -151,129 +153,10 @@ class ProgressBar:
             self.stream.flush()
 
 
-# --- iperf3-style table ------------------------------------------------------
-
-
-def _num(v: float) -> str:
-    """iperf3's number width: 2 decimals below 10, 1 below 100, else none."""
-    if v < 9.995:
-        return f"{v:4.2f}"
-    if v < 99.95:
-        return f"{v:4.1f}"
-    return f"{v:4.0f}"
-
-
-def fmt_bytes(n: float) -> str:
-    """iperf3 Transfer: binary units (1 MByte = 2**20 bytes)."""
-    for unit, scale in (("GBytes", 2**30), ("MBytes", 2**20), ("KBytes", 2**10)):
-        if n >= scale:
-            return f"{_num(n / scale)} {unit}"
-    return f"{_num(n)} Bytes"
-
-
-def fmt_rate(bps: float) -> str:
-    """iperf3 Bitrate: decimal units."""
-    for unit, scale in (("Gbits/sec", 1e9), ("Mbits/sec", 1e6), ("Kbits/sec", 1e3)):
-        if bps >= scale:
-            return f"{_num(bps / scale)} {unit}"
-    return f"{_num(bps)} bits/sec"
-
-
-def _line(
-    ident: str, t0: float, t1: float, nbytes: float, retr: str, bps: float | None = None
-) -> str:
-    if bps is None:
-        bps = nbytes * 8 / (t1 - t0) if t1 > t0 else 0.0
-    interval = f"{t0:6.2f}-{t1:<6.2f}"
-    return f"[{ident:>3}] {interval} sec  {fmt_bytes(nbytes):>12}  {fmt_rate(bps):>15}  {retr:>4}"
-
-
-def _per_second(r: SimulationResult, ids: list[int]) -> list[str]:
-    """Per-flow lines for each whole second, from the goodput series, when it
-    was recorded at an interval that divides one second: bytes delivered and
-    segments retransmitted in that second (iperf3's interval ``Retr``)."""
-    g = r.goodput
-    interval_ns = int(r.raw["record_interval_ns"])
-    if not len(g) or interval_ns <= 0 or 1_000_000_000 % interval_ns:
-        return []
-    duration_ns = int(r.raw["duration_ns"])
-    seconds = max(1, -(-duration_ns // 1_000_000_000))
-    bucket = ((g["time_ns"].to_numpy(dtype=np.int64) - 1) // 1_000_000_000).clip(0, seconds - 1)
-    flow = g["flow"].to_numpy(dtype=np.int64)
-    width = int(max([*ids, *flow.tolist()], default=0)) + 1
-    nbytes = np.zeros((seconds, width))
-    np.add.at(nbytes, (bucket, flow), g["bytes"].to_numpy(dtype=np.float64))
-    retr = np.zeros((seconds, width), dtype=np.int64)
-    np.add.at(retr, (bucket, flow), g["retransmits"].to_numpy(dtype=np.int64))
-    lines = []
-    for s in range(seconds):
-        t0, t1 = float(s), min(float(s + 1), duration_ns / 1e9)
-        for i in ids:
-            lines.append(_line(str(i), t0, t1, nbytes[s, i], str(retr[s, i])))
-        if len(ids) > 1:
-            lines.append(_line("SUM", t0, t1, nbytes[s, ids].sum(), str(retr[s, ids].sum())))
-    return lines
-
-
-def render_table(r: SimulationResult) -> str:
-    s = r.summary
-    out: list[str] = []
-    data = [f for f in s["flows"] if f["protocol"] != "ping"]
-    ids = [f["id"] for f in data]
-    if s.get("mode") == "emulate":
-        how = f"emulated ({s['emulation']['backend']} policies, real Linux TCP)"
-    else:
-        how = "simulated"
-    out.append(f"scenario {s['scenario']}  seed {s['seed']}  {s['duration_s']:g} s {how}")
-    header = "[ ID] Interval           Transfer     Bitrate         Retr"
-    out.append(header)
-    per_sec = _per_second(r, ids)
-    if per_sec:
-        out.extend(per_sec)
-        out.append("- " * (len(header) // 2))
-        out.append(header)
-    total_bytes = 0
-    total_retr = 0
-    for f in data:
-        total_bytes += f["bytes"]
-        total_retr += f["retransmits"]
-        line = _line(str(f["id"]), f["start_s"], f["end_s"], f["bytes"], str(f["retransmits"]))
-        label = f" {f['label']}" if f["label"] not in ("", f["protocol"]) else ""
-        out.append(f"{line}  {f['protocol']}{label} {f['from']}->{f['to']}")
-    if data:
-        # The [SUM] bitrate is the sum of the flows' goodputs (iperf3's figure).
-        out.append(
-            _line("SUM", 0.0, s["duration_s"], total_bytes, str(total_retr), s["sum_goodput_bps"])
-        )
-        out.append(f"Jain's fairness index: {s['jain_fairness']:.3f}")
-    rtt_flows = [f for f in s["flows"] if f["rtt_ms"]["samples"]]
-    if rtt_flows:
-        out.append("")
-        out.append(f"RTT (ms) {'min':>9}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}{'samples':>9}")
-        for f in rtt_flows:
-            m = f["rtt_ms"]
-            out.append(
-                f"[{f['id']:>3}] {f['protocol']:<4}"
-                f"{m['min']:>9.2f}{m['mean']:>9.2f}{m['p50']:>9.2f}{m['p95']:>9.2f}"
-                f"{m['max']:>9.2f}{m['samples']:>9}"
-            )
-    if s["policies"]:
-        out.append("")
-        out.append(
-            f"{'policy':<22}{'kind':<10}{'packets':>10}{'dropped':>10}{'drop%':>7}"
-            f"{'green':>10}{'yellow':>10}{'red':>10}{'maxq pkts':>10}"
-        )
-        for p in s["policies"]:
-            n = p["packets_in"]
-            d = p["drops"]["packets"]
-            pct = f"{100 * d / n:.1f}" if n else "-"
-            c = p["colors"]
-            out.append(
-                f"{p['name']:<22}{p['kind']:<10}{n:>10}{d:>10}{pct:>7}"
-                f"{c['green']['packets']:>10}{c['yellow']['packets']:>10}{c['red']['packets']:>10}"
-                f"{p['max_queue_packets']:>10}"
-            )
-    return "\n".join(out)
+# The iperf3-style table lives in qoslab.table (re-exported: analyze, emulate use it).
+render_table = _table.render
+fmt_bytes = _table.fmt_bytes
+fmt_rate = _table.fmt_rate
 
 
 # --- the `qoslab run` command ------------------------------------------------
@@ -287,6 +170,17 @@ The scenario file is TOML (see scenarios/ and crates/qoslab-scenario):
   [[traffic]] kind = "tcp-bulk", flows = 4, profile = "windows10"
   [[traffic]] kind = "tcp-fetch", chunks = 5, chunk_size = "2000000B", pause = "1s"
               (per-chunk results in the JSON: flows[].chunks)
+The table prints the run's policies with their effective parameters (what
+the conditioner uses: cir = "50Mbps" is tc's bytes per second, shown as
+400mbit, and warned about), a line per flow per second and [SUM] lines as
+iperf3 does; flows in both directions get iperf3 --bidir's [Role] column
+(TX-C upload, RX-C download) and a [SUM] per direction. Above 16 flows
+only totals per direction and traffic label are printed (--per-flow: all).
+--format iperf3 prints iperf3 -J's JSON (start/intervals/end, sum_sent,
+sum_received, streams...) so iperf3 tooling reads a simulated run.
+'-' is stdin for SCENARIO, and stdout for --report and --capture ...=FILE
+(stdout then carries only that file): cat x.toml | qoslab run - | head
+
 --out DIR writes results.json, each recorded series as CSV and Parquet and
 the scenario as run, all at once (DIR is complete or untouched).
 A progress bar shows on a terminal (stderr) once a run takes over a second.
@@ -308,6 +202,9 @@ examples:
   qoslab run scenarios/example.toml --capture 'r1->r2' --out /tmp/ex
   qoslab run scenarios/example.toml --capture 'r1->r2:egress=/tmp/after.pcap' --quiet
   qoslab run scenarios/fetch-policed.toml --json
+  qoslab run scenarios/isr4000-police.toml --format iperf3
+  qoslab run scenarios/isr4000-police.toml --summary
+  qoslab run scenarios/example.toml --report - --quiet
   qoslab run scenarios/example.toml --dry-run
   qoslab run scenarios/example.toml --memory-limit 2GB
 """
@@ -322,9 +219,30 @@ def add_run_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         formatter_class=fmt,
         allow_abbrev=False,
     )
-    p.add_argument("scenario", metavar="SCENARIO", help="the scenario TOML file")
+    p.add_argument("scenario", metavar="SCENARIO", help="the scenario TOML file ('-': stdin)")
     p.add_argument("--out", metavar="DIR", help="write results.json, series CSV/Parquet here")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="what to print: the iperf3-style table (default), json (the summary, as "
+        "results.json), or iperf3 (iperf3 -J's layout, one stream per TCP/UDP flow)",
+    )
+    p.add_argument("--json", action="store_true", help="print the summary as JSON (--format json)")
+    detail = p.add_mutually_exclusive_group()
+    detail.add_argument(
+        "--per-flow",
+        dest="per_flow",
+        action="store_true",
+        default=None,
+        help=f"print every flow and second (default up to {_table.SUMMARY_FLOWS} flows)",
+    )
+    detail.add_argument(
+        "--summary",
+        dest="per_flow",
+        action="store_false",
+        help="print totals only: per direction and traffic label",
+    )
     p.add_argument("--seed", metavar="N", type=_seed, help="override the scenario's seed")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.add_argument(
@@ -440,41 +358,61 @@ def main(
     """``qoslab run``: returns the exit status. Errors propagate to the CLI.
     ``on_result(result, scenario_text_as_run)`` is called after the run (the
     ``--report`` flag uses it)."""
-    text, filename = load_scenario(args.scenario)
+    fmt = output_format(args)
+    if args.scenario == "-":  # stdin, as Unix filters read it
+        text, filename = sys.stdin.read(), "<stdin>"
+        inputs: list[str] = []
+    else:
+        text, filename = load_scenario(args.scenario)
+        inputs = [args.scenario]
     info = scenario_info(text, filename)  # a bad scenario fails here, before any output
     limit = args.memory_limit if args.memory_limit is not None else default_memory_limit()
     est = _core.estimate_toml(text, filename, args.seed)
     if args.dry_run:
-        if args.json:
+        if fmt != "table":
             print(json.dumps({**est, "memory_limit_bytes": limit}, indent=2))
         else:
             print(render_estimate(est, limit))
         return 0
     check_memory(est, limit, "--memory-limit")
     # Bad --out/--report paths fail before the run, not after it.
-    outputs.check_run_outputs(args.out, getattr(args, "report", None), [args.scenario])
+    report = getattr(args, "report", None)
+    outputs.check_run_outputs(args.out, report, inputs)
     links = [(str(w), f) for w, f in info["capture"]["links"]]
     wanted, _ = capture_plan(args.capture, links, args.out)
     for _, path in wanted:
         if path is not None:
-            outputs.check_file(path, "--capture", [args.scenario])
+            outputs.check_file(path, "--capture", inputs)
+    to_stdout = [
+        o
+        for o, path in [("--report", report), *(("--capture", p) for _, p in wanted)]
+        if path == "-"
+    ]
+    if len(to_stdout) > 1:
+        raise ValueError(f"{' and '.join(to_stdout)} both want stdout ('-'); give one a file")
     snaplen = info["capture"]["snaplen"] if args.snaplen is None else args.snaplen
     show = not args.quiet and (args.progress or sys.stderr.isatty())
     bar = ProgressBar(sys.stderr, delay_s=0.0 if args.progress else 1.0) if show else None
-    # Captures bound for --out are written to a scratch directory and copied in
-    # with the results (one unit), so --out stays complete-or-untouched.
+    # Captures bound for --out (or stdout) are written to a scratch directory
+    # and copied in with the results (one unit), so --out stays
+    # complete-or-untouched.
     scratch: Path | None = None
     into_out: dict[str, Path] = {}
+    pcap_to_stdout: Path | None = None
     captures: list[tuple[str, str]] | None = None
     if wanted:
         captures = []
         for where, path in wanted:
-            if path is None:
+            if path is None or path == "-":
                 if scratch is None:  # in the system's temp dir: no litter beside --out
                     scratch = Path(tempfile.mkdtemp(prefix="qoslab-capture-"))
                 name = where.replace("->", "-").replace(":", "-") + ".pcap"
-                into_out[name] = scratch / name
-                path = str(into_out[name])
+                if path == "-":
+                    pcap_to_stdout = scratch / f"stdout-{name}"
+                    path = str(pcap_to_stdout)
+                else:
+                    into_out[name] = scratch / name
+                    path = str(into_out[name])
             captures.append((where, path))
     try:
         try:
@@ -487,15 +425,39 @@ def main(
         as_run = text if args.seed is None else with_seed(text, args.seed)
         if args.out:
             write_results(args.out, result, as_run, extra_files=into_out)
+        if pcap_to_stdout is not None:
+            with open(pcap_to_stdout, "rb") as f:
+                shutil.copyfileobj(f, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     if on_result is not None:
         on_result(result, as_run)
-    if args.json:
+    if to_stdout:  # stdout carries that file and nothing else
+        return 0
+    warnings = _table.rate_unit_warnings(text, filename)
+    if fmt == "json":
         print(result.to_json())
+    elif fmt == "iperf3":
+        print(json.dumps(result.to_iperf3(), indent=2))
     elif not args.quiet:
-        print(render_table(result))
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        print(render_table(result, per_flow=args.per_flow, width=width, warnings=warnings))
         if args.out:
             print(f"wrote {args.out}")
+        return 0
+    if not args.quiet:
+        for w in warnings:  # the JSON stays parseable: warnings go to stderr
+            print(f"qoslab: warning: {w}", file=sys.stderr)
     return 0
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """``--format`` (``--json`` is ``--format json``); refuses both disagreeing."""
+    fmt = getattr(args, "format", None)
+    if getattr(args, "json", False):
+        if fmt not in (None, "json"):
+            raise ValueError(f"--json and --format {fmt} disagree; give one")
+        return "json"
+    return fmt or "table"

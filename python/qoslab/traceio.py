@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,7 +174,8 @@ def header_columns(tf: TraceFile) -> dict[str, Any]:
 def read_trace(path: str) -> TraceFile:
     """Reads and validates a trace CSV (see the module doc), or a pcap/pcapng
     capture (also .xz): its frames' times and lengths on the wire."""
-    data = Path(path).read_bytes()
+    # '-' is standard input, as Unix filters read it.
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     if data[:4] in CAPTURE_MAGICS or data[:6] == b"\xfd7zXZ\x00":
         from qoslab.analyze import capture_trace_file
 

@@ -1,0 +1,435 @@
+"""The terminal table of ``qoslab run`` (and its HTML twin for Jupyter).
+
+The layout imitates iperf3's client output, which a network engineer reads
+at a glance: a line per flow per second, ``[SUM]`` lines, then the totals.
+Flows in both directions are shown as ``iperf3 --bidir`` shows them: a
+``[Role]`` column, ``TX-C`` for uploads (the client sends) and ``RX-C`` for
+downloads, and a ``[SUM]`` per direction. Above :data:`SUMMARY_FLOWS` data
+flows (or with ``per_flow=False``) only the totals are printed: one line per
+direction and traffic label, and the ``[SUM]`` lines. Lines are cut to the
+terminal's width (``width``), never wrapped.
+
+Built on the summary dict and the raw NumPy series only: printing a run's
+table never imports pandas.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from qoslab.results import SimulationResult
+
+__all__ = [
+    "SUMMARY_FLOWS",
+    "fmt_bytes",
+    "fmt_rate",
+    "rate_unit_warnings",
+    "render",
+    "render_html",
+]
+
+#: More data flows than this: totals only, unless ``per_flow=True``.
+SUMMARY_FLOWS = 16
+
+_ROLE = {"upload": "TX-C", "download": "RX-C"}
+
+
+def _num(v: float) -> str:
+    """iperf3's number width: 2 decimals below 10, 1 below 100, else none."""
+    if v < 9.995:
+        return f"{v:4.2f}"
+    if v < 99.95:
+        return f"{v:4.1f}"
+    return f"{v:4.0f}"
+
+
+def fmt_bytes(n: float) -> str:
+    """iperf3 Transfer: binary units (1 MByte = 2**20 bytes)."""
+    for unit, scale in (("GBytes", 2**30), ("MBytes", 2**20), ("KBytes", 2**10)):
+        if n >= scale:
+            return f"{_num(n / scale)} {unit}"
+    return f"{_num(n)} Bytes"
+
+
+def fmt_rate(bps: float) -> str:
+    """iperf3 Bitrate: decimal units."""
+    for unit, scale in (("Gbits/sec", 1e9), ("Mbits/sec", 1e6), ("Kbits/sec", 1e3)):
+        if bps >= scale:
+            return f"{_num(bps / scale)} {unit}"
+    return f"{_num(bps)} bits/sec"
+
+
+def _ident(ident: str, role: str | None) -> str:
+    return f"[{ident:>3}]" if role is None else f"[{ident:>3}][{role}]"
+
+
+def _line(
+    ident: str,
+    t0: float,
+    t1: float,
+    nbytes: float,
+    retr: str,
+    bps: float | None = None,
+    role: str | None = None,
+) -> str:
+    if bps is None:
+        bps = nbytes * 8 / (t1 - t0) if t1 > t0 else 0.0
+    interval = f"{t0:6.2f}-{t1:<6.2f}"
+    return (
+        f"{_ident(ident, role)} {interval} sec  {fmt_bytes(nbytes):>12}  "
+        f"{fmt_rate(bps):>15}  {retr:>4}"
+    )
+
+
+def _header(bidir: bool) -> str:
+    ident = "[ ID][Role]" if bidir else "[ ID]"
+    return f"{ident} Interval           Transfer     Bitrate         Retr"
+
+
+def _per_second(r: SimulationResult, groups: list[tuple[str | None, list[int]]]) -> list[list[str]]:
+    """Per-flow lines for each whole second (then a ``[SUM]`` per
+    direction), from the raw goodput series, when it was recorded at an
+    interval that divides one second: bytes delivered and segments
+    retransmitted in that second (iperf3's interval ``Retr``)."""
+    g = r.raw["series"]["goodput"]
+    interval_ns = int(r.raw["record_interval_ns"])
+    if not len(g.get("time_ns", ())) or interval_ns <= 0 or 1_000_000_000 % interval_ns:
+        return []
+    duration_ns = int(r.raw["duration_ns"])
+    seconds = max(1, -(-duration_ns // 1_000_000_000))
+    t = np.asarray(g["time_ns"], dtype=np.int64)
+    bucket = ((t - 1) // 1_000_000_000).clip(0, seconds - 1)
+    flow = np.asarray(g["flow"], dtype=np.int64)
+    ids = [i for _, grp in groups for i in grp]
+    width = int(max([*ids, *flow.tolist()], default=0)) + 1
+    nbytes = np.zeros((seconds, width))
+    np.add.at(nbytes, (bucket, flow), np.asarray(g["bytes"], dtype=np.float64))
+    retr = np.zeros((seconds, width), dtype=np.int64)
+    np.add.at(retr, (bucket, flow), np.asarray(g["retransmits"], dtype=np.int64))
+    blocks = []
+    for s in range(seconds):
+        t0, t1 = float(s), min(float(s + 1), duration_ns / 1e9)
+        lines = []
+        for role, grp in groups:
+            for i in grp:
+                lines.append(_line(str(i), t0, t1, nbytes[s, i], str(retr[s, i]), role=role))
+            if len(grp) > 1 or (role is not None and len(groups) > 1):
+                total = str(retr[s, grp].sum())
+                lines.append(_line("SUM", t0, t1, nbytes[s, grp].sum(), total, role=role))
+        blocks.append(lines)
+    return blocks
+
+
+def _fit(lines: Iterable[str], width: int | None) -> list[str]:
+    """Each line cut to ``width`` columns (an ellipsis marks the cut)."""
+    if not width or width < 20:
+        return list(lines)
+    return [ln if len(ln) <= width else ln[: width - 1] + "…" for ln in lines]
+
+
+def _policy_header(s: dict[str, Any]) -> list[str]:
+    """Each policy with its effective parameters (the rates and sizes as the
+    conditioner uses them, e.g. ``cir=400mbit`` for ``"50Mbps"``), its
+    classes' parameters and the warnings tc and the kernel would print."""
+    from qoslab.api import params_lines
+
+    out = []
+    for p in s["policies"]:
+        params = p["params"]
+        shown = {k: v for k, v in params.items() if k not in ("class", "warning")}
+        head, *items = params_lines(shown)
+        out.append(f"policy {p['name']}: {params.get('kind', p['kind'])} {head}".rstrip())
+        out.extend(f"  {item}" for item in items)
+        for c in params.get("class", []) if isinstance(params.get("class"), list) else []:
+            out.append(f"  class {c}")
+        warnings = params.get("warning", [])
+        for w in [warnings] if isinstance(warnings, str) else warnings:
+            out.append(f"  warning: {w}")
+    return out
+
+
+def _groups_by_direction(data: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    out = []
+    for direction in ("upload", "download"):
+        flows = [f for f in data if f.get("direction", "upload") == direction]
+        if flows:
+            out.append((direction, sorted(flows, key=lambda f: (_natural(f["label"]), f["id"]))))
+    return out
+
+
+def _label_of(f: dict[str, Any]) -> str:
+    return f["label"] or f["protocol"]
+
+
+def _natural(text: str) -> list[Any]:
+    """Sort key putting "C2" before "C10", as a person lists labels."""
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text)]
+
+
+def render(
+    r: SimulationResult,
+    *,
+    per_flow: bool | None = None,
+    width: int | None = None,
+    warnings: Iterable[str] = (),
+) -> str:
+    """The ``qoslab run`` table. ``per_flow``: per-flow and per-second lines
+    (default: when there are at most :data:`SUMMARY_FLOWS` data flows);
+    ``width``: cut lines to this many columns; ``warnings``: printed in the
+    header (e.g. :func:`rate_unit_warnings`)."""
+    s = r.summary
+    out: list[str] = []
+    data = [f for f in s["flows"] if f["protocol"] != "ping"]
+    if s.get("mode") == "emulate":
+        how = f"emulated ({s['emulation']['backend']} policies, real Linux TCP)"
+    else:
+        how = "simulated"
+    out.append(f"scenario {s['scenario']}  seed {s['seed']}  {s['duration_s']:g} s {how}")
+    out.extend(_policy_header(s))
+    out.extend(f"warning: {w}" for w in warnings)
+    dirs = _groups_by_direction(data)
+    bidir = len(dirs) > 1
+    detail = per_flow if per_flow is not None else len(data) <= SUMMARY_FLOWS
+    header = _header(bidir)
+    roles: list[tuple[str | None, list[int]]] = [
+        (_ROLE[d] if bidir else None, [f["id"] for f in flows]) for d, flows in dirs
+    ]
+    if not detail and data:
+        out.append(
+            f"{len(data)} flows: totals per direction and traffic label "
+            "(--per-flow prints every flow and second)"
+        )
+    out.append(header)
+    if detail:
+        blocks = _per_second(r, roles)
+        if blocks:
+            for b in blocks:
+                out.extend(b)
+                if bidir:
+                    out.append("- " * (len(header) // 2))
+            if not bidir:
+                out.append("- " * (len(header) // 2))
+            out.append(header)
+    duration = float(s["duration_s"])
+    for direction, flows in dirs:
+        role = _ROLE[direction] if bidir else None
+        labels = sorted({_label_of(f) for f in flows}, key=_natural)
+        if detail:
+            for f in flows:
+                line = _line(
+                    str(f["id"]),
+                    f["start_s"],
+                    f["end_s"],
+                    f["bytes"],
+                    str(f["retransmits"]),
+                    role=role,
+                )
+                label = f" {f['label']}" if f["label"] not in ("", f["protocol"]) else ""
+                out.append(f"{line}  {f['protocol']}{label} {f['from']}->{f['to']}")
+        elif len(labels) > 1:
+            for lab in labels:
+                grp = [f for f in flows if _label_of(f) == lab]
+                line = _line(
+                    "GRP",
+                    0.0,
+                    duration,
+                    sum(f["bytes"] for f in grp),
+                    str(sum(f["retransmits"] for f in grp)),
+                    sum(f["goodput_bps"] for f in grp),
+                    role=role,
+                )
+                out.append(f"{line}  {lab} ({len(grp)} flows)")
+        if len(flows) > 1 or bidir or not detail:
+            # The [SUM] bitrate is the sum of the flows' goodputs (iperf3's figure).
+            out.append(
+                _line(
+                    "SUM",
+                    0.0,
+                    duration,
+                    sum(f["bytes"] for f in flows),
+                    str(sum(f["retransmits"] for f in flows)),
+                    sum(f["goodput_bps"] for f in flows),
+                    role=role,
+                )
+            )
+    if data:
+        out.append(f"Jain's fairness index: {s['jain_fairness']:.3f}")
+    out.extend(_rtt_table(s, detail))
+    out.extend(_policy_table(s))
+    return "\n".join(_fit(out, width))
+
+
+def _rtt_table(s: dict[str, Any], detail: bool) -> list[str]:
+    rtt_flows = [f for f in s["flows"] if f["rtt_ms"]["samples"]]
+    if not rtt_flows:
+        return []
+    if detail:
+        out = ["", f"RTT (ms) {'min':>9}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}{'samples':>9}"]
+        for f in rtt_flows:
+            m = f["rtt_ms"]
+            out.append(
+                f"[{f['id']:>3}] {f['protocol']:<4}"
+                f"{m['min']:>9.2f}{m['mean']:>9.2f}{m['p50']:>9.2f}{m['p95']:>9.2f}"
+                f"{m['max']:>9.2f}{m['samples']:>9}"
+            )
+        return out
+    # Percentiles do not add up across flows: min, sample-weighted mean, max.
+    out = ["", f"RTT (ms) by label {'flows':>7}{'min':>9}{'mean':>9}{'max':>9}{'samples':>9}"]
+    for lab in sorted({_label_of(f) for f in rtt_flows}, key=_natural):
+        grp = [f["rtt_ms"] for f in rtt_flows if _label_of(f) == lab]
+        n = sum(m["samples"] for m in grp)
+        mean = sum(m["mean"] * m["samples"] for m in grp) / n
+        out.append(
+            f"{lab:<18}{len(grp):>7}{min(m['min'] for m in grp):>9.2f}{mean:>9.2f}"
+            f"{max(m['max'] for m in grp):>9.2f}{n:>9}"
+        )
+    return out
+
+
+def _policy_table(s: dict[str, Any]) -> list[str]:
+    if not s["policies"]:
+        return []
+    out = [
+        "",
+        f"{'policy':<22}{'kind':<10}{'packets':>10}{'dropped':>10}{'drop%':>7}"
+        f"{'green':>10}{'yellow':>10}{'red':>10}{'maxq pkts':>10}",
+    ]
+    for p in s["policies"]:
+        n = p["packets_in"]
+        d = p["drops"]["packets"]
+        pct = f"{100 * d / n:.1f}" if n else "-"
+        c = p["colors"]
+        out.append(
+            f"{p['name']:<22}{p['kind']:<10}{n:>10}{d:>10}{pct:>7}"
+            f"{c['green']['packets']:>10}{c['yellow']['packets']:>10}{c['red']['packets']:>10}"
+            f"{p['max_queue_packets']:>10}"
+        )
+    for p in s["policies"]:
+        if len(p["classes"]) > 1:
+            out.extend(_class_table(p))
+    return out
+
+
+def _class_table(p: dict[str, Any]) -> list[str]:
+    """One line per class of a policy tree, indented under its parent, with
+    the user's class ids (``tc -s class show``): its rate, what it sent
+    (bit/s over the run), packets in/sent/dropped and its largest queue."""
+    classes = p["classes"]
+    depth = [0] * len(classes)
+    for i, c in enumerate(classes):
+        if c["parent"] is not None:
+            depth[i] = depth[c["parent"]] + 1
+    names = [f"{'  ' * d}{c['name']}" for d, c in zip(depth, classes, strict=True)]
+    w = max(8, *(len(n) for n in names))
+    out = [
+        "",
+        f"{p['name']} classes",
+        f"{'class':<{w}}  {'kind':<9}{'rate':>10}{'bit/s out':>17}{'in':>9}{'out':>9}"
+        f"{'dropped':>9}{'drop%':>7}{'maxq pkts':>10}",
+    ]
+    for n, c in zip(names, classes, strict=True):
+        rate = c["params"].get("rate", "")
+        bps = c["throughput_bps"]
+        pin = c["packets_in"]
+        drop = c["drops"]["packets"]
+        pct = f"{100 * drop / pin:.1f}" if pin else "-"
+        out.append(
+            f"{n:<{w}}  {c['kind']:<9}{rate:>10}{fmt_rate(bps):>17}{pin:>9}{c['packets_out']:>9}"
+            f"{drop:>9}{pct:>7}{c['max_queue_packets']:>10}"
+        )
+    return out
+
+
+#: A rate written with tc's ``bps`` unit (bytes per second), any prefix/case.
+_BPS = re.compile(r"""(\w+)\s*=\s*["']\s*([0-9.]+\s*(?:[kmgt]i?)?bps)\s*["']""", re.IGNORECASE)
+
+
+def rate_unit_warnings(text: str, filename: str) -> list[str]:
+    """A warning per rate written in ``bps`` (``cir = "50Mbps"``): tc reads
+    ``bps`` as *bytes* per second (tc(8), "RATES"), so 50Mbps is 400 Mbit/s,
+    not the 50 Mbit/s a network engineer usually means."""
+    from qoslab import _core
+
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        code = line.split("#", 1)[0]
+        for m in _BPS.finditer(code):
+            key, value = m.group(1), m.group(2)
+            try:
+                bps = _core.parse_rate(value)
+            except ValueError:
+                continue
+            out.append(
+                f'{filename}:{lineno}: {key} = "{value}" is tc\'s bytes per second: '
+                f"{fmt_rate(bps).strip()} ({bps} bit/s); for bits write "
+                f'"{value[: -len("bps")].strip()}bit"'
+            )
+    return out
+
+
+def render_html(r: SimulationResult) -> str:
+    """A summary for Jupyter: one row per flow, one per policy."""
+    s = r.summary
+    e = html.escape
+
+    def table(head: list[str], rows: list[list[Any]]) -> str:
+        th = "".join(f"<th>{e(h)}</th>" for h in head)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in row) + "</tr>" for row in rows
+        )
+        return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+    flows = [
+        [
+            f["id"],
+            f["label"],
+            f["protocol"],
+            f"{f['from']}->{f['to']}",
+            f.get("direction", ""),
+            fmt_rate(f["goodput_bps"]).strip(),
+            f["bytes"],
+            f["retransmits"],
+            f["rtt_ms"]["mean"] if f["rtt_ms"]["samples"] else "",
+        ]
+        for f in s["flows"]
+    ]
+    policies = [
+        [
+            p["name"],
+            p["kind"],
+            p["packets_in"],
+            p["drops"]["packets"],
+            p["max_queue_packets"],
+        ]
+        for p in s["policies"]
+    ]
+    parts = [
+        f"<p><b>{e(s['scenario'])}</b> seed {s['seed']}, {s['duration_s']:g} s; "
+        f"sum goodput {e(fmt_rate(s['sum_goodput_bps']).strip())}, "
+        f"Jain's fairness {s['jain_fairness']:.3f}</p>",
+        table(
+            [
+                "id",
+                "label",
+                "protocol",
+                "path",
+                "direction",
+                "goodput",
+                "bytes",
+                "retransmits",
+                "rtt_ms.mean",
+            ],
+            flows,
+        ),
+    ]
+    if policies:
+        parts.append(
+            table(["policy", "kind", "packets_in", "drops.packets", "max_queue_packets"], policies)
+        )
+    return "".join(parts)
