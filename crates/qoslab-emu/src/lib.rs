@@ -2,7 +2,7 @@
 //!
 //! Real hosts (network namespaces running iperf3 and ping) each have one
 //! veth whose other end, the *port*, lives in a forwarder namespace. This
-//! crate reads Ethernet frames from the ports (AF_PACKET), carries them
+//! crate reads Ethernet frames from the ports (AF_PACKET rings), carries them
 //! through the scenario's topology exactly as the simulator would —
 //! routes from `qoslab_sim::net`, the policies `qoslab_sim` builds from
 //! the same scenario, serialisation, loss, delay — and writes them,
@@ -14,6 +14,7 @@
 //! - [`model`]: the network as a discrete-event model, no I/O, no clock.
 //! - [`timing`]: clocks, lateness histogram.
 //! - [`sys`]: namespaces, packet sockets, ppoll.
+//! - [`ring`]: the ports' TPACKET_V2 receive and transmit rings.
 //! - [`capture`]: pcap files.
 //! - [`plan`]: what the orchestration must set up (`emu_plan`).
 //! - [`forwarder`]: the real-time thread and its handle (`emu_start`).
@@ -26,6 +27,7 @@ pub mod forwarder;
 pub mod frame;
 pub mod model;
 pub mod plan;
+pub mod ring;
 pub mod sys;
 pub mod tc;
 pub mod timing;

@@ -244,6 +244,7 @@ impl EmuHandle {
         d.set_item("loops", c.loops)?;
         d.set_item("checksums_completed", c.checksums_completed)?;
         d.set_item("tx_refused", r.tx_refused)?;
+        d.set_item("rx_ring_drops", r.rx_ring_drops)?;
         let caps: Vec<(String, u64)> = r
             .captures
             .iter()
