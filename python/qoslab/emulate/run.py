@@ -687,7 +687,16 @@ def _assemble(
             "iperf3": _iperf_version(),
             "frames": "wire-sized: TSO, GSO, GRO and checksum offload off on every veth",
             "forwarder": {
-                k: fwd.get(k) for k in ("frames_in", "frames_out", "unroutable", "timing", "links")
+                k: fwd.get(k)
+                for k in (
+                    "frames_in",
+                    "frames_out",
+                    "unroutable",
+                    "timing",
+                    "links",
+                    "tx_refused",
+                    "rx_ring_drops",
+                )
             },
             "hosts": {
                 h: {
