@@ -9,6 +9,8 @@
 //! unchanged, to the destination host's port, in real time.
 //!
 //! - [`frame`]: Ethernet/IPv4 parsing (proptested).
+//! - [`gso`]: virtio-net headers, TCP/IPv4 super-packets split into wire
+//!   segments (`--offload on`).
 //! - [`conditioner`]: the one place conditioners are built.
 //! - [`tc`]: tc command lines of policy trees the kernel can run.
 //! - [`model`]: the network as a discrete-event model, no I/O, no clock.
@@ -25,6 +27,7 @@ pub mod capture;
 pub mod conditioner;
 pub mod forwarder;
 pub mod frame;
+pub mod gso;
 pub mod model;
 pub mod plan;
 pub mod ring;

@@ -99,6 +99,9 @@ pub struct Counters {
     pub loops: u64,
     /// TCP/UDP checksums filled in for senders that left them to offload.
     pub checksums_completed: u64,
+    /// GSO super-packets read (`--offload on`), each split into its wire
+    /// segments before the model (which counts those in `frames_in`).
+    pub super_packets: u64,
 }
 
 /// The model.

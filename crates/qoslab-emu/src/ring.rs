@@ -19,6 +19,7 @@
 //! the time `tpacket_rcv` ran) and `TP_STATUS_CSUMNOTREADY` (the sender
 //! left the TCP/UDP checksum to offload).
 
+use crate::gso::{self, VnetHdr, VNET_HDR_BYTES};
 use crate::sys::PacketSocket;
 use std::io;
 use std::os::fd::RawFd;
@@ -44,10 +45,10 @@ const TP_STATUS_WRONG_FORMAT: u32 = 1 << 2;
 /// starts in its slot (`tp_hdrlen - sizeof(struct sockaddr_ll)` in
 /// `tpacket_parse_header`, without PACKET_TX_HAS_OFF).
 const TX_DATA_OFFSET: usize = 32;
-/// Bytes of one ring (each of RX and TX): enough for a few milliseconds
-/// of frames at 10 Gbit/s, so that a late wake-up of the loop is absorbed
-/// by the ring, not dropped by it.
-const RING_BYTES: usize = 16 << 20;
+/// Bytes of one ring (each of RX and TX): 4096 wire-sized frames (about
+/// 50 ms at 1 Gbit/s) or 64 super-packets, so that a late wake-up of the
+/// loop is absorbed by the ring, not dropped by it.
+const RING_BYTES: usize = 8 << 20;
 
 /// Slot geometry: (frame bytes, block bytes, blocks) for frames of up to
 /// `max_frame` bytes. Frames are a power of two (≥ 2048) so they tile the
@@ -67,15 +68,34 @@ struct Mapping {
     sock: PacketSocket,
     base: NonNull<u8>,
     bytes: usize,
-    frame_bytes: usize,
-    /// Frames per ring.
-    frames: usize,
+    /// (frame bytes, frames) of the RX and of the TX ring.
+    rx: (usize, usize),
+    tx: (usize, usize),
+    /// Where the TX ring starts in the mapping.
+    tx_at: usize,
+    vnet: bool,
 }
 
 impl Mapping {
+    fn offset(&self, tx: bool, i: usize) -> usize {
+        if tx {
+            self.tx_at + i * self.tx.0
+        } else {
+            i * self.rx.0
+        }
+    }
+
+    fn frames(&self, tx: bool) -> usize {
+        if tx {
+            self.tx.1
+        } else {
+            self.rx.1
+        }
+    }
+
     /// The tpacket2 header status word of RX (`tx = false`) or TX slot `i`.
     fn status(&self, tx: bool, i: usize) -> &AtomicU32 {
-        let at = (usize::from(tx) * self.frames + i) * self.frame_bytes;
+        let at = self.offset(tx, i);
         // SAFETY: `at` is inside the mapping (i < frames) and slot starts
         // are 16-byte aligned; `tp_status` is the header's first u32, which
         // the kernel also accesses as a whole word.
@@ -83,7 +103,7 @@ impl Mapping {
     }
 
     fn slot(&self, tx: bool, i: usize) -> *mut u8 {
-        let at = (usize::from(tx) * self.frames + i) * self.frame_bytes;
+        let at = self.offset(tx, i);
         // SAFETY: inside the mapping, as above.
         unsafe { self.base.as_ptr().add(at) }
     }
@@ -114,10 +134,28 @@ fn set_opt<T>(fd: RawFd, opt: libc::c_int, v: &T) -> io::Result<()> {
     }
 }
 
+/// Largest frame a GSO super-packet makes: 64 KB of IPv4 + Ethernet.
+const GSO_MAX_FRAME: usize = 65_535 + crate::frame::ETH_HEADER_BYTES;
+
+fn req(max_frame: usize) -> libc::tpacket_req {
+    let (frame, block, blocks) = geometry(max_frame);
+    libc::tpacket_req {
+        tp_block_size: block as u32,
+        tp_block_nr: blocks as u32,
+        tp_frame_size: frame as u32,
+        tp_frame_nr: (block / frame * blocks) as u32,
+    }
+}
+
 /// Opens `ifname` with an RX and a TX ring for frames of up to its MTU +
 /// the Ethernet header; returns the two halves (the loop reads one and
 /// writes the other).
-pub fn open(ifname: &str) -> Result<(RxRing, TxRing), String> {
+///
+/// `vnet`: PACKET_VNET_HDR (`--offload on`): each received frame comes
+/// with its virtio-net header (GSO type and size), RX slots hold 64 KB
+/// super-packets, and each sent frame carries a header (all zero: the
+/// forwarder sends wire-sized frames with complete checksums).
+pub fn open(ifname: &str, vnet: bool) -> Result<(RxRing, TxRing), String> {
     // The socket path's options carry over: PACKET_IGNORE_OUTGOING, the
     // receive time stamps (SO_TIMESTAMPNS turns on the kernel's receive
     // stamping, which tpacket_rcv reports), buffers for the kernel tests.
@@ -125,20 +163,21 @@ pub fn open(ifname: &str) -> Result<(RxRing, TxRing), String> {
     let fd = sock.raw_fd();
     let max_frame = sock.mtu as usize + crate::frame::ETH_HEADER_BYTES;
     let err = |what: &str, e: io::Error| format!("interface '{ifname}': {what}: {e}");
+    if vnet {
+        // Before the rings: the kernel refuses it once they exist.
+        set_opt(fd, libc::PACKET_VNET_HDR, &1 as &libc::c_int)
+            .map_err(|e| err("PACKET_VNET_HDR", e))?;
+    }
     set_opt(fd, libc::PACKET_VERSION, &TPACKET_V2).map_err(|e| err("PACKET_VERSION", e))?;
     // A TX frame the kernel cannot parse is skipped (status WRONG_FORMAT)
     // instead of stopping the whole batch.
     set_opt(fd, libc::PACKET_LOSS, &1 as &libc::c_int).map_err(|e| err("PACKET_LOSS", e))?;
-    let (frame, block, blocks) = geometry(max_frame);
-    let req = libc::tpacket_req {
-        tp_block_size: block as u32,
-        tp_block_nr: blocks as u32,
-        tp_frame_size: frame as u32,
-        tp_frame_nr: (block / frame * blocks) as u32,
-    };
-    set_opt(fd, libc::PACKET_RX_RING, &req).map_err(|e| err("PACKET_RX_RING", e))?;
-    set_opt(fd, libc::PACKET_TX_RING, &req).map_err(|e| err("PACKET_TX_RING", e))?;
-    let bytes = 2 * block * blocks;
+    let rx = req(if vnet { GSO_MAX_FRAME } else { max_frame });
+    let tx = req(max_frame + if vnet { VNET_HDR_BYTES } else { 0 });
+    set_opt(fd, libc::PACKET_RX_RING, &rx).map_err(|e| err("PACKET_RX_RING", e))?;
+    set_opt(fd, libc::PACKET_TX_RING, &tx).map_err(|e| err("PACKET_TX_RING", e))?;
+    let ring_bytes = |r: &libc::tpacket_req| (r.tp_block_size * r.tp_block_nr) as usize;
+    let bytes = ring_bytes(&rx) + ring_bytes(&tx);
     // SAFETY: a fresh shared mapping of the socket's rings.
     let p = unsafe {
         libc::mmap(
@@ -173,8 +212,10 @@ pub fn open(ifname: &str) -> Result<(RxRing, TxRing), String> {
         sock,
         base: NonNull::new(p as *mut u8).expect("mmap returned a mapping"),
         bytes,
-        frame_bytes: frame,
-        frames: block / frame * blocks,
+        rx: (rx.tp_frame_size as usize, rx.tp_frame_nr as usize),
+        tx: (tx.tp_frame_size as usize, tx.tp_frame_nr as usize),
+        tx_at: ring_bytes(&rx),
+        vnet,
     });
     Ok((
         RxRing {
@@ -203,6 +244,8 @@ pub struct RxFrame<'a> {
     pub stamp_ns: u64,
     /// The TCP/UDP checksum was left to offload.
     pub csum_not_ready: bool,
+    /// The virtio-net header (PACKET_VNET_HDR sockets only).
+    pub vnet: Option<VnetHdr>,
 }
 
 /// The receive half.
@@ -239,7 +282,21 @@ impl RxRing {
         // `release`.
         let h = unsafe { &*(slot as *const libc::tpacket2_hdr) };
         let mac = usize::from(h.tp_mac);
-        let snap = (h.tp_snaplen as usize).min(self.m.frame_bytes.saturating_sub(mac));
+        let snap = (h.tp_snaplen as usize).min(self.m.rx.0.saturating_sub(mac));
+        // The kernel writes the virtio-net header just before the MAC
+        // header (`tpacket_rcv`: `h.raw + macoff - sizeof(vnet_hdr)`).
+        let vnet = (self.m.vnet && mac >= VNET_HDR_BYTES).then(|| {
+            let mut b = [0u8; VNET_HDR_BYTES];
+            // SAFETY: [mac - 10, mac) lies inside the slot.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    slot.add(mac - VNET_HDR_BYTES),
+                    b.as_mut_ptr(),
+                    b.len(),
+                )
+            };
+            gso::parse_vnet(&b)
+        });
         // SAFETY: [mac, mac + snap) lies inside the slot (clamped above).
         let data = unsafe { std::slice::from_raw_parts_mut(slot.add(mac), snap) };
         Some(RxFrame {
@@ -247,6 +304,7 @@ impl RxRing {
             len: h.tp_len as usize,
             stamp_ns: u64::from(h.tp_sec) * 1_000_000_000 + u64::from(h.tp_nsec),
             csum_not_ready: st & TP_STATUS_CSUMNOTREADY != 0,
+            vnet,
         })
     }
 
@@ -255,7 +313,7 @@ impl RxRing {
         self.m
             .status(false, self.next)
             .store(TP_STATUS_KERNEL, Ordering::Release);
-        self.next = (self.next + 1) % self.m.frames;
+        self.next = (self.next + 1) % self.m.frames(false);
     }
 
     /// Frames the kernel dropped for lack of a free slot since the last
@@ -319,18 +377,22 @@ impl TxRing {
             return Ok(false);
         }
         let slot = self.m.slot(true, self.next);
-        // SAFETY: the slot is ours (AVAILABLE); the frame fits (geometry
-        // leaves ≥ 128 bytes past max_frame, TX_DATA_OFFSET is 32).
+        let vh = if self.m.vnet { VNET_HDR_BYTES } else { 0 };
+        // SAFETY: the slot is ours (AVAILABLE); header + frame fit (the
+        // geometry leaves ≥ 128 bytes past them, TX_DATA_OFFSET is 32).
         unsafe {
-            std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(TX_DATA_OFFSET), frame.len());
+            let data = slot.add(TX_DATA_OFFSET);
+            // An all-zero virtio-net header: no GSO, checksum complete.
+            std::ptr::write_bytes(data, 0, vh);
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), data.add(vh), frame.len());
             let h = &mut *(slot as *mut libc::tpacket2_hdr);
-            h.tp_len = frame.len() as u32;
-            h.tp_snaplen = frame.len() as u32;
+            h.tp_len = (vh + frame.len()) as u32;
+            h.tp_snaplen = (vh + frame.len()) as u32;
         }
         self.m
             .status(true, self.next)
             .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
-        self.next = (self.next + 1) % self.m.frames;
+        self.next = (self.next + 1) % self.m.frames(true);
         self.queued += 1;
         Ok(true)
     }
