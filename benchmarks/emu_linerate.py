@@ -20,7 +20,8 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
    ping measures; RTT - 2 x 5 ms - the idle emulator median, halved (one way);
 5. CPU per forwarded frame, user and system, of the forwarder thread
    (/proc/self/task/TID/stat of the thread named ``qoslab-emu``);
-6. flows 1-64 through the 1 Gbit/s TBF.
+6. flows 1-64 through the 1 Gbit/s TBF;
+7. the GSO mode (``--offload on``): goodput through a 10 Gbit/s TBF, 1 and 4 flows.
 
     sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md
     sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3   # quick look
@@ -37,6 +38,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -114,6 +116,7 @@ class Sample:
     lateness_p99_ns: int = 0
     tx_refused: int = 0
     rx_ring_drops: int = 0
+    super_packets: int = 0
 
 
 def scenario(
@@ -159,18 +162,18 @@ def scenario(
         lines += ["[[traffic]]", 'kind = "udp"', 'from = "s1"', f'rate = "{udp_bps}bit"']
     if ping_ms:
         lines += ["[[traffic]]", 'kind = "ping"', 'from = "s0"', f'interval = "{ping_ms}ms"']
-    lines += ["[record]", 'interval = "100ms"', 'series = ["goodput"]']
+    lines += ["[record]", 'interval = "100ms"', 'series = ["goodput", "ping"]']
     return "\n".join(lines) + "\n"
 
 
-def run_emulate(text: str, backend: str, work: Path) -> Sample:
+def run_emulate(text: str, backend: str, work: Path, offload: bool = False) -> Sample:
     from qoslab.emulate.run import emulate
 
     path = work / "scenario.toml"
     path.write_text(text, encoding="utf-8")
     s0, t0 = proc_stat()
     with ThreadCpu() as cpu:
-        res = emulate(str(path), backend=backend)
+        res = emulate(str(path), backend=backend, offload=offload)
     s1, t1 = proc_stat()
     raw = res.raw
     fwd = raw["emulation"]["forwarder"]
@@ -184,6 +187,7 @@ def run_emulate(text: str, backend: str, work: Path) -> Sample:
         lateness_p99_ns=int((fwd.get("timing") or {}).get("p99_ns", 0)),
         tx_refused=int(fwd.get("tx_refused") or 0),
         rx_ring_drops=int(fwd.get("rx_ring_drops") or 0),
+        super_packets=int(fwd.get("super_packets") or 0),
     )
     g = raw["series"].get("goodput", {})
     if len(g.get("time_ns", [])):
@@ -298,8 +302,8 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
             print(f"{key} …", file=sys.stderr)
         cases[key] = repeat(key, fn, args.runs, args.tries, args.max_steal, not args.quiet)
 
-    def emu(text: str, backend: str = "userspace") -> Callable[[], Sample]:
-        return lambda: run_emulate(text, backend, work)
+    def emu(text: str, backend: str = "userspace", offload: bool = False) -> Callable[[], Sample]:
+        return lambda: run_emulate(text, backend, work, offload)
 
     gbit = 1_000_000_000
     for policy in ("tbf", "police"):
@@ -332,6 +336,11 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
     for flows in (16, 64):
         text = scenario(name="flows", duration_s=d, flows=flows, rate_bps=gbit, policy="tbf")
         add(f"goodput/tbf/{flows}/userspace", emu(text))
+    for flows in (1, 4):
+        text = scenario(
+            name="gso", duration_s=d, flows=flows, rate_bps=10 * gbit, policy="tbf", link="40gbit"
+        )
+        add(f"gso/tbf/{flows}/userspace", emu(text, offload=True))
     return cases
 
 
@@ -441,6 +450,27 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
             f" | {stat(fps, 1, '{:.0f}')} | {stat(us, 1, '{:.2f}')} | {stat(sy, 1, '{:.2f}')}"
             f" | {stat(drops, 1, '{:.0f}')} | {kept(c)} |"
         )
+    out += [
+        "",
+        "GSO mode (`--offload on`): the hosts send TSO super-packets, the forwarder splits"
+        " each into its wire segments before the conditioners; TBF at 10 Gbit/s on 40 Gbit/s"
+        f" links (ideal {10 * ideal / 1e9:.3f} Gbit/s):",
+        "",
+        "| flows | goodput Gbit/s | of ideal | super-packets/s | µs user / segment"
+        " | µs sys / segment | runs |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for flows in (1, 4):
+        c = get(f"gso/tbf/{flows}/userspace")
+        g = [s.goodput_bps for s in c.samples]
+        sp = [s.super_packets / args.duration for s in c.samples]
+        us = [s.user_s * 1e6 / max(1, s.frames) for s in c.samples]
+        sy = [s.sys_s * 1e6 / max(1, s.frames) for s in c.samples]
+        out.append(
+            f"| {flows} | {stat(g, 1e9, '{:.3f}')} | {stat(g, 10 * ideal / 100, '{:.1f} %')}"
+            f" | {stat(sp, 1, '{:.0f}')} | {stat(us, 1, '{:.2f}')} | {stat(sy, 1, '{:.2f}')}"
+            f" | {kept(c)} |"
+        )
     out += ["", END]
     return "\n".join(out) + "\n"
 
@@ -470,6 +500,10 @@ def main() -> int:
     if args.runs < 1 or args.duration < 2:
         print("emu_linerate: --runs ≥ 1 and --duration ≥ 2 expected", file=sys.stderr)
         return 2
+    def on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # so every namespace's cleanup (finally) runs
+
+    signal.signal(signal.SIGTERM, on_term)
     t0 = time.monotonic()
     cases = measure(args)
     took = time.monotonic() - t0

@@ -130,6 +130,173 @@ fn ip_header_checksum(h: &[u8]) -> u16 {
     !(sum as u16)
 }
 
+/// TCP flag bits.
+const TCP_ACK: u8 = 0x10;
+const TCP_PSH: u8 = 0x08;
+
+/// A super-packet being rebuilt on the way out (`--offload on`): wire
+/// segments of one TCP flow, consecutive in sequence and in delivery,
+/// joined back into one frame the kernel carries as one GSO packet (what
+/// GRO does on a NIC's receive path, `tcp_gro_receive` in
+/// net/ipv4/tcp_offload.c: same headers and options, contiguous
+/// sequence numbers, every segment but the last of the first one's size,
+/// PSH ends it). Only the delivery to a host is coalesced: every
+/// conditioner, loss draw and capture has seen the segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Coalesce {
+    /// Ethernet + IPv4 + TCP header bytes.
+    hdr: usize,
+    /// IPv4 header bytes.
+    ihl: usize,
+    /// Payload of the first segment: every appended one but the last has it.
+    pub gso_size: usize,
+    /// Payload bytes so far.
+    payload: usize,
+    next_seq: u32,
+    pub segments: u32,
+    /// A short or PSH segment ended it.
+    closed: bool,
+}
+
+/// The headers of a TCP/IPv4 wire frame that may start or extend a
+/// super-packet: (IPv4 header bytes, header bytes, payload bytes, seq,
+/// flags); `None` for anything else (not TCP, fragments, no payload, SYN /
+/// FIN / RST / URG / CWR / ECE).
+fn tcp_segment(f: &[u8]) -> Option<(usize, usize, usize, u32, u8)> {
+    let info = frame::parse(f).ok()?;
+    if info.protocol != 6 {
+        return None;
+    }
+    let ip = &f[ETH_HEADER_BYTES..info.wire_bytes as usize];
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    let doff = usize::from(*ip.get(ihl + 12)? >> 4) * 4;
+    let hdr = ihl + doff;
+    if doff < 20 || hdr >= ip.len() {
+        return None;
+    }
+    let flags = ip[ihl + 13];
+    if flags & !(TCP_ACK | TCP_PSH) != 0 || flags & TCP_ACK == 0 {
+        return None;
+    }
+    let seq = u32::from_be_bytes([ip[ihl + 4], ip[ihl + 5], ip[ihl + 6], ip[ihl + 7]]);
+    Some((ihl, ETH_HEADER_BYTES + hdr, ip.len() - hdr, seq, flags))
+}
+
+impl Coalesce {
+    /// Starts a super-packet with wire frame `f` (already copied as the
+    /// head), or `None` when `f` cannot be extended.
+    pub fn start(f: &[u8]) -> Option<Coalesce> {
+        let (ihl, hdr, payload, seq, flags) = tcp_segment(f)?;
+        Some(Coalesce {
+            hdr,
+            ihl,
+            gso_size: payload,
+            payload,
+            next_seq: seq.wrapping_add(payload as u32),
+            segments: 1,
+            closed: flags & TCP_PSH != 0,
+        })
+    }
+
+    /// Appends wire frame `next` to the super-packet in `head` (the first
+    /// `self.len()` bytes are it, `head.len()` is the room) when it
+    /// continues it; `false` (nothing written) otherwise.
+    pub fn append(&mut self, head: &mut [u8], next: &[u8]) -> bool {
+        if self.closed {
+            return false;
+        }
+        let Some((ihl, hdr, payload, seq, flags)) = tcp_segment(next) else {
+            return false;
+        };
+        let end = self.hdr + self.payload;
+        if ihl != self.ihl
+            || hdr != self.hdr
+            || seq != self.next_seq
+            || payload > self.gso_size
+            || end + payload > head.len()
+            || end + payload - ETH_HEADER_BYTES > 65_535
+        {
+            return false;
+        }
+        let (h, n) = (&head[..self.hdr], &next[..self.hdr]);
+        let ip = ETH_HEADER_BYTES;
+        let tcp = ip + ihl;
+        // Same Ethernet header; IPv4 version/IHL/TOS, flags/TTL/protocol,
+        // addresses; TCP ports, ACK number, offset, window, options. (The
+        // IPv4 length, id and checksum, the sequence number, flags and TCP
+        // checksum differ per segment.)
+        let same = |a: usize, b: usize| h[a..b] == n[a..b];
+        if !(same(0, ip + 2)
+            && same(ip + 6, ip + 10)
+            && same(ip + 12, tcp)
+            && same(tcp, tcp + 4)
+            && same(tcp + 8, tcp + 13)
+            && same(tcp + 14, tcp + 16)
+            && same(tcp + 20, self.hdr))
+        {
+            return false;
+        }
+        head[end..end + payload].copy_from_slice(&next[hdr..hdr + payload]);
+        self.payload += payload;
+        self.segments += 1;
+        self.next_seq = seq.wrapping_add(payload as u32);
+        head[tcp + 13] |= flags & TCP_PSH;
+        self.closed = payload < self.gso_size || flags & TCP_PSH != 0;
+        true
+    }
+
+    /// Bytes of the super-packet.
+    pub fn len(&self) -> usize {
+        self.hdr + self.payload
+    }
+
+    /// Always false (a super-packet has its head).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Finishes the super-packet in `head[..self.len()]` and writes its
+    /// virtio-net header: with one segment, nothing changes (a wire frame,
+    /// checksums complete, an all-zero header); with more, the IPv4 length
+    /// and checksum are rewritten, the TCP checksum field holds the
+    /// pseudo-header sum and the header asks for GSO into `gso_size`
+    /// segments with the checksum left to the kernel
+    /// (`VIRTIO_NET_HDR_F_NEEDS_CSUM`, as a TSO sender hands it over).
+    pub fn finish(&self, head: &mut [u8], vnet: &mut [u8; VNET_HDR_BYTES]) {
+        *vnet = [0; VNET_HDR_BYTES];
+        if self.segments < 2 {
+            return;
+        }
+        let ip = ETH_HEADER_BYTES;
+        let tcp = ip + self.ihl;
+        let total = (self.len() - ip) as u16;
+        head[ip + 2..ip + 4].copy_from_slice(&total.to_be_bytes());
+        head[ip + 10] = 0;
+        head[ip + 11] = 0;
+        let ck = ip_header_checksum(&head[ip..tcp]);
+        head[ip + 10..ip + 12].copy_from_slice(&ck.to_be_bytes());
+        let l4_len = (self.len() - tcp) as u16;
+        let mut sum: u32 = 0;
+        for w in head[ip + 12..ip + 20].chunks(2) {
+            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+        }
+        sum += 6 + u32::from(l4_len);
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        head[tcp + 16..tcp + 18].copy_from_slice(&(sum as u16).to_be_bytes());
+        vnet[0] = F_NEEDS_CSUM;
+        vnet[1] = GSO_TCPV4;
+        vnet[2..4].copy_from_slice(&(self.hdr as u16).to_ne_bytes());
+        vnet[4..6].copy_from_slice(&(self.gso_size as u16).to_ne_bytes());
+        vnet[6..8].copy_from_slice(&(tcp as u16).to_ne_bytes());
+        vnet[8..10].copy_from_slice(&16u16.to_ne_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,5 +425,54 @@ mod tests {
             f.extend_from_slice(&bytes);
             let _ = segment_tcp4(&f, mss, &mut Vec::new(), |_| {});
         }
+
+        #[test]
+        fn coalescing_the_segments_gives_the_super_packet_back(payload in 1usize..20_000, mss in 500usize..3000) {
+            let f = tcp_frame(payload, 77, 0x18);
+            let mut segs: Vec<Vec<u8>> = Vec::new();
+            segment_tcp4(&f, mss, &mut Vec::new(), |s| segs.push(s.to_vec())).unwrap();
+            let mut head = vec![0u8; 70_000];
+            head[..segs[0].len()].copy_from_slice(&segs[0]);
+            let mut c = Coalesce::start(&segs[0]).unwrap();
+            for s in &segs[1..] {
+                prop_assert!(c.append(&mut head, s));
+            }
+            let mut vnet = [0u8; VNET_HDR_BYTES];
+            c.finish(&mut head, &mut vnet);
+            prop_assert_eq!(c.len(), f.len());
+            prop_assert_eq!(c.segments as usize, segs.len());
+            // Payload and addresses as the original; re-split, the same segments.
+            prop_assert_eq!(&head[66..c.len()], &f[66..]);
+            if segs.len() > 1 {
+                let v = parse_vnet(&vnet);
+                prop_assert_eq!((v.flags, v.gso_type, usize::from(v.gso_size)), (F_NEEDS_CSUM, GSO_TCPV4, mss));
+                let mut again: Vec<Vec<u8>> = Vec::new();
+                segment_tcp4(&head[..c.len()], mss, &mut Vec::new(), |s| again.push(s.to_vec())).unwrap();
+                prop_assert_eq!(again, segs);
+            } else {
+                prop_assert_eq!(vnet, [0u8; VNET_HDR_BYTES]);
+            }
+        }
+    }
+
+    #[test]
+    fn a_gap_another_flow_or_a_push_ends_a_super_packet() {
+        let f = tcp_frame(4 * 1448, 1000, 0x10);
+        let mut segs: Vec<Vec<u8>> = Vec::new();
+        segment_tcp4(&f, 1448, &mut Vec::new(), |s| segs.push(s.to_vec())).unwrap();
+        let mut head = vec![0u8; 70_000];
+        head[..segs[0].len()].copy_from_slice(&segs[0]);
+        let mut c = Coalesce::start(&segs[0]).unwrap();
+        assert!(!c.append(&mut head, &segs[2]), "a gap in sequence");
+        let mut other = segs[1].clone();
+        other[14 + 20] ^= 1; // another source port
+        assert!(!c.append(&mut head, &other), "another flow");
+        let mut pushed = segs[1].clone();
+        pushed[14 + 33] |= TCP_PSH;
+        assert!(c.append(&mut head, &pushed));
+        assert!(!c.append(&mut head, &segs[2]), "PSH ended it");
+        let syn = tcp_frame(10, 1, 0x02);
+        assert_eq!(Coalesce::start(&syn), None);
+        assert_eq!(Coalesce::start(&tcp_frame(0, 1, 0x10)), None, "a pure ACK");
     }
 }

@@ -19,7 +19,7 @@
 //! the time `tpacket_rcv` ran) and `TP_STATUS_CSUMNOTREADY` (the sender
 //! left the TCP/UDP checksum to offload).
 
-use crate::gso::{self, VnetHdr, VNET_HDR_BYTES};
+use crate::gso::{self, Coalesce, VnetHdr, VNET_HDR_BYTES};
 use crate::sys::PacketSocket;
 use std::io;
 use std::os::fd::RawFd;
@@ -173,7 +173,12 @@ pub fn open(ifname: &str, vnet: bool) -> Result<(RxRing, TxRing), String> {
     // instead of stopping the whole batch.
     set_opt(fd, libc::PACKET_LOSS, &1 as &libc::c_int).map_err(|e| err("PACKET_LOSS", e))?;
     let rx = req(if vnet { GSO_MAX_FRAME } else { max_frame });
-    let tx = req(max_frame + if vnet { VNET_HDR_BYTES } else { 0 });
+    // With virtio-net headers the TX slots hold rebuilt super-packets.
+    let tx = req(if vnet {
+        GSO_MAX_FRAME + VNET_HDR_BYTES
+    } else {
+        max_frame
+    });
     set_opt(fd, libc::PACKET_RX_RING, &rx).map_err(|e| err("PACKET_RX_RING", e))?;
     set_opt(fd, libc::PACKET_TX_RING, &tx).map_err(|e| err("PACKET_TX_RING", e))?;
     let ring_bytes = |r: &libc::tpacket_req| (r.tp_block_size * r.tp_block_nr) as usize;
@@ -229,6 +234,9 @@ pub fn open(ifname: &str, vnet: bool) -> Result<(RxRing, TxRing), String> {
             queued: 0,
             max_frame,
             wrong_format: 0,
+            open: None,
+            coalesced: 0,
+            coalesced_segments: 0,
         },
     ))
 }
@@ -351,9 +359,49 @@ pub struct TxRing {
     max_frame: usize,
     /// Frames the kernel refused to parse (PACKET_LOSS skipped them).
     pub wrong_format: u64,
+    /// `--offload on`: the super-packet being rebuilt in slot `.0`
+    /// (written, not yet handed to the kernel).
+    open: Option<(usize, Coalesce)>,
+    /// Super-packets of ≥ 2 segments handed over, and their segments.
+    pub coalesced: u64,
+    pub coalesced_segments: u64,
 }
 
 impl TxRing {
+    /// The bytes after the virtio-net header of TX slot `i`.
+    fn frame_room(&mut self, i: usize) -> &mut [u8] {
+        let slot = self.m.slot(true, i);
+        let room = self.m.tx.0 - TX_DATA_OFFSET - VNET_HDR_BYTES;
+        // SAFETY: the slot is ours (written by us, not yet SEND_REQUEST);
+        // [TX_DATA_OFFSET + 10, frame size) lies inside it.
+        unsafe { std::slice::from_raw_parts_mut(slot.add(TX_DATA_OFFSET + VNET_HDR_BYTES), room) }
+    }
+
+    /// Hands the open super-packet (if any) to the kernel's side of the
+    /// ring: its headers and virtio-net header finished, SEND_REQUEST.
+    fn close_open(&mut self) {
+        let Some((i, c)) = self.open.take() else {
+            return;
+        };
+        let mut vnet = [0u8; VNET_HDR_BYTES];
+        c.finish(self.frame_room(i), &mut vnet);
+        if c.segments > 1 {
+            self.coalesced += 1;
+            self.coalesced_segments += u64::from(c.segments);
+        }
+        let slot = self.m.slot(true, i);
+        // SAFETY: the slot is ours until the status store below.
+        unsafe {
+            std::ptr::copy_nonoverlapping(vnet.as_ptr(), slot.add(TX_DATA_OFFSET), vnet.len());
+            let h = &mut *(slot as *mut libc::tpacket2_hdr);
+            h.tp_len = (VNET_HDR_BYTES + c.len()) as u32;
+            h.tp_snaplen = h.tp_len;
+        }
+        self.m
+            .status(true, i)
+            .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+    }
+
     pub fn ifname(&self) -> &str {
         &self.m.sock.ifname
     }
@@ -364,6 +412,13 @@ impl TxRing {
     pub fn push(&mut self, frame: &[u8]) -> io::Result<bool> {
         if frame.len() > self.max_frame {
             return Ok(false);
+        }
+        if let Some((i, mut c)) = self.open {
+            if c.append(self.frame_room(i), frame) {
+                self.open = Some((i, c));
+                return Ok(true);
+            }
+            self.close_open();
         }
         let mut st = self.m.status(true, self.next).load(Ordering::Acquire);
         if st & !TP_STATUS_WRONG_FORMAT != TP_STATUS_AVAILABLE && self.queued > 0 {
@@ -389,9 +444,15 @@ impl TxRing {
             h.tp_len = (vh + frame.len()) as u32;
             h.tp_snaplen = (vh + frame.len()) as u32;
         }
-        self.m
-            .status(true, self.next)
-            .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+        // With virtio-net headers, a TCP data segment may start a
+        // super-packet: its slot stays ours until it is closed.
+        match Coalesce::start(frame).filter(|_| self.m.vnet) {
+            Some(c) => self.open = Some((self.next, c)),
+            None => self
+                .m
+                .status(true, self.next)
+                .store(TP_STATUS_SEND_REQUEST, Ordering::Release),
+        }
         self.next = (self.next + 1) % self.m.frames(true);
         self.queued += 1;
         Ok(true)
@@ -405,6 +466,7 @@ impl TxRing {
     /// Hands every queued frame to the kernel with one `send()` (it walks
     /// the ring from its own position and sends each SEND_REQUEST slot).
     pub fn flush(&mut self) -> io::Result<()> {
+        self.close_open();
         if self.queued == 0 {
             return Ok(());
         }
