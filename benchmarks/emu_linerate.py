@@ -500,6 +500,7 @@ def main() -> int:
     if args.runs < 1 or args.duration < 2:
         print("emu_linerate: --runs ≥ 1 and --duration ≥ 2 expected", file=sys.stderr)
         return 2
+
     def on_term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # so every namespace's cleanup (finally) runs
 

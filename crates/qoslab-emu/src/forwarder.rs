@@ -125,6 +125,10 @@ pub struct EmuResult {
     /// Frames the ports' receive rings dropped for lack of a free slot
     /// (the loop fell behind; should stay 0).
     pub rx_ring_drops: u64,
+    /// `--offload on`: super-packets rebuilt for the hosts, and the wire
+    /// segments they carried.
+    pub tx_super_packets: u64,
+    pub tx_super_segments: u64,
     /// (path, frames) per capture written.
     pub captures: Vec<(PathBuf, u64)>,
 }
@@ -575,6 +579,9 @@ fn run(
     for (_, rx) in &rx_rings {
         rx_ring_drops += rx.drops();
     }
+    io.flush();
+    let tx_super_packets = io.ports.iter().map(|r| r.coalesced).sum();
+    let tx_super_segments = io.ports.iter().map(|r| r.coalesced_segments).sum();
     publish(&model, &live);
     let tx_refused = io.tx_refused;
     let mut written = Vec::new();
@@ -594,6 +601,8 @@ fn run(
         realtime,
         tx_refused,
         rx_ring_drops,
+        tx_super_packets,
+        tx_super_segments,
         captures: written,
     })
 }

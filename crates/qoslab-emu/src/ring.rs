@@ -50,15 +50,25 @@ const TX_DATA_OFFSET: usize = 32;
 /// loop is absorbed by the ring, not dropped by it.
 const RING_BYTES: usize = 8 << 20;
 
+/// Bytes of a PACKET_VNET_HDR socket's RX ring: 256 super-packet slots
+/// (64 filled the ring in a loaded 1 flow run and lost frames).
+const GSO_RX_RING_BYTES: usize = 32 << 20;
+
 /// Slot geometry: (frame bytes, block bytes, blocks) for frames of up to
-/// `max_frame` bytes. Frames are a power of two (≥ 2048) so they tile the
-/// blocks, which are page multiples (`packet_set_ring`'s checks).
+/// `max_frame` bytes in a ring of `RING_BYTES`.
 pub fn geometry(max_frame: usize) -> (usize, usize, usize) {
+    geometry_in(max_frame, RING_BYTES)
+}
+
+/// Slot geometry in a ring of `ring_bytes`. Frames are a power of two
+/// (≥ 2048) so they tile the blocks, which are page multiples
+/// (`packet_set_ring`'s checks).
+fn geometry_in(max_frame: usize, ring_bytes: usize) -> (usize, usize, usize) {
     // Room for the tpacket2 header, the sockaddr_ll and the MAC alignment
     // `tpacket_rcv` adds in front of the frame (≤ 96 bytes), with slack.
     let frame = (max_frame + 128).next_power_of_two().max(2048);
     let block = frame.max(1 << 16);
-    let blocks = (RING_BYTES / block).max(4);
+    let blocks = (ring_bytes / block).max(4);
     (frame, block, blocks)
 }
 
@@ -137,8 +147,8 @@ fn set_opt<T>(fd: RawFd, opt: libc::c_int, v: &T) -> io::Result<()> {
 /// Largest frame a GSO super-packet makes: 64 KB of IPv4 + Ethernet.
 const GSO_MAX_FRAME: usize = 65_535 + crate::frame::ETH_HEADER_BYTES;
 
-fn req(max_frame: usize) -> libc::tpacket_req {
-    let (frame, block, blocks) = geometry(max_frame);
+fn req(max_frame: usize, ring_bytes: usize) -> libc::tpacket_req {
+    let (frame, block, blocks) = geometry_in(max_frame, ring_bytes);
     libc::tpacket_req {
         tp_block_size: block as u32,
         tp_block_nr: blocks as u32,
@@ -172,13 +182,17 @@ pub fn open(ifname: &str, vnet: bool) -> Result<(RxRing, TxRing), String> {
     // A TX frame the kernel cannot parse is skipped (status WRONG_FORMAT)
     // instead of stopping the whole batch.
     set_opt(fd, libc::PACKET_LOSS, &1 as &libc::c_int).map_err(|e| err("PACKET_LOSS", e))?;
-    let rx = req(if vnet { GSO_MAX_FRAME } else { max_frame });
-    // With virtio-net headers the TX slots hold rebuilt super-packets.
-    let tx = req(if vnet {
-        GSO_MAX_FRAME + VNET_HDR_BYTES
+    let rx = if vnet {
+        req(GSO_MAX_FRAME, GSO_RX_RING_BYTES)
     } else {
-        max_frame
-    });
+        req(max_frame, RING_BYTES)
+    };
+    // With virtio-net headers the TX slots hold rebuilt super-packets.
+    let tx = if vnet {
+        req(GSO_MAX_FRAME + VNET_HDR_BYTES, 2 * RING_BYTES)
+    } else {
+        req(max_frame, RING_BYTES)
+    };
     set_opt(fd, libc::PACKET_RX_RING, &rx).map_err(|e| err("PACKET_RX_RING", e))?;
     set_opt(fd, libc::PACKET_TX_RING, &tx).map_err(|e| err("PACKET_TX_RING", e))?;
     let ring_bytes = |r: &libc::tpacket_req| (r.tp_block_size * r.tp_block_nr) as usize;

@@ -246,6 +246,8 @@ impl EmuHandle {
         d.set_item("super_packets", c.super_packets)?;
         d.set_item("tx_refused", r.tx_refused)?;
         d.set_item("rx_ring_drops", r.rx_ring_drops)?;
+        d.set_item("tx_super_packets", r.tx_super_packets)?;
+        d.set_item("tx_super_segments", r.tx_super_segments)?;
         let caps: Vec<(String, u64)> = r
             .captures
             .iter()

@@ -708,6 +708,8 @@ def _assemble(
                     "tx_refused",
                     "rx_ring_drops",
                     "super_packets",
+                    "tx_super_packets",
+                    "tx_super_segments",
                 )
             },
             "hosts": {
