@@ -52,7 +52,8 @@ OFFLOADS_OFF = ("tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "of
 #: ethtool -K of the hosts' eth0 with ``offload=True`` (``--offload on``): TCP hands
 #: 64 KB super-packets (TSO, with checksum offload, which TSO needs) to the veth; the
 #: forwarder reads them with their virtio-net header and splits them into wire
-#: segments, which the hosts receive as ordinary frames (GRO and rx offload stay off).
+#: segments; segments it delivers in one batch reach the receiving host joined again
+#: as a GSO packet (GRO and rx offload stay off: the forwarder does the joining).
 OFFLOADS_HOST_GSO = ("sg", "on", "tx", "on", "tso", "on", "gso", "on", "gro", "off", "rx", "off")
 SUBNET = "10.77"
 

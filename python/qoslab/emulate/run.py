@@ -369,7 +369,8 @@ def _run(
     if netns.offload:
         raw["emulation"]["frames"] = (
             "GSO (--offload on): the hosts send TSO super-packets, split into wire"
-            " segments before every conditioner; the hosts receive wire-sized frames"
+            " segments before every conditioner; segments leaving in one batch are joined"
+            " back into super-packets for the receiving host"
         )
     return SimulationResult(raw)
 
