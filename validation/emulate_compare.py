@@ -44,6 +44,7 @@ BEGIN, END = "<!-- emulate:begin -->", "<!-- emulate:end -->"
 CASES = [
     ("scenarios/example.toml", "README example: police 10 Mbit/s, Bc = CIR/32, 2 CUBIC flows"),
     ("validation/emulate/tbf20-4cubic.toml", "tbf 20 Mbit/s, 4 CUBIC, RTT 10 ms"),
+    ("validation/emulate/tbf500-4cubic.toml", "tbf 500 Mbit/s, 4 CUBIC, RTT 10 ms"),
     (
         "validation/emulate/tbf10-lat50-1cubic.toml",
         "tbf 10 Mbit/s latency 50 ms, 1 CUBIC, RTT 40 ms",

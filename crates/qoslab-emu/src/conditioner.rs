@@ -97,17 +97,6 @@ fn kernel_form(egress: Option<&PolicySpec>, device_queue_packets: u32) -> Option
 /// its description and counters).
 pub fn build(cfg: &SimConfig, net: &Net, kernel_dirs: &[u32]) -> Result<Conditioners, SimError> {
     let (links, mut policies) = qoslab_sim::build_links(cfg, net)?;
-    if let Some(d) = net.dirs.iter().find(|d| {
-        d.egress
-            .as_ref()
-            .is_some_and(|p| matches!(p.spec, PolicySpec::Sized { .. }))
-    }) {
-        let path = d.egress.as_ref().map_or("", |p| p.path.as_str());
-        return Err(SimError::Config {
-            path: format!("{path}.stab"),
-            message: "a size table (stab) is not emulated yet; the simulator runs it".into(),
-        });
-    }
     let n_ingress = net.ingress.len();
     let mut policy_dir: Vec<Option<u32>> = Vec::with_capacity(policies.len());
     let mut kernel = Vec::with_capacity(policies.len());

@@ -2,17 +2,21 @@
 //! opens the ports (and the kernel-backend veth pairs), and runs the
 //! [`Model`] against `CLOCK_MONOTONIC`.
 //!
-//! Loop: read every socket (batches of up to [`BATCH`] frames, stamped
-//! with the clock read after the batch, after running the events due by
-//! then so the model's time never goes backwards), run the events due,
-//! send what they released (sendmmsg per port), then sleep in ppoll until
+//! Loop: read every port's receive ring (up to [`BATCH`] frames per port
+//! per round, each stamped with its kernel receive time, after running the
+//! events due by then so the model's time never goes backwards) and every
+//! kernel-backend socket (recvmmsg), run the events due, write what they
+//! released into the ports' transmit rings and flush each ring with one
+//! `send()` ([`crate::ring`]), then sleep in ppoll until
 //! [`SPIN_NS`] before the next due event — or until a frame arrives —
 //! and spin the last stretch. Each event's lateness (clock when run −
 //! due time) goes into a histogram; conditioners never see it.
 
 use crate::capture::Capture;
 use crate::conditioner;
+use crate::gso;
 use crate::model::{Counters, DirResult, Io, Model, Point};
+use crate::ring::{self, RxRing, TxRing};
 use crate::sys::{self, PacketSocket};
 use crate::timing::{monotonic_ns, realtime_ns, LatencyHist};
 use qoslab_scenario::Scenario;
@@ -25,7 +29,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
-/// Frames per recvmmsg call.
+/// Frames read per port (ring) or per recvmmsg call (kernel backend) in
+/// one round before the loop runs the due events and flushes.
 pub const BATCH: usize = 64;
 /// Sleep until this long before the next due event, then spin.
 pub const SPIN_NS: u64 = 50_000;
@@ -62,6 +67,10 @@ pub struct EmuSpec {
     pub captures: Vec<(String, String, PathBuf)>,
     /// CLOCK_MONOTONIC origin of the series.
     pub t0_ns: u64,
+    /// `--offload on`: the hosts send GSO super-packets (TSO on their
+    /// veths); the ports read them with their virtio-net header and the
+    /// forwarder splits each into its wire segments ([`crate::gso`]).
+    pub offload: bool,
 }
 
 /// Live counters, readable while the forwarder runs.
@@ -110,8 +119,16 @@ pub struct EmuResult {
     pub timing: Timing,
     /// The loop ran with real-time priority (SCHED_FIFO).
     pub realtime: bool,
-    /// Frames the ports' send buffers refused (should stay 0).
+    /// Frames the ports' transmit rings (or kernel send buffers) refused
+    /// (should stay 0).
     pub tx_refused: u64,
+    /// Frames the ports' receive rings dropped for lack of a free slot
+    /// (the loop fell behind; should stay 0).
+    pub rx_ring_drops: u64,
+    /// `--offload on`: super-packets rebuilt for the hosts, and the wire
+    /// segments they carried.
+    pub tx_super_packets: u64,
+    pub tx_super_segments: u64,
     /// (path, frames) per capture written.
     pub captures: Vec<(PathBuf, u64)>,
 }
@@ -292,20 +309,12 @@ pub fn start(sc: &Scenario, spec: EmuSpec) -> Result<Handle, EmuError> {
     }
 }
 
-/// Frames for one port: one buffer and their (start, end) ranges.
-#[derive(Default)]
-struct Pending {
-    buf: Vec<u8>,
-    ranges: Vec<(usize, usize)>,
-}
-
 /// The [`Io`] of the real sockets.
 struct RealIo {
     /// Per node: index into `ports`.
     port_of: Vec<Option<usize>>,
-    ports: Vec<PacketSocket>,
-    /// Per port: frames waiting for the next sendmmsg.
-    pending: Vec<Pending>,
+    /// Per port: its transmit ring.
+    ports: Vec<TxRing>,
     /// Per direction: the kernel socket it sends into.
     kernel_tx: Vec<Option<PacketSocket>>,
     /// Capture points → index in `capture_files`: several points may share a
@@ -319,10 +328,16 @@ struct RealIo {
 impl Io for RealIo {
     fn deliver(&mut self, host: u32, _t_ns: u64, frame: &[u8]) {
         if let Some(p) = self.port_of[host as usize] {
-            let q = &mut self.pending[p];
-            let at = q.buf.len();
-            q.buf.extend_from_slice(frame);
-            q.ranges.push((at, q.buf.len()));
+            let r = &mut self.ports[p];
+            match r.push(frame) {
+                Ok(true) => {}
+                Ok(false) => self.tx_refused += 1,
+                Err(e) => {
+                    let name = r.ifname().to_string();
+                    self.error
+                        .get_or_insert_with(|| format!("sending on '{name}': {e}"));
+                }
+            }
         }
     }
     fn kernel_send(&mut self, dir: u32, frame: &[u8]) -> bool {
@@ -349,29 +364,14 @@ impl Io for RealIo {
 
 impl RealIo {
     fn flush(&mut self) {
-        for (p, q) in self.pending.iter_mut().enumerate() {
-            if q.ranges.is_empty() {
-                continue;
+        for r in &mut self.ports {
+            if let Err(e) = r.flush() {
+                let name = r.ifname().to_string();
+                self.error
+                    .get_or_insert_with(|| format!("sending on '{name}': {e}"));
             }
-            let frames: Vec<&[u8]> = q.ranges.iter().map(|&(a, b)| &q.buf[a..b]).collect();
-            match self.ports[p].send_batch(&frames) {
-                Ok(n) => self.tx_refused += n as u64,
-                Err(e) => {
-                    self.error.get_or_insert_with(|| {
-                        format!("sending on '{}': {e}", self.ports[p].ifname)
-                    });
-                }
-            }
-            q.buf.clear();
-            q.ranges.clear();
         }
     }
-}
-
-/// A socket the loop reads.
-enum Source {
-    Port(u32),
-    Kernel(u32),
 }
 
 fn run(
@@ -391,7 +391,7 @@ fn run(
         let mut port_of = vec![None; r.net.nodes.len()];
         for (n, ifname) in &r.ports {
             port_of[*n as usize] = Some(ports.len());
-            ports.push(PacketSocket::open(ifname, SOCKET_BUFFER_BYTES)?);
+            ports.push((*n, ring::open(ifname, spec.offload)?));
         }
         let mut kernel_tx: Vec<Option<PacketSocket>> =
             (0..r.net.dirs.len()).map(|_| None).collect();
@@ -400,7 +400,7 @@ fn run(
             kernel_tx[*d as usize] = Some(PacketSocket::open(a, SOCKET_BUFFER_BYTES)?);
             kernel_rx.push((*d, PacketSocket::open(b, SOCKET_BUFFER_BYTES)?));
         }
-        let mtu = ports.iter().map(|p| p.mtu).max().unwrap_or(1500);
+        let mtu = ports.iter().map(|(_, p)| p.0.mtu()).max().unwrap_or(1500);
         let offset = i128::from(realtime_ns()) - i128::from(monotonic_ns());
         let mut captures = HashMap::new();
         let mut files: Vec<Capture> = Vec::new();
@@ -438,10 +438,9 @@ fn run(
     for (d, p, _) in &r.captures {
         model.tap(*d, *p);
     }
-    let mut sources: Vec<(Source, PacketSocket)> = Vec::new();
+    let mut rx_rings: Vec<(u32, RxRing)> = Vec::new();
     let mut io = RealIo {
         port_of,
-        pending: (0..ports.len()).map(|_| Pending::default()).collect(),
         ports: Vec::new(),
         kernel_tx,
         captures,
@@ -449,19 +448,16 @@ fn run(
         error: None,
         tx_refused: 0,
     };
-    // Each port socket is read through one handle and written (in
-    // batches, from `io`) through a dup of it.
-    for ((n, _), s) in r.ports.iter().zip(&ports) {
-        sources.push((Source::Port(*n), s.try_clone().map_err(EmuError)?));
+    for (n, (rx, tx)) in ports {
+        rx_rings.push((n, rx));
+        io.ports.push(tx);
     }
-    io.ports = ports;
-    for (d, s) in kernel_rx {
-        sources.push((Source::Kernel(d), s));
-    }
-    let mut fds: Vec<libc::pollfd> = sources
+    let mut fds: Vec<libc::pollfd> = rx_rings
         .iter()
-        .map(|(_, s)| libc::pollfd {
-            fd: s.raw_fd(),
+        .map(|(_, r)| r.raw_fd())
+        .chain(kernel_rx.iter().map(|(_, s)| s.raw_fd()))
+        .map(|fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
         })
@@ -472,12 +468,67 @@ fn run(
     let mut lens = vec![0usize; BATCH];
     let mut stamps = vec![0u64; BATCH];
     let mut csum = vec![false; BATCH];
+    let mut rx_ring_drops = 0u64;
+    let mut seg = Vec::with_capacity(max_frame);
     // Kernel receive stamps are CLOCK_REALTIME: shift them by the offset
     // taken now (NTP slews it by parts per million at most during a run).
     let real_minus_mono = i128::from(realtime_ns()) - i128::from(monotonic_ns());
+    // When a frame arrived: the kernel's stamp, never in the future nor
+    // before what the model already ran (`advance` keeps that order).
+    let arrival = |stamp: u64, wall: u64| match stamp {
+        0 => wall,
+        s => ((i128::from(s) - real_minus_mono).max(0) as u64).min(wall),
+    };
     while !stop.load(Ordering::Relaxed) {
         let mut got = 0;
-        for (src, sock) in &sources {
+        for (h, rx) in &mut rx_rings {
+            let wall = monotonic_ns();
+            for _ in 0..BATCH {
+                let Some(f) = rx.peek() else { break };
+                got += 1;
+                let limit = if f.vnet.is_some_and(|v| v.gso_type != gso::GSO_NONE) {
+                    usize::MAX
+                } else {
+                    max_frame
+                };
+                if f.len > limit || f.data.len() < f.len {
+                    model.counters.frames_in += 1;
+                    model.counters.oversize += 1;
+                    rx.release();
+                    continue;
+                }
+                let t = arrival(f.stamp_ns, wall);
+                model.advance(t, wall, &mut io);
+                if let Some(v) = f.vnet.filter(|v| v.gso_type != gso::GSO_NONE) {
+                    // A super-packet: on to the model as its wire segments,
+                    // all read at `t` (they crossed the veth together).
+                    model.counters.super_packets += 1;
+                    let r = match v.gso_type {
+                        gso::GSO_TCPV4 => {
+                            gso::segment_tcp4(f.data, usize::from(v.gso_size), &mut seg, |s| {
+                                model.ingress(t, *h, s, &mut io)
+                            })
+                        }
+                        _ => Err(gso::GsoError::Unsupported),
+                    };
+                    if r.is_err() {
+                        model.counters.frames_in += 1;
+                        model.counters.unroutable += 1;
+                    }
+                    rx.release();
+                    continue;
+                }
+                if f.csum_not_ready && crate::frame::complete_l4_checksum(f.data) {
+                    model.counters.checksums_completed += 1;
+                }
+                model.ingress(t, *h, f.data, &mut io);
+                rx.release();
+            }
+            if std::mem::take(&mut rx.losing) {
+                rx_ring_drops += rx.drops();
+            }
+        }
+        for (d, sock) in &kernel_rx {
             for _ in 0..4 {
                 let n = sock
                     .recv_batch(&mut bufs, &mut lens, &mut stamps, &mut csum)
@@ -492,22 +543,13 @@ fn run(
                         model.counters.oversize += 1;
                         continue;
                     }
-                    // When the frame arrived: the kernel's stamp, never in
-                    // the future nor before what the model already ran.
-                    let t = match stamps[i] {
-                        0 => wall,
-                        s => ((i128::from(s) - real_minus_mono).max(0) as u64).min(wall),
-                    };
+                    let t = arrival(stamps[i], wall);
                     model.advance(t, wall, &mut io);
                     let f = &mut bufs[i][..lens[i]];
                     if csum[i] && crate::frame::complete_l4_checksum(f) {
                         model.counters.checksums_completed += 1;
                     }
-                    let f = &*f;
-                    match *src {
-                        Source::Port(h) => model.ingress(t, h, f, &mut io),
-                        Source::Kernel(d) => model.kernel_return(t, d, f, &mut io),
-                    }
+                    model.kernel_return(t, *d, f, &mut io);
                 }
                 got += n;
                 if n < BATCH {
@@ -534,6 +576,12 @@ fn run(
             None => sys::wait_readable(&mut fds, MAX_SLEEP_NS),
         }
     }
+    for (_, rx) in &rx_rings {
+        rx_ring_drops += rx.drops();
+    }
+    io.flush();
+    let tx_super_packets = io.ports.iter().map(|r| r.coalesced).sum();
+    let tx_super_segments = io.ports.iter().map(|r| r.coalesced_segments).sum();
     publish(&model, &live);
     let tx_refused = io.tx_refused;
     let mut written = Vec::new();
@@ -552,6 +600,9 @@ fn run(
         timing: Timing::of(&lateness),
         realtime,
         tx_refused,
+        rx_ring_drops,
+        tx_super_packets,
+        tx_super_segments,
         captures: written,
     })
 }

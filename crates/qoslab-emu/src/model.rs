@@ -99,6 +99,9 @@ pub struct Counters {
     pub loops: u64,
     /// TCP/UDP checksums filled in for senders that left them to offload.
     pub checksums_completed: u64,
+    /// GSO super-packets read (`--offload on`), each split into its wire
+    /// segments before the model (which counts those in `frames_in`).
+    pub super_packets: u64,
 }
 
 /// The model.
@@ -351,6 +354,11 @@ impl Model {
             return;
         }
         let l = &mut self.dirs[d as usize].link;
+        if let Some(t) = &l.stab {
+            // tc-stab (as the simulator): the policy counts this size, the
+            // transmitter serialises the real one.
+            p.size_bytes = t.pkt_len(p.size_bytes);
+        }
         if let Some(pi) = l.egress_policer {
             let pol = &mut self.policies[pi as usize];
             let v = pol.police(now, &p);
@@ -431,11 +439,14 @@ impl Model {
         let l = &mut self.dirs[d as usize].link;
         match head {
             Some(p) => {
-                let tx = l.tx_time_ns(p.size_bytes);
+                let id = p.id as u32;
+                // The real frame's length (a size table changes only what
+                // the policy counted).
+                let size = self.slots[id as usize].info.wire_bytes;
+                let tx = l.tx_time_ns(size);
                 l.busy_until_ns = now.saturating_add(tx);
                 l.tx_packets += 1;
-                l.tx_bytes += p.size_bytes as u64;
-                let id = p.id as u32;
+                l.tx_bytes += u64::from(size);
                 let done = l.busy_until_ns;
                 let lost = l.draw_loss();
                 let arrive = done.saturating_add(l.delay_ns);

@@ -120,6 +120,40 @@ fn tbf_releases_full_frames_exactly_1211_2_us_apart_however_late_the_loop() {
 }
 
 #[test]
+fn a_size_table_changes_what_the_tbf_counts_not_what_the_wire_carries() {
+    // stab overhead 86: tbf counts 1514 + 86 = 1600 B per frame (tc-stab's
+    // 4-byte cells round nothing here), so frames leave 1600 B at
+    // 10 Mbit/s = 1.28 ms apart; the wire still carries 1514 B frames,
+    // serialised in 12 112 ns at 1 Gbit/s (as the simulator, sim.rs).
+    let policy = r#"[policy.bottleneck.egress]
+shape = { kind = "tbf", rate = "10mbit", burst = "1600b", limit = "100000b" }
+stab = { overhead = 86 }"#;
+    let (mut m, net) = model(policy, &[]);
+    let s0 = net.node_index("s0").unwrap();
+    let mut io = FakeIo::default();
+    let f = udp_frame(A, B, 0, 1514 - 42);
+    for _ in 0..10 {
+        m.ingress(0, s0, &f, &mut io);
+    }
+    drain(&mut m, &mut io, || 0);
+    assert_eq!(io.delivered.len(), 10);
+    assert!(io.delivered.iter().all(|&(_, _, len)| len == 1514));
+    let t: Vec<u64> = io.delivered.iter().map(|d| d.1).collect();
+    assert_eq!(t[0], 3 * 12_112 + 20_000_000);
+    for w in t.windows(2) {
+        assert_eq!(w[1] - w[0], 1_280_000, "{t:?}");
+    }
+    let (policies, links, ..) = m.finish();
+    assert_eq!(
+        policies[0].bytes_in,
+        10 * 1600,
+        "the policy counts the table's size"
+    );
+    let bottleneck = links.iter().find(|l| l.name == "r1->r2").unwrap();
+    assert_eq!(bottleneck.bytes, 10 * 1514, "the wire carries the real one");
+}
+
+#[test]
 fn host_pairs_follow_the_simulators_route_and_strangers_are_unroutable() {
     let (mut m, net) = model("", &[]);
     let s0 = net.node_index("s0").unwrap();

@@ -243,7 +243,11 @@ impl EmuHandle {
         d.set_item("lost", c.lost)?;
         d.set_item("loops", c.loops)?;
         d.set_item("checksums_completed", c.checksums_completed)?;
+        d.set_item("super_packets", c.super_packets)?;
         d.set_item("tx_refused", r.tx_refused)?;
+        d.set_item("rx_ring_drops", r.rx_ring_drops)?;
+        d.set_item("tx_super_packets", r.tx_super_packets)?;
+        d.set_item("tx_super_segments", r.tx_super_segments)?;
         let caps: Vec<(String, u64)> = r
             .captures
             .iter()
@@ -256,7 +260,7 @@ impl EmuHandle {
 
 /// Starts the forwarder of scenario `text` in namespace `netns`.
 #[pyfunction]
-#[pyo3(signature = (text, filename, netns, ports, host_ips, kernel_links, captures, t0_ns))]
+#[pyo3(signature = (text, filename, netns, ports, host_ips, kernel_links, captures, t0_ns, offload=false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn emu_start(
     py: Python<'_>,
@@ -268,6 +272,7 @@ pub(crate) fn emu_start(
     kernel_links: HashMap<String, (String, String)>,
     captures: Vec<(String, String, PathBuf)>,
     t0_ns: u64,
+    offload: bool,
 ) -> PyResult<EmuHandle> {
     let sc = parse(py, text, filename)?;
     // Refuse what `emu_plan` refuses.
@@ -288,6 +293,7 @@ pub(crate) fn emu_start(
         kernel_links: kernel,
         captures,
         t0_ns,
+        offload,
     };
     let h = py
         .detach(|| qoslab_emu::start(&sc, spec))

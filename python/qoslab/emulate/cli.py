@@ -20,7 +20,10 @@ Real Linux TCP (iperf3) and ping run between network namespaces, one per host of
 scenario; every router and link of the scenario is emulated in userspace by qoslab's
 forwarder, whose conditioners are the very code 'qoslab run' simulates (rate,
 propagation delay and loss per link direction; police, shape, fifo or a policy tree).
-Frames are wire-sized (TSO/GSO/GRO off). Needs root and iperf3, iproute2, ethtool,
+Frames are wire-sized (TSO/GSO/GRO off); with --offload on the hosts send TSO
+super-packets, which the forwarder splits into their wire segments before any
+conditioner (as Linux tbf's tbf_segment), so policies still count wire frames.
+Needs root and iperf3, iproute2, ethtool,
 ping (bash scripts/setup.sh installs them). Every namespace and process is removed at
 the end, on an error, on Ctrl-C and on SIGTERM; after a SIGKILL, run --cleanup.
 
@@ -40,6 +43,7 @@ examples:
   sudo qoslab emulate scenarios/isr4000-police.toml --out /tmp/emu --json
   sudo qoslab emulate scenarios/trees/linux-htb-pfifo.toml --backend kernel
   sudo qoslab emulate scenarios/example.toml --capture 'r1->r2=/tmp/r1r2.pcap'
+  sudo qoslab emulate scenarios/example.toml --offload on
   qoslab emulate scenarios/example.toml --plan
   sudo qoslab emulate --cleanup
 """
@@ -57,6 +61,12 @@ def add_emulate_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     )
     p.add_argument("scenario", nargs="?", metavar="SCENARIO", help="the scenario TOML file")
     p.add_argument("--backend", choices=BACKENDS, default="userspace", help="where policies run")
+    p.add_argument(
+        "--offload",
+        choices=("on", "off"),
+        default="off",
+        help="on: hosts send GSO super-packets, split into wire segments by the forwarder",
+    )
     p.add_argument("--out", metavar="DIR", help="write results.json, series CSV/Parquet here")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument(
@@ -135,6 +145,7 @@ def main(args: argparse.Namespace) -> int:
         backend=args.backend,
         capture=captures,
         progress=stderr_progress(args.quiet or args.json),
+        offload=args.offload == "on",
     )
     if sys.stderr.isatty() and not (args.quiet or args.json):
         sys.stderr.write("\r\x1b[K")

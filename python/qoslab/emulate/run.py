@@ -235,8 +235,8 @@ def _install_sigterm() -> Callable[[], None]:
 
 
 @contextlib.contextmanager
-def _network(hosts: list[str]) -> Iterator[Netns]:
-    netns = Netns(hosts=hosts)
+def _network(hosts: list[str], offload: bool = False) -> Iterator[Netns]:
+    netns = Netns(hosts=hosts, offload=offload)
     restore = _install_sigterm()
     try:
         netns.build()
@@ -262,11 +262,15 @@ def emulate(
     backend: str = "userspace",
     capture: list[tuple[str, str, str]] | None = None,
     progress: ProgressFn | None = None,
+    offload: bool = False,
 ) -> SimulationResult:
     """Runs a scenario with real Linux TCP between namespaces through qoslab's
     conditioners (``backend="userspace"``) or the kernel's qdiscs (``"kernel"``).
 
     ``capture``: (link ``"r1->r2"``, ``"ingress"|"egress"``, pcap path) triples.
+    ``offload``: the hosts hand GSO super-packets to their veths (TSO on) and the
+    forwarder splits each into its wire segments before any conditioner (as Linux's
+    ``tbf_segment``), so every policy still counts wire frames.
     Needs root, iperf3, ip, tc, ethtool, ping. Raises ``qoslab.ScenarioError`` for a
     scenario Linux cannot run, ``EmulationSetupError`` when the machine cannot, and
     ``qoslab.Cancelled`` on Ctrl-C/SIGTERM — after removing every namespace and process.
@@ -278,7 +282,7 @@ def emulate(
     info = _core.scenario_info(text, filename)
     work = tmpdir()
     try:
-        with _network(list(plan["hosts"])) as netns:
+        with _network(list(plan["hosts"]), offload) as netns:
             return _run(plan, info, text, filename, netns, backend, capture or [], progress, work)
     except KeyboardInterrupt:
         raise _core.Cancelled("emulation cancelled") from None
@@ -316,7 +320,9 @@ def _run(
     samplers = _start_tcpinfo(plan, netns, work, interval_ns)
     t0 = time.monotonic_ns()
     real0 = time.time_ns()
-    fwd = _core.emu_start(text, filename, netns.net, ports, ips, kernel_links, capture, t0)
+    fwd = _core.emu_start(
+        text, filename, netns.net, ports, ips, kernel_links, capture, t0, offload=netns.offload
+    )
     sampler = None
     if kernel_links:
         devs = [(i, kernel_links[p["link"]][0]) for i, p in enumerate(plan["policies"])]
@@ -360,6 +366,12 @@ def _run(
     )
     raw["emulation"]["notes"] = route_notes + notes + raw["emulation"]["notes"]
     raw["emulation"]["kernel_qdiscs"] = applied
+    if netns.offload:
+        raw["emulation"]["frames"] = (
+            "GSO (--offload on): the hosts send TSO super-packets, split into wire"
+            " segments before every conditioner; segments leaving in one batch are joined"
+            " back into super-packets for the receiving host"
+        )
     return SimulationResult(raw)
 
 
@@ -687,7 +699,19 @@ def _assemble(
             "iperf3": _iperf_version(),
             "frames": "wire-sized: TSO, GSO, GRO and checksum offload off on every veth",
             "forwarder": {
-                k: fwd.get(k) for k in ("frames_in", "frames_out", "unroutable", "timing", "links")
+                k: fwd.get(k)
+                for k in (
+                    "frames_in",
+                    "frames_out",
+                    "unroutable",
+                    "timing",
+                    "links",
+                    "tx_refused",
+                    "rx_ring_drops",
+                    "super_packets",
+                    "tx_super_packets",
+                    "tx_super_segments",
+                )
             },
             "hosts": {
                 h: {

@@ -1,0 +1,538 @@
+"""`qoslab emulate` at line rate (issue 16): real iperf3 and ping between network
+namespaces through the userspace forwarder, against the kernel on the same path in
+the same run.
+
+Measured, each case run ``--runs`` times (median, min-max), every run screened for
+CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at most
+``--tries`` times, and the table says how many were kept):
+
+1. goodput through a 1 Gbit/s TBF and a 1 Gbit/s police policy, 1 and 4 TCP flows,
+   data and ACKs both through the forwarder, against ideal (rate x 1448/1514) and
+   against kernel tbf (``--backend kernel``: the same forwarder, the policy in the
+   kernel's own tbf qdisc; the kernel has no police action here, so police has no
+   kernel column);
+2. rate accuracy of the TBF at 1, 10, 100 Mbit/s and 1 Gbit/s (1 flow, goodput after
+   the first second, from the 100 ms goodput series), userspace vs kernel tbf;
+3. idle latency: ping through the emulator (every link 10 Gbit/s, no delay) against
+   ping through plain kernel forwarding (a Linux bridge in a namespace joining the
+   same two host namespaces): median and p99 of the RTT, and the difference;
+4. the delay line under load: a 5 ms bottleneck (each way) carrying a UDP load while
+   ping measures; RTT - 2 x 5 ms - the idle emulator median, halved (one way);
+5. CPU per forwarded frame, user and system, of the forwarder thread
+   (/proc/self/task/TID/stat of the thread named ``qoslab-emu``);
+6. flows 1-64 through the 1 Gbit/s TBF;
+7. the GSO mode (``--offload on``): goodput through a 10 Gbit/s TBF, 1 and 4 flows.
+
+    sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md
+    sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3   # quick look
+    sudo .venv/bin/python benchmarks/emu_linerate.py --label "loaded (7 builds)" --json
+
+Needs root, iperf3, ip, tc, ethtool, ping. Every namespace and process it starts is
+removed at the end, on an error and on Ctrl-C (``qoslab.emulate``'s own cleanup, and
+:class:`qoslab.emulate.netns.Netns` for the kernel-forwarding baseline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "validation"))
+BEGIN, END = "<!-- emu-linerate:begin -->", "<!-- emu-linerate:end -->"
+#: TCP payload per wire frame with timestamps: 1448 of 1514 bytes as tc counts them.
+PAYLOAD_SHARE = 1448 / 1514
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# --- measurement helpers ------------------------------------------------------------
+
+
+def proc_stat() -> tuple[int, int]:
+    """(steal, total) jiffies of all CPUs."""
+    with open("/proc/stat", encoding="ascii") as fh:
+        vals = [int(x) for x in fh.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal guest guest_nice; guests are
+    # already inside user/nice.
+    return vals[7], sum(vals[:8])
+
+
+class ThreadCpu:
+    """Polls this process's threads for the forwarder (``qoslab-emu``) and keeps its
+    last utime/stime (the thread exits when the run stops)."""
+
+    def __init__(self) -> None:
+        self.user_s = 0.0
+        self.sys_s = 0.0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> ThreadCpu:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join(timeout=2)
+
+    def _loop(self) -> None:
+        base = Path("/proc/self/task")
+        while not self._stop.wait(0.05):
+            for task in base.iterdir():
+                try:
+                    if (task / "comm").read_text().strip() != "qoslab-emu":
+                        continue
+                    stat = (task / "stat").read_text()
+                except OSError:
+                    continue
+                fields = stat.rsplit(")", 1)[1].split()
+                # fields[11], [12] = utime, stime (stat fields 14, 15)
+                self.user_s = int(fields[11]) / CLK_TCK
+                self.sys_s = int(fields[12]) / CLK_TCK
+
+
+@dataclass
+class Sample:
+    goodput_bps: float = 0.0
+    steady_bps: float = 0.0
+    frames: int = 0
+    user_s: float = 0.0
+    sys_s: float = 0.0
+    steal: float = 0.0
+    ping_ns: list[int] = field(default_factory=list)
+    lateness_p99_ns: int = 0
+    tx_refused: int = 0
+    rx_ring_drops: int = 0
+    super_packets: int = 0
+
+
+def scenario(
+    *,
+    name: str,
+    duration_s: float,
+    flows: int,
+    rate_bps: int | None,
+    policy: str,
+    delay: str = "0ms",
+    link: str = "10gbit",
+    udp_bps: int = 0,
+    ping_ms: float = 0.0,
+) -> str:
+    """A dumbbell with ``flows`` TCP bulk flows (or none), an optional UDP load and
+    an optional ping, and one policy on the bottleneck's egress."""
+    lines = [
+        "[scenario]",
+        f'name = "{name}"',
+        f'duration = "{duration_s}s"',
+        "[topology]",
+        "senders = 2",
+        "receivers = 2",
+        f'access = {{ rate = "{link}", delay = "0ms" }}',
+        f'bottleneck = {{ rate = "{link}", delay = "{delay}" }}',
+    ]
+    if rate_bps is not None:
+        # burst: 1 ms at the rate, at least ten 1514-byte frames
+        burst = max(rate_bps // 8000, 15140)
+        lines.append("[policy.bottleneck.egress]")
+        if policy == "tbf":
+            lines.append(
+                f'shape = {{ kind = "tbf", rate = "{rate_bps}bit", burst = "{burst}B",'
+                ' latency = "20ms" }'
+            )
+        else:
+            lines.append(
+                f'police = {{ kind = "linux-police", rate = "{rate_bps}bit", burst = "{burst}B" }}'
+            )
+    if flows:
+        lines += ["[[traffic]]", 'kind = "tcp-bulk"', f"flows = {flows}", 'from = "s0"']
+    if udp_bps:
+        lines += ["[[traffic]]", 'kind = "udp"', 'from = "s1"', f'rate = "{udp_bps}bit"']
+    if ping_ms:
+        lines += ["[[traffic]]", 'kind = "ping"', 'from = "s0"', f'interval = "{ping_ms}ms"']
+    lines += ["[record]", 'interval = "100ms"', 'series = ["goodput", "ping"]']
+    return "\n".join(lines) + "\n"
+
+
+def run_emulate(text: str, backend: str, work: Path, offload: bool = False) -> Sample:
+    from qoslab.emulate.run import emulate
+
+    path = work / "scenario.toml"
+    path.write_text(text, encoding="utf-8")
+    s0, t0 = proc_stat()
+    with ThreadCpu() as cpu:
+        res = emulate(str(path), backend=backend, offload=offload)
+    s1, t1 = proc_stat()
+    raw = res.raw
+    fwd = raw["emulation"]["forwarder"]
+    tcp = [f for f in raw["flows"] if f["protocol"] == "tcp"]
+    out = Sample(
+        goodput_bps=sum(float(f["goodput_bps"]) for f in tcp),
+        frames=int(fwd.get("frames_out") or 0),
+        user_s=cpu.user_s,
+        sys_s=cpu.sys_s,
+        steal=(s1 - s0) / max(1, t1 - t0),
+        lateness_p99_ns=int((fwd.get("timing") or {}).get("p99_ns", 0)),
+        tx_refused=int(fwd.get("tx_refused") or 0),
+        rx_ring_drops=int(fwd.get("rx_ring_drops") or 0),
+        super_packets=int(fwd.get("super_packets") or 0),
+    )
+    g = raw["series"].get("goodput", {})
+    if len(g.get("time_ns", [])):
+        ids = {f["id"] for f in tcp}
+        step = int(raw["record_interval_ns"])
+        dur = int(raw["duration_ns"])
+        per_flow: dict[int, list[int]] = {}
+        for t, fl, b in zip(g["time_ns"], g["flow"], g["bytes"], strict=False):
+            # intervals ending after the first second (slow start, the bucket's
+            # initial burst) and before the last one (iperf3's last can be partial)
+            if int(fl) in ids and 1_000_000_000 + step <= int(t) <= dur - step:
+                per_flow.setdefault(int(fl), []).append(int(b))
+        out.steady_bps = sum(sum(v) * 8e9 / (len(v) * step) for v in per_flow.values())
+    pings = raw["series"].get("ping", {})
+    out.ping_ns = [int(x) for x in pings.get("rtt_ns", [])]
+    return out
+
+
+def kernel_forward_ping(duration_s: float, interval_ms: float, load_bps: int = 0) -> Sample:
+    """ping s0 -> d0 through plain kernel forwarding: two host namespaces (the
+    emulator's addressing, offloads off) joined by a bridge in a third."""
+    from qoslab.emulate.netns import Netns, run_cmd
+    from qoslab.emulate.traffic import parse_ping
+
+    net = Netns(hosts=["s0", "d0"], tag=f"{os.getpid()}kb")
+    s0, t0 = proc_stat()
+    try:
+        net.build()
+        run_cmd(["ip", "-n", net.net, "link", "add", "br0", "type", "bridge"])
+        for h in net.hosts:
+            run_cmd(["ip", "-n", net.net, "link", "set", net.port(h), "master", "br0"])
+        run_cmd(["ip", "-n", net.net, "link", "set", "br0", "up"])
+        count = max(1, int(duration_s * 1000 / interval_ms))
+        p = net.popen(
+            "s0",
+            [
+                "ping", "-n", "-D", "-i", f"{interval_ms / 1000:.3f}", "-c", str(count),
+                "-s", "56", net.ip("d0"),
+            ],
+        )  # fmt: skip
+        out, _ = p.communicate(timeout=duration_s + 30)
+        replies, _, _ = parse_ping(out)
+        s1, t1 = proc_stat()
+        return Sample(
+            ping_ns=[r[2] for r in replies], steal=(s1 - s0) / max(1, t1 - t0), frames=count
+        )
+    finally:
+        net.close()
+
+
+def pct(a: list[int], q: float) -> float:
+    """Nearest-rank percentile."""
+    if not a:
+        return float("nan")
+    s = sorted(a)
+    return float(s[max(0, min(len(s) - 1, int(-(-q * len(s) // 1)) - 1))])
+
+
+@dataclass
+class Case:
+    key: str
+    samples: list[Sample] = field(default_factory=list)
+    rejected: int = 0
+
+
+def repeat(
+    key: str, fn: Callable[[], Sample], runs: int, tries: int, max_steal: float, log: bool
+) -> Case:
+    c = Case(key)
+    attempts = 0
+    while len(c.samples) < runs and attempts < runs + tries:
+        attempts += 1
+        s = fn()
+        if s.steal > max_steal:
+            c.rejected += 1
+            if log:
+                print(f"  {key}: steal {s.steal:.1%} > {max_steal:.0%}, repeated", file=sys.stderr)
+            continue
+        c.samples.append(s)
+        if log:
+            print(
+                f"  {key}: {s.goodput_bps / 1e6:.1f} Mbit/s (steady {s.steady_bps / 1e6:.1f}),"
+                f" {len(s.ping_ns)} pings, steal {s.steal:.1%}",
+                file=sys.stderr,
+            )
+    return c
+
+
+def stat(vals: list[float], scale: float = 1.0, fmt: str = "{:.1f}") -> str:
+    """median (min-max)."""
+    if not vals:
+        return "—"
+    v = [x / scale for x in vals]
+    med = statistics.median(v)
+    if len(v) == 1:
+        return fmt.format(med)
+    return f"{fmt.format(med)} ({fmt.format(min(v))}-{fmt.format(max(v))})"
+
+
+# --- the benchmark ------------------------------------------------------------------
+
+
+def measure(args: argparse.Namespace) -> dict[str, Case]:
+    work = Path(tempfile.mkdtemp(prefix="qoslab-emu-bench-"))
+    cases: dict[str, Case] = {}
+    d = args.duration
+
+    def add(key: str, fn: Callable[[], Sample]) -> None:
+        if args.only and not any(key.startswith(o) for o in args.only):
+            return
+        if not args.quiet:
+            print(f"{key} …", file=sys.stderr)
+        cases[key] = repeat(key, fn, args.runs, args.tries, args.max_steal, not args.quiet)
+
+    def emu(text: str, backend: str = "userspace", offload: bool = False) -> Callable[[], Sample]:
+        return lambda: run_emulate(text, backend, work, offload)
+
+    gbit = 1_000_000_000
+    for policy in ("tbf", "police"):
+        for flows in (1, 4):
+            text = scenario(
+                name="linerate", duration_s=d, flows=flows, rate_bps=gbit, policy=policy
+            )
+            add(f"goodput/{policy}/{flows}/userspace", emu(text))
+            if policy == "tbf":
+                add(f"goodput/{policy}/{flows}/kernel", emu(text, "kernel"))
+    for rate in (1_000_000, 10_000_000, 100_000_000):
+        text = scenario(name="accuracy", duration_s=d, flows=1, rate_bps=rate, policy="tbf")
+        add(f"accuracy/{rate}/userspace", emu(text))
+        add(f"accuracy/{rate}/kernel", emu(text, "kernel"))
+    idle = scenario(name="idle", duration_s=d, flows=0, rate_bps=None, policy="", ping_ms=10)
+    add("latency/userspace", emu(idle))
+    add("latency/kernel-forwarding", lambda: kernel_forward_ping(d, 10))
+    loaded = scenario(
+        name="delay",
+        duration_s=d,
+        flows=0,
+        rate_bps=None,
+        policy="",
+        delay="5ms",
+        link="1gbit",
+        udp_bps=300_000_000,
+        ping_ms=10,
+    )
+    add("delay/userspace", emu(loaded))
+    for flows in (16, 64):
+        text = scenario(name="flows", duration_s=d, flows=flows, rate_bps=gbit, policy="tbf")
+        add(f"goodput/tbf/{flows}/userspace", emu(text))
+    for flows in (1, 4):
+        text = scenario(
+            name="gso", duration_s=d, flows=flows, rate_bps=10 * gbit, policy="tbf", link="40gbit"
+        )
+        add(f"gso/tbf/{flows}/userspace", emu(text, offload=True))
+    return cases
+
+
+def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> str:
+    def get(key: str) -> Case:
+        return cases.get(key, Case(key))
+
+    def kept(c: Case) -> str:
+        return f"{len(c.samples)}" + (f" (+{c.rejected} over steal)" if c.rejected else "")
+
+    gbit = 1e9
+    ideal = gbit * PAYLOAD_SHARE
+    out = [
+        BEGIN,
+        "",
+        f"Taken {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
+        f"{platform.node() or 'this machine'} ({os.cpu_count()} vCPU, Linux "
+        f"{platform.release()}), **{args.label}**; {args.runs} run(s) of {args.duration:g} s"
+        f" per case, median (min-max), runs with CPU steal above {args.max_steal:.0%}"
+        f" repeated; {took_s / 60:.1f} min in all. Regenerate with",
+        "`sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md`.",
+        "",
+        "Goodput through a policy at 1 Gbit/s (ideal = rate x 1448/1514 ="
+        f" {ideal / 1e6:.1f} Mbit/s; kernel = the same forwarder with the policy in the"
+        " kernel's own tbf qdisc, `--backend kernel`; the kernel here has no police action):",
+        "",
+        "| policy | flows | userspace Mbit/s | of ideal | kernel tbf Mbit/s | of ideal | runs |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for policy in ("tbf", "police"):
+        for flows in (1, 4):
+            u = get(f"goodput/{policy}/{flows}/userspace")
+            k = get(f"goodput/{policy}/{flows}/kernel")
+            ug = [s.goodput_bps for s in u.samples]
+            kg = [s.goodput_bps for s in k.samples]
+            out.append(
+                f"| {policy} | {flows} | {stat(ug, 1e6)} | {stat(ug, ideal / 100, '{:.1f} %')}"
+                f" | {stat(kg, 1e6)} | {stat(kg, ideal / 100, '{:.1f} %')} | {kept(u)} |"
+            )
+    out += [
+        "",
+        "TBF rate accuracy, 1 flow, goodput after the first second (100 ms series):",
+        "",
+        "| rate | ideal Mbit/s | userspace | of ideal | kernel tbf | of ideal |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for rate in (1_000_000, 10_000_000, 100_000_000, 1_000_000_000):
+        key = "goodput/tbf/1" if rate == gbit else f"accuracy/{rate}"
+        u, k = get(f"{key}/userspace"), get(f"{key}/kernel")
+        i = rate * PAYLOAD_SHARE
+        ug = [s.steady_bps for s in u.samples]
+        kg = [s.steady_bps for s in k.samples]
+        out.append(
+            f"| {rate / 1e6:g} Mbit/s | {i / 1e6:.3f} | {stat(ug, 1e6, '{:.3f}')}"
+            f" | {stat(ug, i / 100, '{:.2f} %')} | {stat(kg, 1e6, '{:.3f}')}"
+            f" | {stat(kg, i / 100, '{:.2f} %')} |"
+        )
+    lu, lk = get("latency/userspace"), get("latency/kernel-forwarding")
+    dl = get("delay/userspace")
+
+    def q(c: Case, p: float) -> list[float]:
+        return [pct(s.ping_ns, p) for s in c.samples if s.ping_ns]
+
+    added50 = [a - b for a, b in zip(q(lu, 0.5), q(lk, 0.5), strict=False)]
+    added99 = [a - b for a, b in zip(q(lu, 0.99), q(lk, 0.99), strict=False)]
+    idle50 = statistics.median(q(lu, 0.5)) if q(lu, 0.5) else 0.0
+    one_way = [[(x - 10_000_000 - idle50) / 2 for x in s.ping_ns] for s in dl.samples if s.ping_ns]
+    out += [
+        "",
+        "Latency (ping every 10 ms, 56-byte payload; µs):",
+        "",
+        "| path | RTT p50 | RTT p99 | runs |",
+        "|---|---:|---:|---:|",
+        f"| kernel forwarding (bridge) | {stat(q(lk, 0.5), 1e3)} | {stat(q(lk, 0.99), 1e3)}"
+        f" | {kept(lk)} |",
+        f"| qoslab emulate, idle | {stat(q(lu, 0.5), 1e3)} | {stat(q(lu, 0.99), 1e3)}"
+        f" | {kept(lu)} |",
+        f"| added by the emulator | {stat(added50, 1e3)} | {stat(added99, 1e3)} | |",
+        "",
+        "Delay line under load (5 ms each way on a 1 Gbit/s bottleneck, 300 Mbit/s UDP"
+        " alongside the ping): one-way error = (RTT - 10 ms - idle emulator median) / 2,"
+        " µs; the forwarder's own event lateness p99 (a sanity check of its clock, not an"
+        " outside measurement):",
+        "",
+        "| one-way error p50 | p99 | forwarder lateness p99 | runs |",
+        "|---:|---:|---:|---:|",
+        f"| {stat([pct([int(v) for v in o], 0.5) for o in one_way], 1e3)}"
+        f" | {stat([pct([int(v) for v in o], 0.99) for o in one_way], 1e3)}"
+        f" | {stat([float(s.lateness_p99_ns) for s in dl.samples], 1e3)} | {kept(dl)} |",
+        "",
+        "CPU of the forwarder thread per forwarded frame (data and ACKs), and flows"
+        " through the 1 Gbit/s TBF:",
+        "",
+        "| flows | goodput Mbit/s | of ideal | frames/s | µs user / frame | µs sys / frame"
+        " | ring drops | runs |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for flows in (1, 4, 16, 64):
+        c = get(f"goodput/tbf/{flows}/userspace")
+        g = [s.goodput_bps for s in c.samples]
+        fps = [s.frames / args.duration for s in c.samples]
+        us = [s.user_s * 1e6 / max(1, s.frames) for s in c.samples]
+        sy = [s.sys_s * 1e6 / max(1, s.frames) for s in c.samples]
+        drops = [float(s.rx_ring_drops + s.tx_refused) for s in c.samples]
+        out.append(
+            f"| {flows} | {stat(g, 1e6)} | {stat(g, ideal / 100, '{:.1f} %')}"
+            f" | {stat(fps, 1, '{:.0f}')} | {stat(us, 1, '{:.2f}')} | {stat(sy, 1, '{:.2f}')}"
+            f" | {stat(drops, 1, '{:.0f}')} | {kept(c)} |"
+        )
+    out += [
+        "",
+        "GSO mode (`--offload on`): the hosts send TSO super-packets, the forwarder splits"
+        " each into its wire segments before the conditioners; TBF at 10 Gbit/s on 40 Gbit/s"
+        f" links (ideal {10 * ideal / 1e9:.3f} Gbit/s):",
+        "",
+        "| flows | goodput Gbit/s | of ideal | super-packets/s | µs user / segment"
+        " | µs sys / segment | runs |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for flows in (1, 4):
+        c = get(f"gso/tbf/{flows}/userspace")
+        g = [s.goodput_bps for s in c.samples]
+        sp = [s.super_packets / args.duration for s in c.samples]
+        us = [s.user_s * 1e6 / max(1, s.frames) for s in c.samples]
+        sy = [s.sys_s * 1e6 / max(1, s.frames) for s in c.samples]
+        out.append(
+            f"| {flows} | {stat(g, 1e9, '{:.3f}')} | {stat(g, 10 * ideal / 100, '{:.1f} %')}"
+            f" | {stat(sp, 1, '{:.0f}')} | {stat(us, 1, '{:.2f}')} | {stat(sy, 1, '{:.2f}')}"
+            f" | {kept(c)} |"
+        )
+    out += ["", END]
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+        "  sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md\n"
+        "  sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3\n"
+        "  sudo .venv/bin/python benchmarks/emu_linerate.py --only goodput/tbf/1 --json\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--runs", type=int, default=3, help="accepted runs per case (default 3)")
+    ap.add_argument("--duration", type=float, default=6.0, help="seconds per run (default 6)")
+    ap.add_argument("--tries", type=int, default=3, help="extra runs allowed for steal")
+    ap.add_argument("--max-steal", type=float, default=0.05, help="steal share refused")
+    ap.add_argument("--label", default="quiet machine", help="how loaded the machine was")
+    ap.add_argument("--only", action="append", help="run only cases with this key prefix")
+    ap.add_argument("--write", metavar="FILE", help="put the tables into FILE between markers")
+    ap.add_argument("--json", action="store_true", help="print every sample as JSON")
+    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("emu_linerate: needs root (namespaces, AF_PACKET): run it with sudo", file=sys.stderr)
+        return 2
+    if args.runs < 1 or args.duration < 2:
+        print("emu_linerate: --runs ≥ 1 and --duration ≥ 2 expected", file=sys.stderr)
+        return 2
+
+    def on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # so every namespace's cleanup (finally) runs
+
+    signal.signal(signal.SIGTERM, on_term)
+    t0 = time.monotonic()
+    cases = measure(args)
+    took = time.monotonic() - t0
+    text = render(cases, args, took)
+    if args.json:
+        doc: dict[str, Any] = {
+            k: {
+                "rejected": c.rejected,
+                "samples": [
+                    {**s.__dict__, "ping_ns": None, "pings": len(s.ping_ns)} for s in c.samples
+                ],
+            }
+            for k, c in cases.items()
+        }
+        print(json.dumps(doc, indent=1))
+    else:
+        print(text)
+    if args.write:
+        from doc_section import replace_section
+
+        replace_section(Path(args.write), BEGIN, END, text)
+        print(f"wrote {args.write}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except subprocess.CalledProcessError as e:
+        print(f"emu_linerate: {e}", file=sys.stderr)
+        sys.exit(1)
