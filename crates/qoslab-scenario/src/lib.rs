@@ -48,7 +48,8 @@
 //! # buffer: at most this many bytes unacknowledged; default unlimited), window_scaling,
 //! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing,
 //! # frto, rack, tlp, limited_transmit, rescue_retransmit, rto_clears_sack,
-//! # linux_rto, slow_start_after_idle, quickack_on_out_of_order (booleans)
+//! # linux_rto, slow_start_after_idle, quickack_on_out_of_order,
+//! # mark_lost_retrans (booleans)
 //!
 //! [[traffic]]
 //! kind = "tcp-fetch"               # request/response over one connection

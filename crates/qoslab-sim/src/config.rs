@@ -368,6 +368,12 @@ pub struct TcpConfig {
     /// mode in every Linux version (the `out_of_window` path), which the
     /// receiver does whenever the profile has quick-acks.
     pub quickack_on_out_of_order: bool,
+    /// Without RACK: detect a lost retransmission in fast recovery as Linux
+    /// ≤ 4.3 did (`tcp_mark_lost_retrans`, net/ipv4/tcp_input.c, FACK on):
+    /// once data sent after the retransmission is SACKed, retransmit it
+    /// again instead of waiting for the RTO. Removed in 4.4, where RACK
+    /// (`rack`) detects lost retransmissions; RFC 6675 has no such rule.
+    pub mark_lost_retrans: bool,
 }
 
 impl TcpConfig {
@@ -422,8 +428,8 @@ impl TcpConfig {
     ///     duplicate-ACK/SACK threshold (`tcp_update_scoreboard`, FACK on
     ///     by default until 4.15), a lost retransmission only by
     ///     `tcp_mark_lost_retrans` (removed in 4.4 with RACK) or the RTO —
-    ///     so `rack = false` (RFC 6675 IsLost; FACK's variant and
-    ///     `tcp_mark_lost_retrans` are not modelled);
+    ///     so `rack = false` (RFC 6675 IsLost; FACK's variant is not
+    ///     modelled) with `mark_lost_retrans`;
     ///   - TLP on: tail loss probe since 3.10 (`tcp_early_retrans = 3`,
     ///     "tcp: Tail loss probe (TLP)", N. Dukkipati, 2013); PRR since 3.2
     ///     ("tcp: Proportional Rate Reduction", 2011); F-RTO as today
@@ -506,6 +512,7 @@ impl TcpConfig {
             rto_clears_sack: false,
             slow_start_after_idle: true,
             quickack_on_out_of_order: false,
+            mark_lost_retrans: false,
         };
         match name {
             "linux" => Some(linux),
@@ -577,6 +584,7 @@ impl TcpConfig {
             "linux-3.x" => Some(TcpConfig {
                 profile: "linux-3.x".into(),
                 rack: false,
+                mark_lost_retrans: true,
                 quickack_on_out_of_order: true,
                 rcvbuf_initial_bytes: 87_380,
                 rcvbuf_max_bytes: 6 * 1024 * 1024,
@@ -668,6 +676,7 @@ mod tests {
         assert!(!linux.rto_clears_sack && !w10.rto_clears_sack && !xp.rto_clears_sack);
         let l3 = TcpConfig::profile("linux-3.x").unwrap();
         assert!(!l3.rack && l3.tlp && l3.frto && l3.quickack_on_out_of_order);
+        assert!(l3.mark_lost_retrans && !linux.mark_lost_retrans);
         assert!(!linux.quickack_on_out_of_order);
         assert_eq!(
             (l3.rcvbuf_initial_bytes, l3.rcv_scaling_ratio),

@@ -847,7 +847,11 @@ impl TcpSender {
         let newly_lost = if self.rack_on() {
             self.rack_detect_loss(now, false)
         } else if self.sack_recovery() {
-            self.sb.mark_lost_by_sack(DUP_THRESH, self.mss())
+            let mut lost = self.sb.mark_lost_by_sack(DUP_THRESH, self.mss());
+            if self.cfg.mark_lost_retrans && self.ca == CaState::Recovery {
+                lost += self.sb.mark_lost_retrans(self.sb.highest_sacked_end());
+            }
+            lost
         } else {
             0
         };
@@ -1624,6 +1628,7 @@ impl TcpSender {
             lost: false,
             sacked: false,
             tx,
+            retrans_snd_nxt: 0,
         });
         self.snd_nxt += len as u64;
         io.transmit(self.data_header(now, seq, len, false));
@@ -1643,6 +1648,7 @@ impl TcpSender {
         };
         let tx = self.rate.on_send(now, false);
         self.sb.mark_retransmitted(idx, now, tx);
+        self.sb.note_retrans_snd_nxt(idx, self.snd_nxt);
         self.stats.retransmits += 1;
         self.retrans_stamp.get_or_insert(now);
         self.undo_retrans = self.undo_retrans.max(0) + 1; // tcp_retransmit_skb
@@ -2382,6 +2388,27 @@ mod tests {
         let s = run(true);
         assert_eq!((s.timeouts, s.retransmits, s.fast_recoveries), (0, 2, 1));
         assert_eq!(run(false).timeouts, 1);
+    }
+
+    /// Linux ≤ 4.3 without RACK (`tcp_mark_lost_retrans`): the same lost
+    /// retransmission is found lost once new data sent after it is
+    /// SACKed, and resent without a timeout; only the segment whose
+    /// retransmission was lost goes out a third time.
+    #[test]
+    fn mark_lost_retrans_repairs_a_lost_retransmission_without_rack() {
+        let run = |mark: bool| {
+            let mut c = cfg(RecoveryKind::Sack);
+            (c.rack, c.mark_lost_retrans) = (false, mark);
+            let mut h = harness(&c, AppLimit::Bytes(300_000), Some(8_000_000));
+            h.drops = vec![(seg(60), 2)];
+            let h = completed(h, 300_000);
+            let thrice = h.data_sent().iter().filter(|d| d.1 == seg(60)).count();
+            (h.sender.stats(), thrice)
+        };
+        let (s, sent60) = run(true);
+        assert_eq!((s.timeouts, s.retransmits, s.fast_recoveries), (0, 2, 1));
+        assert_eq!(sent60, 3);
+        assert_eq!(run(false).0.timeouts, 1, "RFC 6675 alone: an RTO");
     }
 
     /// Two SACKed segments are not DupThresh, but RACK's reordering
