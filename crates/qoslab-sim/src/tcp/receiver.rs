@@ -348,9 +348,7 @@ impl TcpReceiver {
     fn enter_quickack(&mut self) {
         const TCP_MAX_QUICKACKS: u64 = 16;
         let rcv_wnd = self.right_edge.saturating_sub(self.last_ack_sent);
-        let quick = (rcv_wnd / (2 * self.mss as u64))
-            .max(2)
-            .min(TCP_MAX_QUICKACKS);
+        let quick = (rcv_wnd / (2 * self.mss as u64)).clamp(2, TCP_MAX_QUICKACKS);
         self.quickack_left = self.quickack_left.max(quick as u32);
     }
 
