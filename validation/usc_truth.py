@@ -699,23 +699,25 @@ and `qoslab run --capture s0->r1`, both read with `qoslab analyze`):
   10 Mbit/s) is what is left of that split: the simulated client runs out of quick-acks
   (min(rcv_wnd / 2 MSS, 16)) in loss-free stretches more often than the lab's did. Not
   resolved.
-- **police1.5M-bc8k-2conn** (the RTO miss). The lab's two connections stay within 2-7 ms of
-  each other for the whole transfer, so their flights share each refill of the bucket: two
-  or three frames of each flight pass, one or two SACKs come back above the first hole, too
-  few for a fast retransmit, and the hole is repaired by the retransmission timer, which
-  fires one RTO (about 300 ms) after the head segment was *sent* (1.0113 -> 1.3096 s,
+- **police1.5M-bc8k-2conn** (the RTO miss). In the lab each flight gets two or three
+  frames through the shared bucket; often only one or two SACKs come back above the first
+  hole, too few for a fast retransmit, and the hole is repaired by the retransmission timer,
+  which fires one RTO (about 300 ms) after the head segment was *sent* (1.0113 -> 1.3096 s,
   2.8309 -> 3.1296, 10.6206 -> 10.9176, 11.7343 -> 12.0336, 12.2405 -> 12.5416 in the
   connection on port 16385): Linux's `tcp_rearm_rto` times the RTO from the head segment
   when the timer it replaces is the tail-loss probe. The 101 RTO-class episodes of the truth
   are those timeouts, not an artefact of the capture analysis. The simulator restarted the
   RTO from every ACK instead, one round trip later; that is fixed (both profiles). What
-  remains: the simulated connections drift 40 ms apart (one delayed ACK shifts one flow's
-  ACK clock, and the bucket refills in 43 ms), after which each finds a full bucket, loses
-  the tail of larger flights with three or more SACKs above it and recovers fast: 0.61 vs
-  0.385 Mbit/s per connection, 4 RTO-class episodes against 101 in the same analysis (22
-  timer expiries, most inside fast-recovery episodes). The same phase effect makes the
-  cross-traffic cases time out inside recovery far more than the lab (sim timer RTOs
-  95-154 against 50-98 episodes).
+  remains: the simulated connections more often see three SACKs above a loss and recover
+  fast (0.61 vs 0.385 Mbit/s per connection; 4 RTO-class episodes against 101 in the same
+  analysis, 22 timer expiries, most of them inside fast-recovery episodes). Not the flows'
+  relative phase: the lab's two connections drift too (flights 2-7 ms apart at 5 s, 18 ms
+  at 20 s, about 30 ms at 60 s, 40 ms at 120 s). A candidate, untested: a dupack threshold
+  above 3 in the lab (Linux raises `tp->reordering` when it sees reordering and, in 3.x,
+  caches it per destination in `tcp_metrics` across connections; in police1.5M-bc8k at
+  5.0868 s the server sent three new segments on three SACKs and retransmitted only on the
+  fourth). In the cross-traffic cases the simulated fetches time out inside recovery more
+  than the lab's (sim timer RTOs 95-154 against 44-98 episodes).
 - **The lab kernel.** The captures date it (2015-08-06: at most Linux 4.1), the 250 Hz
   timestamp clock (before 4.13), a tail-loss probe 200 ms (2 SRTT) after a lost initial
   window (TLP, 3.10 or later), tails repaired only after three SACKs (no RACK, which came
