@@ -41,14 +41,15 @@
 //! [[traffic]]
 //! kind = "tcp-bulk"                # tcp-bulk | tcp-fetch | udp | onoff | ping
 //! flows = 4
-//! profile = "windows10"            # linux (default) | windows10 | windows7 | windows-xp
+//! profile = "windows10"            # linux (default) | linux-3.x | windows10 | windows7 | windows-xp
 //! # any TcpConfig override: cc, recovery, sack, mss, header_bytes,
 //! # initial_window, initial_ssthresh, window (awnd: a size locks the receive
 //! # buffer; "auto" = Linux autotuning, the linux default), sndbuf (sender socket
 //! # buffer: at most this many bytes unacknowledged; default unlimited), window_scaling,
 //! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing,
 //! # frto, rack, tlp, limited_transmit, rescue_retransmit, rto_clears_sack,
-//! # linux_rto, slow_start_after_idle (booleans)
+//! # linux_rto, slow_start_after_idle, quickack_on_out_of_order,
+//! # mark_lost_retrans (booleans)
 //!
 //! [[traffic]]
 //! kind = "tcp-fetch"               # request/response over one connection

@@ -456,6 +456,8 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
         ("rto_clears_sack", &mut c.rto_clears_sack),
         ("slow_start_after_idle", &mut c.slow_start_after_idle),
         ("linux_rto", &mut c.linux_rto),
+        ("quickack_on_out_of_order", &mut c.quickack_on_out_of_order),
+        ("mark_lost_retrans", &mut c.mark_lost_retrans),
     ] {
         if let Some(f) = t.get(cx, key) {
             *slot = f.bool(cx)?;

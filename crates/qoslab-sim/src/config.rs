@@ -357,10 +357,28 @@ pub struct TcpConfig {
     /// RFC 7661 §2 describe the same restart). Only an application that
     /// pauses (`tcp-fetch`) is ever idle; a bulk sender never is.
     pub slow_start_after_idle: bool,
+    /// The receiver enters quick-ack mode on every out-of-order data
+    /// segment, as Linux did until 4.18: `tcp_data_queue` called
+    /// `tcp_enter_quickack_mode` before queueing an out-of-order segment,
+    /// so the next min(rcv_wnd / (2·MSS), 16) segments (`tcp_incr_quickack`,
+    /// `TCP_MAX_QUICKACKS`) were each acknowledged at once instead of every
+    /// second one or after the delayed-ACK timer. Removed by "tcp: do not
+    /// force quickack when receiving out-of-order packets" (E. Dumazet,
+    /// 2018, merged for Linux 4.18). A duplicate segment enters quick-ack
+    /// mode in every Linux version (the `out_of_window` path), which the
+    /// receiver does whenever the profile has quick-acks.
+    pub quickack_on_out_of_order: bool,
+    /// Without RACK: detect a lost retransmission in fast recovery as Linux
+    /// ≤ 4.3 did (`tcp_mark_lost_retrans`, net/ipv4/tcp_input.c, FACK on):
+    /// once data sent after the retransmission is SACKed, retransmit it
+    /// again instead of waiting for the RTO. Removed in 4.4, where RACK
+    /// (`rack`) detects lost retransmissions; RFC 6675 has no such rule.
+    pub mark_lost_retrans: bool,
 }
 
 impl TcpConfig {
-    /// The named OS profile: `linux`, `windows10`, `windows7`, `windows-xp`.
+    /// The named OS profile: `linux`, `linux-3.x`, `windows10`, `windows7`,
+    /// `windows-xp`.
     ///
     /// Sources of the defaults:
     /// - `linux` (6.x): CUBIC (`net/ipv4/tcp_cubic.c`, default since
@@ -399,6 +417,32 @@ impl TcpConfig {
     /// - `windows-xp`: NewReno-style recovery with SACK, IW 2 segments
     ///   (RFC 2581-era), 64 KB window without scaling, MinRto 300 ms,
     ///   InitialRto 3 s, delayed ACK 200 ms.
+    ///
+    /// - `linux-3.x`: the Linux of 2013–2015 (3.10 to 4.1), e.g. the lab
+    ///   kernel of the USC-NSL policing captures (docs/validation.md says
+    ///   what in the captures dates it). As `linux` except where the
+    ///   history of net/ipv4 says otherwise:
+    ///   - no RACK: RACK loss detection came with Linux 4.4 (commit
+    ///     4f41b1c58a32 "tcp: use RACK to detect losses", Y. Cheng, 2015-10,
+    ///     on by default through `tcp_recovery = 1`); before it a segment was lost by the
+    ///     duplicate-ACK/SACK threshold (`tcp_update_scoreboard`, FACK on
+    ///     by default until 4.15), a lost retransmission only by
+    ///     `tcp_mark_lost_retrans` (removed in 4.4 with RACK) or the RTO —
+    ///     so `rack = false` (RFC 6675 IsLost; FACK's variant is not
+    ///     modelled) with `mark_lost_retrans`;
+    ///   - TLP on: tail loss probe since 3.10 (`tcp_early_retrans = 3`,
+    ///     "tcp: Tail loss probe (TLP)", N. Dukkipati, 2013); PRR since 3.2
+    ///     ("tcp: Proportional Rate Reduction", 2011); F-RTO as today
+    ///     (`tcp_frto = 2`, rewritten in 3.10); IW10 since 2.6.39; CUBIC
+    ///     with HyStart since 2.6.29; RTO min 200 ms; the early retransmit
+    ///     of 3.5 (RFC 5827) is not modelled;
+    ///   - the receiver quick-acks after every out-of-order segment
+    ///     ([`TcpConfig::quickack_on_out_of_order`], until 4.18);
+    ///   - receive-buffer autotuning from `tcp_rmem` = 4096 87380 6291456
+    ///     with `tcp_adv_win_scale = 1` (half the buffer is window: scaling
+    ///     ratio 128/256), the defaults since 3.4 (commit b49960a05e32 "tcp:
+    ///     change tcp_adv_win_scale and tcp_rmem[2]", E. Dumazet, 2012);
+    ///     modelled with the 6.18 autotuning functions.
     ///
     /// `linux_rto`: true for `linux` (net/ipv4/tcp_input.c), false for the
     /// Windows profiles (RFC 6298 with MinRto 300 ms; Windows' estimator is
@@ -467,6 +511,8 @@ impl TcpConfig {
             rescue_retransmit: false,
             rto_clears_sack: false,
             slow_start_after_idle: true,
+            quickack_on_out_of_order: false,
+            mark_lost_retrans: false,
         };
         match name {
             "linux" => Some(linux),
@@ -535,11 +581,22 @@ impl TcpConfig {
                 rto_clears_sack: false,
                 ..linux
             }),
+            "linux-3.x" => Some(TcpConfig {
+                profile: "linux-3.x".into(),
+                rack: false,
+                mark_lost_retrans: true,
+                quickack_on_out_of_order: true,
+                rcvbuf_initial_bytes: 87_380,
+                rcvbuf_max_bytes: 6 * 1024 * 1024,
+                rcv_scaling_ratio: 128,
+                ..linux
+            }),
             _ => None,
         }
     }
 
-    pub const PROFILES: [&'static str; 4] = ["linux", "windows10", "windows7", "windows-xp"];
+    pub const PROFILES: [&'static str; 5] =
+        ["linux", "linux-3.x", "windows10", "windows7", "windows-xp"];
 }
 
 /// What to record besides the always-present summaries. Nothing else is
@@ -617,5 +674,13 @@ mod tests {
         assert_eq!(w7.initial_window_segments, 2);
         assert!(!w7.rack && !w7.tlp && w7.frto && w7.window_scaling);
         assert!(!linux.rto_clears_sack && !w10.rto_clears_sack && !xp.rto_clears_sack);
+        let l3 = TcpConfig::profile("linux-3.x").unwrap();
+        assert!(!l3.rack && l3.tlp && l3.frto && l3.quickack_on_out_of_order);
+        assert!(l3.mark_lost_retrans && !linux.mark_lost_retrans);
+        assert!(!linux.quickack_on_out_of_order);
+        assert_eq!(
+            (l3.rcvbuf_initial_bytes, l3.rcv_scaling_ratio),
+            (87_380, 128)
+        );
     }
 }

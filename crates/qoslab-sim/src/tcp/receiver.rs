@@ -18,7 +18,11 @@
 //!   net/ipv4/tcp_input.c): the first `quickack_segments` data segments
 //!   are acknowledged at once, so slow start is not slowed by delayed ACKs.
 //!   (Linux also re-enters it after an idle period longer than RTO, which
-//!   a bulk transfer never has.)
+//!   a bulk transfer never has.) A duplicate segment re-enters it
+//!   (`tcp_enter_quickack_mode` on `tcp_data_queue`'s `out_of_window`
+//!   path), and with [`TcpConfig::quickack_on_out_of_order`] (Linux
+//!   before 4.18) so does every out-of-order segment; every ACK sent
+//!   uses one quick-ack up (`tcp_dec_quickack_mode`).
 //! - SACK, RFC 2018 §4: the first block covers the most recently received
 //!   segment, then the most recently reported other blocks; three blocks
 //!   fit beside timestamps, four without. D-SACK, RFC 2883: a duplicate
@@ -72,6 +76,11 @@ pub struct TcpReceiver {
     delayed_ack: Option<Duration>,
     ack_every: u32,
     quickack_left: u32,
+    /// Linux quick-acks at all (`quickack_segments > 0`): a duplicate
+    /// segment re-enters quick-ack mode.
+    linux_quickack: bool,
+    /// Linux < 4.18: an out-of-order segment re-enters quick-ack mode.
+    quickack_on_ooo: bool,
     syn_seen: bool,
     rcv_nxt: u64,
     /// Out-of-order data: start → end, disjoint and non-adjacent.
@@ -125,6 +134,8 @@ impl TcpReceiver {
             delayed_ack: cfg.delayed_ack,
             ack_every: cfg.ack_every_segments.max(1),
             quickack_left: cfg.quickack_segments,
+            linux_quickack: cfg.quickack_segments > 0,
+            quickack_on_ooo: cfg.quickack_on_out_of_order,
             syn_seen: false,
             rcv_nxt: 1,
             ooo: BTreeMap::new(),
@@ -253,11 +264,15 @@ impl TcpReceiver {
         let start = h.seq;
         let end = h.seq + h.payload_len as u64;
         if end <= self.rcv_nxt {
-            // Duplicate: ACK at once, D-SACK it (RFC 2883 §4).
+            // Duplicate: ACK at once, D-SACK it (RFC 2883 §4); Linux also
+            // enters quick-ack mode (`tcp_data_queue`, `out_of_window`).
             if self.sack {
                 self.dsack = Some((start, end));
             }
-            self.send_ack(now, io);
+            if self.linux_quickack {
+                self.enter_quickack();
+            }
+            self.send_quick_ack(now, io);
             return;
         }
         if start > self.rcv_nxt {
@@ -266,7 +281,10 @@ impl TcpReceiver {
             if let Some(a) = &mut self.autotune {
                 a.on_out_of_order(h.payload_len as u64, queued, span);
             }
-            self.send_ack(now, io);
+            if self.quickack_on_ooo {
+                self.enter_quickack();
+            }
+            self.send_quick_ack(now, io);
             return;
         }
         // In order (possibly overlapping what we have).
@@ -281,7 +299,7 @@ impl TcpReceiver {
         }
         self.readable(now, io);
         if had_gap {
-            self.send_ack(now, io); // fills (part of) a gap: RFC 5681 §4.2
+            self.send_quick_ack(now, io); // fills (part of) a gap: RFC 5681 §4.2
             return;
         }
         if self.quickack_left > 0 {
@@ -320,6 +338,27 @@ impl TcpReceiver {
             ts_ecr: self.ts_recent,
             ..TcpHeader::default()
         });
+    }
+
+    /// Linux `tcp_enter_quickack_mode` → `tcp_incr_quickack`
+    /// (net/ipv4/tcp_input.c): the next min(rcv_wnd / (2·MSS), 16)
+    /// segments are acknowledged at once (at least 2; `TCP_MAX_QUICKACKS`
+    /// = 16), rcv_wnd being the window last advertised. Raises the count,
+    /// never lowers it.
+    fn enter_quickack(&mut self) {
+        const TCP_MAX_QUICKACKS: u64 = 16;
+        let rcv_wnd = self.right_edge.saturating_sub(self.last_ack_sent);
+        let quick = (rcv_wnd / (2 * self.mss as u64)).clamp(2, TCP_MAX_QUICKACKS);
+        self.quickack_left = self.quickack_left.max(quick as u32);
+    }
+
+    /// An immediate ACK that uses up one quick-ack, as every ACK Linux
+    /// sends does (`tcp_event_ack_sent` → `tcp_dec_quickack_mode`).
+    fn send_quick_ack(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        if self.linux_quickack {
+            self.quickack_left = self.quickack_left.saturating_sub(1);
+        }
+        self.send_ack(now, io);
     }
 
     /// Move rcv_nxt to `end`, then pull in out-of-order data now in order.
@@ -559,6 +598,57 @@ mod tests {
         let last = out.0.last().unwrap();
         assert_eq!(last.sack.as_slice(), &[(1, 1001), (4001, 5001)]);
         assert_eq!(r.delivered_bytes(), 3000);
+    }
+
+    /// The ACK numbers sent after `from`, for in-order segments 3001.. of
+    /// 1000 B that follow a hole at 1001 filled after an out-of-order
+    /// segment (2001) or, with `dup`, a duplicate of the first segment.
+    fn acks_after_disorder(ooo_quickack: bool, dup: bool) -> Vec<u64> {
+        let mut c = cfg();
+        c.quickack_segments = 1; // Linux quick-acks (used up by segment 1)
+        c.receive_window_bytes = 10_000; // rcv_wnd / (2·MSS) = 5 quick-acks
+        c.quickack_on_out_of_order = ooo_quickack;
+        let mut r = TcpReceiver::new(&c);
+        let mut out = Out::default();
+        syn(&mut r, &mut out);
+        r.on_segment(ms(1), &data(1, 1000), &mut out);
+        if dup {
+            r.on_segment(ms(2), &data(1, 1000), &mut out);
+            r.on_segment(ms(3), &data(1001, 1000), &mut out);
+            r.on_segment(ms(4), &data(2001, 1000), &mut out);
+        } else {
+            r.on_segment(ms(2), &data(2001, 1000), &mut out); // out of order
+            r.on_segment(ms(3), &data(1001, 1000), &mut out); // fills the hole
+        }
+        let from = out.0.len();
+        for i in 0..5u64 {
+            r.on_segment(ms(10 + i), &data(3001 + 1000 * i, 1000), &mut out);
+        }
+        out.0[from..].iter().map(|h| h.ack).collect()
+    }
+
+    #[test]
+    fn out_of_order_segment_enters_quickack_mode_before_linux_4_18() {
+        // Linux < 4.18 tcp_data_queue: tcp_enter_quickack_mode for an
+        // out-of-order segment → quick = min(rcv_wnd / (2·MSS), 16) = 5;
+        // the ACK of the out-of-order segment and the one of the hole
+        // filling use two (tcp_dec_quickack_mode), so three in-order
+        // segments are ACKed one by one before every second one again.
+        assert_eq!(
+            acks_after_disorder(true, false),
+            vec![4001, 5001, 6001, 8001]
+        );
+        // Linux ≥ 4.18: out-of-order data is ACKed at once but leaves the
+        // delayed-ACK rule alone (every second full segment).
+        assert_eq!(acks_after_disorder(false, false), vec![5001, 7001]);
+    }
+
+    #[test]
+    fn duplicate_segment_enters_quickack_mode_in_every_linux() {
+        // tcp_data_queue's out_of_window path (a retransmission of data
+        // already received): 5 quick-acks, one used by the duplicate's own
+        // ACK, then segments 1001 and 2001 use two more.
+        assert_eq!(acks_after_disorder(false, true), vec![4001, 5001, 7001]);
     }
 
     #[test]

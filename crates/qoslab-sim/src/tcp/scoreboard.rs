@@ -34,6 +34,10 @@ pub struct SentSegment {
     pub lost: bool,
     pub sacked: bool,
     pub tx: TxRateInfo,
+    /// SND.NXT when the latest retransmission left (Linux keeps it in
+    /// `TCP_SKB_CB(skb)->ack_seq` for `tcp_mark_lost_retrans`); 0 if never
+    /// retransmitted.
+    pub retrans_snd_nxt: u64,
 }
 
 impl SentSegment {
@@ -413,6 +417,36 @@ impl Scoreboard {
             .rposition(|s| !s.sacked && !s.retrans_in_flight)
     }
 
+    /// Linux ≤ 4.3 `tcp_mark_lost_retrans` (net/ipv4/tcp_input.c, with
+    /// FACK, in the Recovery state; removed in 4.4 when RACK took over): a
+    /// retransmission is lost once data above SND.NXT as it was when the
+    /// retransmission left — data sent after it — is SACKed
+    /// (`received_upto`, the highest SACKed sequence). Its segment is
+    /// marked lost again so that it is retransmitted again. Returns the
+    /// bytes whose retransmission was found lost.
+    pub fn mark_lost_retrans(&mut self, received_upto: u64) -> u64 {
+        if self.retrans_bytes == 0 {
+            return 0;
+        }
+        let mut found = 0;
+        for i in 0..self.segs.len() {
+            let seg = self.segs[i];
+            if seg.seq >= received_upto {
+                break;
+            }
+            if seg.retrans_in_flight && !seg.sacked && received_upto > seg.retrans_snd_nxt {
+                self.mark_lost_at(i);
+                found += seg.len as u64;
+            }
+        }
+        found
+    }
+
+    /// Record the SND.NXT of segment `idx`'s latest retransmission.
+    pub fn note_retrans_snd_nxt(&mut self, idx: usize, snd_nxt: u64) {
+        self.segs[idx].retrans_snd_nxt = snd_nxt;
+    }
+
     /// Record a retransmission of segment `idx` at `now`.
     pub fn mark_retransmitted(&mut self, idx: usize, now: Instant, tx: TxRateInfo) {
         let seg = self.segs[idx];
@@ -438,6 +472,7 @@ mod tests {
                 seq: 1 + i * 1000,
                 len: 1000,
                 sent_at: Instant::ZERO,
+                retrans_snd_nxt: 0,
                 first_sent_at: Instant::ZERO,
                 ever_retransmitted: false,
                 retrans_in_flight: false,
@@ -525,6 +560,7 @@ mod tests {
                 seq: 1 + i * 1000,
                 len: 1000,
                 sent_at: Instant::from_ns(i * 1_000_000),
+                retrans_snd_nxt: 0,
                 first_sent_at: Instant::from_ns(i * 1_000_000),
                 ever_retransmitted: false,
                 retrans_in_flight: false,

@@ -541,7 +541,14 @@ impl TcpSender {
 
     pub fn next_timer(&self) -> Option<Instant> {
         let pace = self.pacing_wait.then(|| self.pacer.next_send());
-        [self.rto_at, self.reo_at, self.tlp_at, pace]
+        // An armed probe replaces the RTO (Linux's one timer slot; the PTO
+        // is never later than the RTO it replaced, and firing re-arms it).
+        let rto = if self.tlp_at.is_some() {
+            None
+        } else {
+            self.rto_at
+        };
+        [rto, self.reo_at, self.tlp_at, pace]
             .into_iter()
             .flatten()
             .min()
@@ -551,9 +558,9 @@ impl TcpSender {
         let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
         // Linux has one timer: an armed probe timer replaces the RTO
         // (the PTO is never later), so a probe due with it goes first.
-        if due(self.tlp_at) && self.tlp_at <= self.rto_at.or(self.tlp_at) {
+        if due(self.tlp_at) {
             self.send_loss_probe(now, io);
-        } else if due(self.rto_at) {
+        } else if self.tlp_at.is_none() && due(self.rto_at) {
             self.on_rto(now, io);
         } else if due(self.reo_at) {
             self.on_reo_timeout(now, io);
@@ -840,7 +847,11 @@ impl TcpSender {
         let newly_lost = if self.rack_on() {
             self.rack_detect_loss(now, false)
         } else if self.sack_recovery() {
-            self.sb.mark_lost_by_sack(DUP_THRESH, self.mss())
+            let mut lost = self.sb.mark_lost_by_sack(DUP_THRESH, self.mss());
+            if self.cfg.mark_lost_retrans && self.ca == CaState::Recovery {
+                lost += self.sb.mark_lost_retrans(self.sb.highest_sacked_end());
+            }
+            lost
         } else {
             0
         };
@@ -896,15 +907,13 @@ impl TcpSender {
             self.state.cwnd_bytes = self.state.cwnd_bytes.max(1);
         }
         if advanced {
-            // RFC 6298 5.2 / 5.3.
-            self.rto_at = if self.sb.is_empty() {
-                None
-            } else {
-                Some(now.saturating_add(self.rtt.rto()))
-            };
+            // RFC 6298 5.2 / 5.3, as Linux times it.
+            self.rearm_rto(now);
             self.schedule_loss_probe(now, true); // Linux tcp_set_xmit_timer
         }
-        if self.ca != CaState::Open {
+        if self.ca != CaState::Open && self.tlp_at.is_some() {
+            // The probe gives way to the RTO, timed from the head segment.
+            self.rearm_rto(now);
             self.tlp_at = None;
         }
         self.try_send(now, io);
@@ -940,6 +949,29 @@ impl TcpSender {
                 self.prr_reduce(self.mss() as u64, false); // tcp_cwnd_reduction(sk, 1, 0)
             }
         }
+    }
+
+    /// Linux `tcp_rearm_rto` (net/ipv4/tcp_input.c, the same rule from 3.10
+    /// to 6.x): the retransmission timer restarts one RTO from now — unless
+    /// the timer it replaces is a probe (the TLP, or RACK's reordering
+    /// timer; Linux keeps them in the one `icsk` timer slot). Then it
+    /// expires one RTO after the head segment's latest transmission ("Offset
+    /// the time elapsed after installing regular RTO": 3.10–4.12 from
+    /// `tcp_skb_timestamp(head)`, later `tcp_rto_delta_us`), at once if that
+    /// has passed. Nothing outstanding: no timer.
+    ///
+    /// Through a policer this is what turns a lost retransmission or a lost
+    /// tail into a timeout two round trips after the last ACK rather than
+    /// one RTO after it: an ACK that arrives while the probe is armed leaves
+    /// the timer tied to the head segment's send time.
+    fn rearm_rto(&mut self, now: Instant) {
+        let rto = self.rtt.rto();
+        let probe_pending = self.tlp_at.is_some() || self.reo_at.is_some();
+        self.rto_at = match self.sb.get(0) {
+            None => None,
+            Some(head) if probe_pending => Some(head.sent_at.saturating_add(rto).max(now)),
+            Some(_) => Some(now.saturating_add(rto)),
+        };
     }
 
     /// RFC 8985 §7.2 / Linux `tcp_schedule_loss_probe`: in the Open state
@@ -981,6 +1013,8 @@ impl TcpSender {
     fn send_loss_probe(&mut self, now: Instant, io: &mut dyn TcpIo) {
         self.tlp_at = None;
         if self.tlp_high_seq.is_some() {
+            // No consecutive probes; the timer goes back to the RTO.
+            self.rearm_after_probe(now);
             return;
         }
         let len = (self.mss() as u64).min(self.app_remaining());
@@ -1002,8 +1036,16 @@ impl TcpSender {
         if sent {
             self.tlp_high_seq = Some(self.snd_nxt);
             self.stats.loss_probes += 1;
-            self.rto_at = Some(now.saturating_add(self.rtt.rto()));
         }
+        self.rearm_after_probe(now);
+    }
+
+    /// `tcp_send_loss_probe` ends with `tcp_rearm_rto` while the probe
+    /// timer is still the pending one: the RTO is head-based.
+    fn rearm_after_probe(&mut self, now: Instant) {
+        self.tlp_at = Some(now);
+        self.rearm_rto(now);
+        self.tlp_at = None;
     }
 
     /// RFC 8985 §7.4 / Linux `tcp_process_tlp_ack`: an ACK beyond the
@@ -1291,7 +1333,10 @@ impl TcpSender {
         self.recover_fs = self.state.cwnd_bytes.max(1);
         self.save_undo();
         self.tlp_high_seq = None; // tcp_init_cwnd_reduction
-        self.tlp_at = None;
+        if self.tlp_at.is_some() {
+            self.rearm_rto(now);
+            self.tlp_at = None;
+        }
         let ssthresh = self.cc.ssthresh(&self.state, flight, now);
         self.state.ssthresh_bytes = ssthresh;
         self.prr_delivered = 0;
@@ -1583,9 +1628,17 @@ impl TcpSender {
             lost: false,
             sacked: false,
             tx,
+            retrans_snd_nxt: 0,
         });
         self.snd_nxt += len as u64;
         io.transmit(self.data_header(now, seq, len, false));
+        if self.tlp_at.is_some() {
+            // Linux tcp_event_new_data_sent: new data replaces an armed
+            // probe by the RTO (tcp_rearm_rto, head-based); tcp_write_xmit
+            // then schedules a new probe if the state allows one.
+            self.rearm_rto(now);
+            self.tlp_at = None;
+        }
         self.after_send(now, len, true);
     }
 
@@ -1595,6 +1648,7 @@ impl TcpSender {
         };
         let tx = self.rate.on_send(now, false);
         self.sb.mark_retransmitted(idx, now, tx);
+        self.sb.note_retrans_snd_nxt(idx, self.snd_nxt);
         self.stats.retransmits += 1;
         self.retrans_stamp.get_or_insert(now);
         self.undo_retrans = self.undo_retrans.max(0) + 1; // tcp_retransmit_skb
@@ -2286,6 +2340,39 @@ mod tests {
         assert_eq!((s.timeouts, s.loss_probes), (1, 0));
     }
 
+    /// Linux `tcp_rearm_rto`: an ACK that finds the loss probe armed
+    /// leaves the RTO one RTO after the head segment was sent, not one RTO
+    /// after the ACK. An 11-segment transfer through 1 Mbit/s loses
+    /// segment 9 (of the initial window, sent at 20 ms); only segment 10
+    /// is SACKed after it (one duplicate ACK, no RACK: the 2015 kernel), so
+    /// only the timer can repair it. With RTO = `min_rto` = 1 s it fires at
+    /// 20 ms + 1 s; restarted from the last ACK of new data (that of
+    /// segment 8, about 95 ms later) it would fire at about 1115 ms.
+    #[test]
+    fn rto_after_a_probe_is_timed_from_the_head_segment() {
+        let mut c = cfg(RecoveryKind::Sack);
+        (c.rack, c.tlp) = (false, true);
+        c.min_rto = ms(1000);
+        let mut h = harness(&c, AppLimit::Bytes(11 * MSS), Some(1_000_000));
+        h.drops = vec![(seg(9), 1)];
+        let h = completed(h, 11 * MSS);
+        assert_eq!(h.sender.stats().timeouts, 1);
+        let sent: Vec<_> = h
+            .data_sent()
+            .into_iter()
+            .filter(|d| d.1 == seg(9))
+            .collect();
+        assert!(
+            sent[0].0 < at_ms(21),
+            "segment 9 sent with the initial window"
+        );
+        assert_eq!(
+            sent[1].0,
+            sent[0].0 + ms(1000),
+            "RTO from the head's send time"
+        );
+    }
+
     /// RACK repairs a lost retransmission: later segments delivered
     /// after it was resent prove it lost (RFC 8985 §2.2). RFC 6675 alone
     /// waits for the RTO.
@@ -2301,6 +2388,27 @@ mod tests {
         let s = run(true);
         assert_eq!((s.timeouts, s.retransmits, s.fast_recoveries), (0, 2, 1));
         assert_eq!(run(false).timeouts, 1);
+    }
+
+    /// Linux ≤ 4.3 without RACK (`tcp_mark_lost_retrans`): the same lost
+    /// retransmission is found lost once new data sent after it is
+    /// SACKed, and resent without a timeout; only the segment whose
+    /// retransmission was lost goes out a third time.
+    #[test]
+    fn mark_lost_retrans_repairs_a_lost_retransmission_without_rack() {
+        let run = |mark: bool| {
+            let mut c = cfg(RecoveryKind::Sack);
+            (c.rack, c.mark_lost_retrans) = (false, mark);
+            let mut h = harness(&c, AppLimit::Bytes(300_000), Some(8_000_000));
+            h.drops = vec![(seg(60), 2)];
+            let h = completed(h, 300_000);
+            let thrice = h.data_sent().iter().filter(|d| d.1 == seg(60)).count();
+            (h.sender.stats(), thrice)
+        };
+        let (s, sent60) = run(true);
+        assert_eq!((s.timeouts, s.retransmits, s.fast_recoveries), (0, 2, 1));
+        assert_eq!(sent60, 3);
+        assert_eq!(run(false).0.timeouts, 1, "RFC 6675 alone: an RTO");
     }
 
     /// Two SACKed segments are not DupThresh, but RACK's reordering
