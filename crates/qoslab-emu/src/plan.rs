@@ -331,6 +331,10 @@ pub fn linux_tcp(sc: &Scenario, ti: usize, c: &TcpConfig) -> Result<TcpPlan, Sce
     same!(limited_transmit, "limited_transmit", flag);
     same!(rescue_retransmit, "rescue_retransmit", flag);
     same!(rto_clears_sack, "rto_clears_sack", flag);
+    // Behaviours of older kernels (the linux-3.x profile) that this kernel's
+    // TCP no longer has and no sysctl brings back.
+    same!(quickack_on_out_of_order, "quickack_on_out_of_order", flag);
+    same!(mark_lost_retrans, "mark_lost_retrans", flag);
     // iperf3 -w sets SO_SNDBUF and SO_RCVBUF together: a sender buffer is
     // only possible equal to the receive window.
     if let Some(b) = c.send_buffer_bytes {
@@ -479,6 +483,12 @@ to = "a"
         assert_eq!(e.path, "traffic[0].profile");
         assert!(e.message.contains("Linux cannot"), "{e}");
         assert_eq!(e.line, 13, "{e}");
+        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nprofile = \"linux-3.x\"\n");
+        let e = plan(&s).unwrap_err();
+        assert_eq!(e.path, "traffic[0].profile");
+        assert!(e.message.contains("linux-3.x"), "{e}");
+        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nmark_lost_retrans = true\n");
+        assert_eq!(plan(&s).unwrap_err().path, "traffic[0].mark_lost_retrans");
         let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nmax_rto = \"60s\"\n");
         let e = plan(&s).unwrap_err();
         assert_eq!(e.path, "traffic[0].max_rto");
