@@ -984,6 +984,12 @@ impl Shaper for Htb {
                 c.buffer,
                 c.cbuffer
             );
+            // Only when set, so tc's defaults describe as before.
+            let r = &c.rate;
+            if r.overhead != 0 || r.mpu != 0 || r.atm {
+                let ll = if r.atm { "atm" } else { "ethernet" };
+                s += &format!(" overhead={}B mpu={}B linklayer={ll}", r.overhead, r.mpu);
+            }
             if let Some(l) = &c.leaf {
                 s += &format!(
                     " prio={} quantum={} child={}",
@@ -1138,6 +1144,10 @@ mod tests {
         assert_eq!(cl.ceil.l2t_ns(1500), 1696 * 8000);
         // 30 + 10 B, below mpu 64 → 64 B → 2 cells → 106 B.
         assert_eq!(cl.rate.l2t_ns(30), 106 * 8000);
+        assert!(q
+            .describe()
+            .iter()
+            .any(|(k, v)| *k == "class" && v.contains("overhead=10B mpu=64B linklayer=atm")));
         // Backlogged, 1500-byte packets leave every 1696 B of time:
         // 1500/1696 of the rate in IP bytes.
         let c = HtbClassConfig::from_params(
