@@ -56,7 +56,8 @@ pub enum Kind {
     FetchRequest,
 }
 
-/// A packet in flight (arena slot).
+/// A packet in flight, as the capture taps see it: [`Hot`] and its TCP
+/// header (kept apart in the engine, see [`Pkts`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Pkt {
     pub src: u32,
@@ -76,11 +77,116 @@ pub struct Pkt {
 }
 
 impl Pkt {
+    /// The packet as conditioners see it (see [`Hot::core`]).
+    #[inline]
+    pub fn core(&self, id: u32) -> Packet {
+        self.hot().core(id)
+    }
+
+    fn hot(&self) -> Hot {
+        Hot {
+            src: self.src,
+            dst: self.dst,
+            flow: self.flow,
+            kind: self.kind,
+            hops: self.hops,
+            dscp: self.dscp,
+            color: self.color,
+            size_bytes: self.size_bytes,
+            payload_bytes: self.payload_bytes,
+            sent_ns: self.sent_ns,
+            seq: self.seq,
+        }
+    }
+}
+
+/// The fields of a packet that routing, queues and policers read (40 B;
+/// [`Pkt`] without its TCP header).
+#[derive(Clone, Copy, Debug)]
+struct Hot {
+    src: u32,
+    dst: u32,
+    flow: u32,
+    kind: Kind,
+    hops: u8,
+    dscp: u8,
+    color: Color,
+    size_bytes: u32,
+    payload_bytes: u32,
+    sent_ns: u64,
+    seq: u32,
+}
+
+/// Packets in flight: the hot fields in one arena, the TCP headers (about
+/// 110 B, read only by the receiving endpoint) in a vector beside it under
+/// the same slot number. Every hop reads the hot part; with thousands of
+/// packets on the wires at 10 Gbit/s, 160-byte slots made each hop a
+/// cache miss (issue 12).
+#[derive(Debug, Default)]
+struct Pkts {
+    hot: Arena<Hot>,
+    tcp: Vec<TcpHeader>,
+}
+
+impl Pkts {
+    #[inline]
+    fn alloc(&mut self, p: Pkt) -> u32 {
+        let id = self.hot.alloc(p.hot());
+        match self.tcp.get_mut(id as usize) {
+            Some(h) => *h = p.tcp,
+            None => {
+                debug_assert_eq!(id as usize, self.tcp.len());
+                self.tcp.push(p.tcp);
+            }
+        }
+        id
+    }
+    #[inline]
+    fn get(&self, id: u32) -> &Hot {
+        self.hot.get(id)
+    }
+    #[inline]
+    fn get_mut(&mut self, id: u32) -> &mut Hot {
+        self.hot.get_mut(id)
+    }
+    #[inline]
+    fn tcp(&self, id: u32) -> &TcpHeader {
+        &self.tcp[id as usize]
+    }
+    #[inline]
+    fn free(&mut self, id: u32) {
+        self.hot.free(id)
+    }
+    /// The whole packet (for a capture tap).
+    fn full(&self, id: u32) -> Pkt {
+        let h = self.get(id);
+        Pkt {
+            src: h.src,
+            dst: h.dst,
+            flow: h.flow,
+            kind: h.kind,
+            hops: h.hops,
+            dscp: h.dscp,
+            color: h.color,
+            size_bytes: h.size_bytes,
+            payload_bytes: h.payload_bytes,
+            sent_ns: h.sent_ns,
+            seq: h.seq,
+            tcp: *self.tcp(id),
+        }
+    }
+    #[cfg(test)]
+    fn live(&self) -> usize {
+        self.hot.live()
+    }
+}
+
+impl Hot {
     /// The packet as conditioners see it. The 5-tuple is synthetic but
     /// stable: node `n` is 10.0.x.y with x.y = n + 1, the flow picks the
     /// source port, the service port is iperf3's 5201 (ICMP: ports 0).
     #[inline]
-    pub fn core(&self, id: u32) -> Packet {
+    fn core(&self, id: u32) -> Packet {
         let (protocol, sport, dport) = match self.kind {
             Kind::Udp => (17, 10_000u16.wrapping_add(self.flow as u16), 5201),
             Kind::PingRequest | Kind::PingReply => (1, 0, 0),
@@ -196,7 +302,7 @@ pub struct Sim {
     links: Vec<Link>,
     routes: Routes,
     policies: Vec<Policy>,
-    pkts: Arena<Pkt>,
+    pkts: Pkts,
     q: EventQueue<Ev>,
     now_ns: u64,
     flows: Vec<FlowStat>,
@@ -270,7 +376,7 @@ impl Sim {
             links,
             routes: Routes::compute(&net, &[]),
             policies,
-            pkts: Arena::new(),
+            pkts: Pkts::default(),
             q: EventQueue::new(),
             now_ns: 0,
             flows: Vec::new(),
@@ -653,7 +759,7 @@ fn arm_tx_done(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) {
 
 /// Frees a packet lost in the network and charges it to its flow.
 #[inline]
-fn drop_from_flow(flows: &mut [FlowStat], pkts: &mut Arena<Pkt>, id: u32) {
+fn drop_from_flow(flows: &mut [FlowStat], pkts: &mut Pkts, id: u32) {
     let p = pkts.get(id);
     let c = flows[p.flow as usize].c_mut();
     c.packets_dropped += 1;
@@ -757,10 +863,20 @@ impl Sim {
             match ev {
                 Ev::Arrive(d) => {
                     let l = &mut self.links[d as usize];
-                    let (at, _, id) = l.in_flight.pop_front().expect("an arrival");
+                    let (at, _, id, _) = l.in_flight.pop_front().expect("an arrival");
                     debug_assert_eq!(at, t);
-                    if let Some(&(next, seq, _)) = l.in_flight.front() {
+                    if let Some(&(next, seq, next_id, last_hop)) = l.in_flight.front() {
                         self.q.schedule_seq(next, seq, Ev::Arrive(d));
+                        // Load what the next arrival on this wire will
+                        // read, a few events ahead of it: packet slots
+                        // are touched once per hop, about a millisecond
+                        // apart, and are out of cache by then (issue 12,
+                        // 10 Gbit/s: these two loads were 17 % of the
+                        // run). Reading them early changes nothing else.
+                        std::hint::black_box(self.pkts.get(next_id).dst);
+                        if last_hop {
+                            std::hint::black_box(self.pkts.tcp(next_id).seq);
+                        }
                     }
                     self.on_arrive(d, id)
                 }
@@ -854,7 +970,7 @@ impl Sim {
                 Point::Ingress,
                 self.now_ns,
                 self.now_ns,
-                self.pkts.get(id),
+                &self.pkts.full(id),
             );
         }
         let now = Instant::from_ns(self.now_ns);
@@ -950,14 +1066,20 @@ impl Sim {
         match head {
             Some(p) => {
                 let id = p.id as u32;
-                // The real size (a size table may have changed `p`'s).
-                let size = self.pkts.get(id).size_bytes;
+                // The real size (a size table may have changed `p`'s). The
+                // queue's copy is read where it is the same: the slot is
+                // out of cache after the packet's wait in the queue.
+                let size = match l.stab {
+                    None => p.size_bytes,
+                    Some(_) => self.pkts.get(id).size_bytes,
+                };
+                debug_assert_eq!(size, self.pkts.get(id).size_bytes);
                 let tx = l.tx_time_ns(size);
                 l.busy_until_ns = now.saturating_add(tx);
                 l.tx_packets += 1;
                 l.tx_bytes += size as u64;
                 if let Some(t) = self.taps.as_mut() {
-                    t.tap(d, Point::Egress, now, l.busy_until_ns, self.pkts.get(id));
+                    t.tap(d, Point::Egress, now, l.busy_until_ns, &self.pkts.full(id));
                 }
                 if l.draw_loss() {
                     l.lost_packets += 1;
@@ -969,7 +1091,15 @@ impl Sim {
                     if l.in_flight.is_empty() {
                         self.q.schedule_seq(at, seq, Ev::Arrive(d));
                     }
-                    l.in_flight.push_back((at, seq, id));
+                    // `p`'s address is 10.x.y.z with x.y.z = node + 1 (see
+                    // `Hot::core`) below 2²⁴ nodes.
+                    let dst = match self.node_names.len() < (1 << 24) - 1 {
+                        true => (p.tuple.dst_addr & 0x00ff_ffff) - 1,
+                        false => self.pkts.get(id).dst,
+                    };
+                    debug_assert_eq!(dst, self.pkts.get(id).dst);
+                    let last_hop = dst == l.to;
+                    l.in_flight.push_back((at, seq, id, last_hop));
                 }
                 if l.queue.backlog_packets() > 0 {
                     arm_tx_done(&mut self.q, l, d);
@@ -1078,13 +1208,14 @@ impl Sim {
                 self.fetch_arrived(c, data.seq);
             }
             Kind::TcpToReceiver | Kind::TcpToSender => {
+                let tcp = *self.pkts.tcp(id);
                 self.pkts.free(id);
                 let Some(c) = f.tcp else { return };
                 let now = Instant::from_ns(self.now_ns);
                 let mut io = std::mem::take(&mut self.io);
                 let conn = self.conns[c as usize].get_mut();
                 let side = if data.kind == Kind::TcpToReceiver {
-                    conn.receiver.on_segment(now, &data.tcp, &mut io);
+                    conn.receiver.on_segment(now, &tcp, &mut io);
                     let delivered = conn.receiver.delivered_bytes();
                     if delivered > f.c_mut().bytes_delivered {
                         f.c_mut().last_rx_ns = self.now_ns;
@@ -1092,7 +1223,7 @@ impl Sim {
                     f.c_mut().bytes_delivered = delivered;
                     if let Some(fe) = conn.fetch.as_deref_mut() {
                         let t = self.now_ns;
-                        if data.tcp.flags & crate::tcp::SYN != 0 && fe.records.is_empty() {
+                        if tcp.flags & crate::tcp::SYN != 0 && fe.records.is_empty() {
                             // Request 0 leaves right after the SYN-ACK.
                             self.q.schedule(t, Ev::FetchRequest(c));
                         } else if fe.client_progress(delivered, t)
@@ -1106,7 +1237,7 @@ impl Sim {
                     }
                     Side::Receiver
                 } else {
-                    conn.sender.on_segment(now, &data.tcp, &mut io);
+                    conn.sender.on_segment(now, &tcp, &mut io);
                     Side::Sender
                 };
                 self.after_tcp(c, side, io, self.now_ns);

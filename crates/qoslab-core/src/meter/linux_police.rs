@@ -19,7 +19,8 @@
 //! never moves `t_c` backwards (the kernel's clock is monotonic).
 //!
 //! **L2T** is `psched_l2t_ns` (`include/net/sch_generic.h`):
-//! `len += overhead; len = max(len, mpu); (len · mult) >> shift`, with
+//! `len += overhead; len = max(len, mpu);` for `linklayer atm`
+//! `len = DIV_ROUND_UP(len, 48) · 53;` then `(len · mult) >> shift`, with
 //! `mult`/`shift` from `psched_ratecfg_precompute__` (`net/sched/sch_generic.c`):
 //! starting at factor = 10⁹ and shift 0, `mult = factor / rate_bytes_ps`
 //! until `mult` has bit 31 set or factor bit 63, doubling factor and
@@ -68,7 +69,9 @@
 //! alias `minburst`, default 2040 as above), `peakrate` (requires `mtu`, as
 //! tc: "'mtu' is required, if 'peakrate' is requested"), `overhead` and
 //! `mpu` (bytes added to / minimum for each packet in L2T, 0–65535),
-//! `rounding` (`legacy` | `ceil`, see above).
+//! `linklayer` (`ethernet` | `atm`, alias `adsl`: L2T counts whole 53-byte
+//! ATM cells of 48 payload bytes, after overhead and mpu, for the rate and
+//! the peak rate), `rounding` (`legacy` | `ceil`, see above).
 //!
 //! Actions: tc's conform action is `ok` (transmit); tc's default exceed
 //! action is `reclassify` (m_police.c: `.action = TC_POLICE_RECLASSIFY`),
@@ -76,8 +79,8 @@
 //! filter chain. qoslab's default exceed action is **drop**, as in every
 //! `tc police` example (`police rate 1mbit burst 100k drop`); `describe()`
 //! says so. Left out: `avrate` (estimator policing), `pkts_rate`, an
-//! mtu-only police without `rate` (tc accepts it: every packet ≤ mtu passes), ATM
-//! `linklayer`, `burst B/cell` syntax, GSO segmentation, the ingress
+//! mtu-only police without `rate` (tc accepts it: every packet ≤ mtu passes),
+//! `burst B/cell` syntax, GSO segmentation, the ingress
 //! `mac_len` added to the mtu check.
 
 use super::Meter;
@@ -105,6 +108,36 @@ pub struct RateCfg {
     pub shift: u8,
     pub overhead: u16,
     pub mpu: u16,
+    /// `linklayer atm` (`TC_LINKLAYER_ATM`): each length is sent as whole
+    /// 48-byte ATM cell payloads of 53 bytes on the wire.
+    pub atm: bool,
+}
+
+/// tc's `linklayer` (`tc/tc_util.c` `get_linklayer`): `ethernet` (the
+/// default) or `atm` (alias `adsl`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LinkLayer {
+    #[default]
+    Ethernet,
+    Atm,
+}
+
+impl LinkLayer {
+    /// Reads the optional `linklayer` key (`ethernet` | `atm` | `adsl`).
+    pub fn from_params(p: &mut Params) -> Result<Self, ConfigError> {
+        Ok(
+            match p.opt_choice("linklayer", &["ethernet", "atm", "adsl"])? {
+                Some("atm" | "adsl") => LinkLayer::Atm,
+                _ => LinkLayer::Ethernet,
+            },
+        )
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkLayer::Ethernet => "ethernet",
+            LinkLayer::Atm => "atm",
+        }
+    }
 }
 
 impl RateCfg {
@@ -130,15 +163,29 @@ impl RateCfg {
             shift,
             overhead,
             mpu,
+            atm: false,
         }
     }
 
-    /// `psched_l2t_ns` (include/net/sch_generic.h), Ethernet link layer.
+    /// The same rate on link layer `ll` (`r->linklayer`, set by
+    /// `psched_ratecfg_precompute` from tc's `tc_ratespec.linklayer`).
+    pub fn linklayer(mut self, ll: LinkLayer) -> Self {
+        self.atm = ll == LinkLayer::Atm;
+        self
+    }
+
+    /// `psched_l2t_ns` (include/net/sch_generic.h): overhead, then mpu,
+    /// then for ATM `DIV_ROUND_UP(len, 48) · 53` in the kernel's 32-bit
+    /// `unsigned int` arithmetic (1500 B → 32 cells → 1696 B), then
+    /// `(len · mult) >> shift`.
     #[inline(always)]
     pub fn l2t_ns(&self, len: u32) -> u64 {
         let mut len = len.wrapping_add(self.overhead as u32);
         if len < self.mpu as u32 {
             len = self.mpu as u32;
+        }
+        if self.atm {
+            len = (len.wrapping_add(47) / 48).wrapping_mul(53);
         }
         (len as u64 * self.mult as u64) >> self.shift
     }
@@ -210,6 +257,35 @@ impl LinuxPolice {
         mpu: u16,
         rounding: TcRounding,
     ) -> Result<Self, ConfigError> {
+        Self::with_linklayer(
+            rate,
+            burst,
+            mtu,
+            peakrate,
+            overhead,
+            mpu,
+            rounding,
+            LinkLayer::Ethernet,
+        )
+    }
+
+    /// [`LinuxPolice::new`] on link layer `ll`: m_police.c passes tc's
+    /// `linklayer` to both the rate and the peak rate (`tc_calc_rtable`
+    /// sets `tc_ratespec.linklayer`), and act_police.c's
+    /// `psched_ratecfg_precompute` keeps it for `psched_l2t_ns`; the burst
+    /// stays `tc_calc_xmittime(rate, burst)`, link-layer blind, and the mtu
+    /// check uses the bare length.
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_linklayer(
+        rate: Rate,
+        burst: Bytes,
+        mtu: Option<Bytes>,
+        peakrate: Option<Rate>,
+        overhead: u16,
+        mpu: u16,
+        rounding: TcRounding,
+        ll: LinkLayer,
+    ) -> Result<Self, ConfigError> {
         // tc stores bytes/s = ⌊bps/8⌋ (lib/utils_math.c get_rate64); 0 is
         // "no rate" to tc, which then refuses the action.
         let rate_bytes_ps = rate.bytes_per_sec();
@@ -255,7 +331,7 @@ impl LinuxPolice {
                         format!("must be at least 8bit, got {p}"),
                     ));
                 }
-                Some(RateCfg::precompute(p.bytes_per_sec(), overhead, mpu))
+                Some(RateCfg::precompute(p.bytes_per_sec(), overhead, mpu).linklayer(ll))
             }
         };
         if burst.get() > u32::MAX as u64 {
@@ -271,7 +347,7 @@ impl LinuxPolice {
                     format!("{burst} at {rate} is out of range (tc: \"burst out of range\")"),
                 )
             })?;
-        let rate_cfg = RateCfg::precompute(rate_bytes_ps, overhead, mpu);
+        let rate_cfg = RateCfg::precompute(rate_bytes_ps, overhead, mpu).linklayer(ll);
         let burst_ns = (burst_ticks as i64) << PSCHED_SHIFT;
         let mtu_ptoks = peak.map_or(0, |p| p.l2t_ns(mtu_bytes) as i64);
         Ok(LinuxPolice {
@@ -293,7 +369,8 @@ impl LinuxPolice {
     }
 
     /// Reads `rate`, `burst` (`buffer`, `maxburst`), `mtu` (`minburst`),
-    /// `peakrate`, `overhead`, `mpu`, `rounding` (default `legacy`).
+    /// `peakrate`, `overhead`, `mpu`, `rounding` (default `legacy`),
+    /// `linklayer` (`ethernet` | `atm` | `adsl`).
     pub fn from_params(p: &mut Params) -> Result<Self, ConfigError> {
         p.alias("burst", &["buffer", "maxburst"])?;
         p.alias("mtu", &["minburst"])?;
@@ -307,7 +384,8 @@ impl LinuxPolice {
             Some("ceil") => TcRounding::Ceil,
             _ => TcRounding::Legacy,
         };
-        Self::new(rate, burst, mtu, peakrate, overhead, mpu, rounding)
+        let ll = LinkLayer::from_params(p)?;
+        Self::with_linklayer(rate, burst, mtu, peakrate, overhead, mpu, rounding, ll)
     }
 
     /// The burst as the kernel holds it, nanoseconds at `rate`.
@@ -403,6 +481,9 @@ impl Meter for LinuxPolice {
         }
         d.push(("overhead", format!("{}B", self.rate.overhead)));
         d.push(("mpu", format!("{}B", self.rate.mpu)));
+        if self.rate.atm {
+            d.push(("linklayer", "atm".into()));
+        }
         d.push((
             "exceed-default",
             "drop (tc's own default is reclassify)".into(),
@@ -414,6 +495,52 @@ impl Meter for LinuxPolice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atm_linklayer_overhead_and_mpu_as_psched_l2t_ns() {
+        // 1 Mbit/s = 125000 B/s: mult 4194304000, shift 19 = 8000 ns/B.
+        let eth = RateCfg::precompute(125_000, 0, 0);
+        assert_eq!((eth.mult, eth.shift), (4_194_304_000, 19));
+        let atm = eth.linklayer(LinkLayer::Atm);
+        assert_eq!(eth.l2t_ns(1500), 12_000_000);
+        assert_eq!(atm.l2t_ns(1500), 1696 * 8000); // 32 cells of 53 B
+        assert_eq!(atm.l2t_ns(48), 53 * 8000);
+        assert_eq!(atm.l2t_ns(49), 106 * 8000);
+        let atm10 = RateCfg::precompute(125_000, 10, 0).linklayer(LinkLayer::Atm);
+        assert_eq!(atm10.l2t_ns(1530), 1749 * 8000); // 1540 B → 33 cells
+        let mpu = RateCfg::precompute(125_000, 0, 2000).linklayer(LinkLayer::Atm);
+        assert_eq!(mpu.l2t_ns(1500), 2226 * 8000); // mpu 2000 → 42 cells
+                                                   // The kernel's 32-bit arithmetic: len + 47 wraps.
+        assert_eq!(atm.l2t_ns(u32::MAX), 0);
+    }
+
+    #[test]
+    fn atm_police_conforms_by_cells() {
+        // burst 3000 B at 1 Mbit/s = 24 ms of tokens (tc: 24000 µs → 375000
+        // ticks): two 1500-byte packets at once fit on Ethernet
+        // (2 × 12 ms), not in ATM cells (2 × 13.568 ms).
+        let mk = |ll: &str| {
+            let mut p = Params::new(
+                "linux-police",
+                [("rate", "1mbit"), ("burst", "3000"), ("linklayer", ll)],
+            );
+            LinuxPolice::from_params(&mut p).unwrap()
+        };
+        let t0 = Instant::ZERO;
+        let mut eth = mk("ethernet");
+        assert_eq!(eth.burst_ns(), 24_000_000);
+        assert_eq!(eth.color(t0, 1500, Color::Green), Color::Green);
+        assert_eq!(eth.color(t0, 1500, Color::Green), Color::Green);
+        let mut atm = mk("adsl");
+        assert_eq!(atm.burst_ns(), 24_000_000); // the burst is link-layer blind
+        assert_eq!(atm.color(t0, 1500, Color::Green), Color::Green);
+        assert_eq!(atm.color(t0, 1500, Color::Green), Color::Yellow); // exceeds
+        assert_eq!(atm.toks_ns(), 24_000_000 - 13_568_000);
+        assert!(atm
+            .describe()
+            .iter()
+            .any(|(k, v)| *k == "linklayer" && v == "atm"));
+    }
     use proptest::prelude::*;
 
     fn lp(rate_bps: u64, burst: u64) -> LinuxPolice {

@@ -75,12 +75,19 @@
 //! trees), not always on deeper ones. The feed sets here are flattened to
 //! leaves for that reason: nesting them would change results of deeper
 //! trees, which this change (speed only) does not. Left out: `htb_hysteresis`, the 2-jiffy event
-//! budget ("too many events"), offload, `overhead`/`linklayer atm`
-//! (`mpu` is kept), rate estimators, filters attached to inner classes.
+//! budget ("too many events"), offload, rate estimators, filters attached
+//! to inner classes.
+//!
+//! **`overhead`, `mpu`, `linklayer`** (`tc class add … htb … overhead N
+//! mpu M linklayer atm`): q_htb.c puts them in both `tc_ratespec`s (rate
+//! and ceil) and htb_change_class hands those to
+//! `psched_ratecfg_precompute`, so every charge is `psched_l2t_ns` of the
+//! adjusted length ([`RateCfg::l2t_ns`]); the default bursts are computed
+//! from the bare mtu, as tc does.
 
 use super::tree::{inline, pfifo, Child, DEFAULT_TXQUEUELEN};
 use crate::classify::Filters;
-use crate::meter::linux_police::{tc_calc_xmittime, RateCfg, TcRounding};
+use crate::meter::linux_police::{tc_calc_xmittime, LinkLayer, RateCfg, TcRounding};
 use crate::packet::Packet;
 use crate::params::{ConfigError, Params};
 use crate::shaper::{DropReason, Dropped, Shaper};
@@ -116,6 +123,9 @@ pub struct HtbClassConfig {
     pub quantum: Option<u32>,
     pub mtu: u32,
     pub mpu: u16,
+    /// Bytes added to each packet's length before it is charged.
+    pub overhead: u16,
+    pub linklayer: LinkLayer,
     /// The leaf's queue (default pfifo of 1000); must be `None` on classes
     /// that have children.
     pub child: Option<Child>,
@@ -134,6 +144,8 @@ impl HtbClassConfig {
             quantum: None,
             mtu: DEFAULT_MTU,
             mpu: 0,
+            overhead: 0,
+            linklayer: LinkLayer::Ethernet,
             child: None,
         }
     }
@@ -164,7 +176,7 @@ impl HtbClassConfig {
 
     /// Reads tc's class keys: `rate`, `ceil`, `burst` (`buffer`,
     /// `maxburst`), `cburst` (`cbuffer`, `cmaxburst`), `prio`, `quantum`,
-    /// `mtu`, `mpu`.
+    /// `mtu`, `mpu`, `overhead`, `linklayer` (`ethernet` | `atm` | `adsl`).
     pub fn from_params(parent: Option<usize>, p: &mut Params) -> Result<Self, ConfigError> {
         p.alias("burst", &["buffer", "maxburst"])?;
         p.alias("cburst", &["cbuffer", "cmaxburst"])?;
@@ -180,6 +192,14 @@ impl HtbClassConfig {
             Some(b) => u16::try_from(b.get())
                 .map_err(|_| ConfigError::new("mpu", "above tc's 16-bit 65535B"))?,
         };
+        // q_htb.c: `get_u16(&overhead, …)`, a plain byte count.
+        c.overhead = match p.opt_u64("overhead")? {
+            None => 0,
+            Some(v) => u16::try_from(v).map_err(|_| {
+                ConfigError::new("overhead", format!("must be 0..65535 bytes, got {v}"))
+            })?,
+        };
+        c.linklayer = LinkLayer::from_params(p)?;
         Ok(c)
     }
 }
@@ -486,8 +506,8 @@ impl Htb {
                 mode: Mode::CanSend,
                 ev_at: u64::MAX,
                 leaf,
-                rate: RateCfg::precompute(rate_b, 0, c.mpu),
-                ceil: RateCfg::precompute(ceil_b, 0, c.mpu),
+                rate: RateCfg::precompute(rate_b, c.overhead, c.mpu).linklayer(c.linklayer),
+                ceil: RateCfg::precompute(ceil_b, c.overhead, c.mpu).linklayer(c.linklayer),
                 buffer,
                 cbuffer,
                 tokens: buffer,
@@ -964,6 +984,12 @@ impl Shaper for Htb {
                 c.buffer,
                 c.cbuffer
             );
+            // Only when set, so tc's defaults describe as before.
+            let r = &c.rate;
+            if r.overhead != 0 || r.mpu != 0 || r.atm {
+                let ll = if r.atm { "atm" } else { "ethernet" };
+                s += &format!(" overhead={}B mpu={}B linklayer={ll}", r.overhead, r.mpu);
+            }
             if let Some(l) = &c.leaf {
                 s += &format!(
                     " prio={} quantum={} child={}",
@@ -1094,6 +1120,49 @@ mod tests {
         let r = rates(&mut q, &[0, 1500, 1500], 100_000);
         assert!((r[1] - 30.0).abs() < 0.3, "{r:?}");
         assert!((r[2] - 20.0).abs() < 0.2, "{r:?}");
+    }
+
+    #[test]
+    fn overhead_mpu_and_atm_cells_are_charged_as_psched_l2t_ns() {
+        // Hand-computed kernel values at 1 Mbit/s (125000 B/s: mult
+        // 4194304000, shift 19, i.e. exactly 8000 ns per byte).
+        let mut p = Params::new(
+            "htb",
+            [
+                ("rate", "1mbit"),
+                ("overhead", "10"),
+                ("mpu", "64"),
+                ("linklayer", "atm"),
+            ],
+        );
+        let c = HtbClassConfig::from_params(None, &mut p).unwrap();
+        assert_eq!((c.overhead, c.mpu, c.linklayer), (10, 64, LinkLayer::Atm));
+        let q = Htb::new(HtbConfig::default(), vec![c], flow_filters(1)).unwrap();
+        let cl = &q.classes[0];
+        // 1500 + 10 B → 32 cells → 1696 B on the wire.
+        assert_eq!(cl.rate.l2t_ns(1500), 1696 * 8000);
+        assert_eq!(cl.ceil.l2t_ns(1500), 1696 * 8000);
+        // 30 + 10 B, below mpu 64 → 64 B → 2 cells → 106 B.
+        assert_eq!(cl.rate.l2t_ns(30), 106 * 8000);
+        assert!(q
+            .describe()
+            .iter()
+            .any(|(k, v)| *k == "class" && v.contains("overhead=10B mpu=64B linklayer=atm")));
+        // Backlogged, 1500-byte packets leave every 1696 B of time:
+        // 1500/1696 of the rate in IP bytes.
+        let c = HtbClassConfig::from_params(
+            None,
+            &mut Params::new("htb", [("rate", "1mbit"), ("linklayer", "atm")]),
+        )
+        .unwrap();
+        let mut q = Htb::new(HtbConfig::default(), vec![c], flow_filters(1)).unwrap();
+        let r = rates(&mut q, &[1500], 2_000);
+        assert!((r[0] / (1500.0 / 1696.0) - 1.0).abs() < 0.002, "{r:?}");
+        let bad = HtbClassConfig::from_params(
+            None,
+            &mut Params::new("htb", [("rate", "1mbit"), ("linklayer", "token-ring")]),
+        );
+        assert_eq!(bad.err().unwrap().param, "linklayer");
     }
 
     #[test]
