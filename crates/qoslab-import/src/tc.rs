@@ -649,8 +649,8 @@ fn qdisc_opts(
                     "peakrate" => push(&mut p, "peakrate", rate(st, c.expect("a rate")?, ln)?),
                     "mtu" | "minburst" => push(&mut p, "mtu", size(st, c.expect("a size")?, ln)?),
                     "mpu" => push(&mut p, "mpu", size(st, c.expect("a size")?, ln)?),
-                    "linklayer" => linklayer(c.expect("ethernet, atm or adsl")?)?,
-                    "overhead" => return Err(unsupported(w, "tbf", "qoslab's tbf has no overhead")),
+                    "linklayer" => push(&mut p, "linklayer", linklayer(c.expect("ethernet, atm or adsl")?)?),
+                    "overhead" => push(&mut p, "overhead", count(c.expect("bytes")?)?),
                     _ => return Err(unknown_opt(w, "tbf", "rate, burst, limit | latency, peakrate, mtu, mpu")),
                 }
             }
@@ -905,14 +905,15 @@ fn unknown_opt(w: &Word, kind: &str, valid: &str) -> ImportError {
     ImportError::at(w, format!("unknown {kind} option (expected {valid})"))
 }
 
-fn linklayer(w: &Word) -> Result<()> {
-    if w.text == "ethernet" {
-        Ok(())
-    } else {
-        Err(ImportError::at(
+/// tc's `linklayer` word (tc/tc_core.c `get_linklayer`: `adsl` is ATM's
+/// alias), as the conditioners' `linklayer` parameter takes it.
+fn linklayer(w: &Word) -> Result<String> {
+    match w.text.as_str() {
+        "ethernet" | "atm" | "adsl" => Ok(w.text.clone()),
+        _ => Err(ImportError::at(
             w,
-            "only linklayer ethernet is modelled (ATM cell framing is not)",
-        ))
+            "expected a linklayer: ethernet, atm or adsl",
+        )),
     }
 }
 
@@ -1007,20 +1008,22 @@ fn class_opts(
                             push(&mut p, "mpu", v);
                         }
                     }
-                    "linklayer" => linklayer(c.expect("ethernet")?)?,
+                    "linklayer" => {
+                        let ll = linklayer(c.expect("ethernet, atm or adsl")?)?;
+                        // show output prints `linklayer ethernet`, the default.
+                        if ll != "ethernet" {
+                            push(&mut p, "linklayer", ll);
+                        }
+                    }
                     "level" if shown => {
                         c.expect("a level")?;
                     }
-                    "overhead" => {
-                        return Err(unsupported(w, "htb", "qoslab's htb has no overhead"))
-                    }
-                    _ => {
-                        return Err(unknown_opt(
-                            w,
-                            "htb class",
-                            "rate, ceil, burst, cburst, prio, quantum, mtu, mpu",
-                        ))
-                    }
+                    "overhead" => push(&mut p, "overhead", count(c.expect("bytes")?)?),
+                    _ => return Err(unknown_opt(
+                        w,
+                        "htb class",
+                        "rate, ceil, burst, cburst, prio, quantum, mtu, mpu, overhead, linklayer",
+                    )),
                 }
             }
             if !p.iter().any(|(k, _)| k == "rate") {
@@ -1484,7 +1487,10 @@ fn police_action(st: &mut State, c: &mut Cursor<'_>, ln: usize) -> Result<MeterS
             }
             "linklayer" => {
                 c.next_word();
-                linklayer(c.expect("ethernet")?)?;
+                p.push((
+                    "linklayer".into(),
+                    linklayer(c.expect("ethernet, atm or adsl")?)?,
+                ));
             }
             "index" => {
                 c.next_word();

@@ -161,3 +161,52 @@ fn hfsc_import_builds() {
     let PolicySpec::Tree(t) = s else { panic!() };
     qoslab_policy::tree::build(&t, "p", 1).unwrap();
 }
+
+#[test]
+fn overhead_and_atm_linklayer_reach_tbf_htb_and_police() {
+    // tc-stab's per-qdisc cousins: tbf, htb classes and act_police carry
+    // `overhead` and `linklayer` in their own rate tables (psched_ratecfg).
+    let s = egress(
+        "tc qdisc add dev eth0 root tbf rate 1mbit burst 10kb limit 30kb overhead 10 linklayer atm",
+    );
+    let PolicySpec::Shape(t) = &s else {
+        panic!("{s:?}")
+    };
+    assert!(
+        t.params.contains(&("overhead".into(), "10".into())),
+        "{t:?}"
+    );
+    assert!(
+        t.params.contains(&("linklayer".into(), "atm".into())),
+        "{t:?}"
+    );
+    qoslab_policy::policy::build_shaper(t, "x").unwrap();
+
+    let s = egress(
+        "tc qdisc add dev eth0 root handle 1: htb default 10\n\
+         tc class add dev eth0 parent 1: classid 1:10 htb rate 1mbit overhead 10 linklayer adsl\n",
+    );
+    let PolicySpec::Tree(t) = s else { panic!() };
+    let c = &t.root.classes[0].params;
+    assert!(c.contains(&("overhead".into(), "10".into())), "{c:?}");
+    assert!(c.contains(&("linklayer".into(), "adsl".into())), "{c:?}");
+    qoslab_policy::tree::build(&t, "p", 1).unwrap();
+
+    let i = import(
+        "tc qdisc add dev eth0 handle ffff: ingress\n\
+         tc filter add dev eth0 parent ffff: protocol ip prio 1 u32 match u32 0 0 police rate 1mbit burst 10k overhead 4 linklayer atm drop flowid :1\n",
+    )
+    .unwrap();
+    let PolicySpec::Police(m) = &i.select(Direction::Ingress, None).unwrap().spec else {
+        panic!()
+    };
+    assert!(
+        m.params.contains(&("linklayer".into(), "atm".into())),
+        "{m:?}"
+    );
+    qoslab_policy::policy::build_policer(m, "x").unwrap();
+
+    let e = import("tc qdisc add dev eth0 root tbf rate 1mbit burst 10kb limit 30kb linklayer ppp")
+        .unwrap_err();
+    assert!(e.message.contains("ethernet, atm or adsl"), "{e:?}");
+}
