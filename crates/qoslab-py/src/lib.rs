@@ -411,6 +411,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", py.get_type::<sim::ScenarioError>())?;
     m.add("Cancelled", py.get_type::<sim::Cancelled>())?;
     m.add_function(wrap_pyfunction!(sim::scenario_info, m)?)?;
+    m.add_function(wrap_pyfunction!(sim::tcp_profile_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(sim::simulate_toml, m)?)?;
     m.add("ResourceError", py.get_type::<sim::ResourceError>())?;
     m.add_function(wrap_pyfunction!(sim::estimate_toml, m)?)?;

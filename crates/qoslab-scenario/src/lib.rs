@@ -159,14 +159,16 @@
 
 mod embedded;
 pub mod error;
+mod filters;
 mod policy_file;
 mod reader;
 mod topology;
 mod traffic;
 mod tree;
 
-pub use error::ScenarioError;
+pub use error::{ScenarioError, DICT_FILE};
 pub use policy_file::{parse_policy, BASE as POLICY_BASE};
+pub use traffic::tcp_profile_defaults;
 
 use qoslab_core::Duration;
 use qoslab_sim::capture::CaptureSpec;
@@ -197,6 +199,9 @@ pub struct Scenario {
     pub source: String,
     /// `[capture]`: pcap files to write (not part of the simulation).
     pub capture: CaptureTable,
+    /// What is valid but probably not meant, located like errors: a policy
+    /// filter that matches no packet of any flow (`filters`).
+    pub warnings: Vec<ScenarioError>,
     file: String,
     /// Names of the explicit `[[link]]`s, by index (for [`Scenario::locate`]).
     link_names: Vec<String>,
@@ -225,8 +230,22 @@ pub fn parse(text: &str, file: &str) -> core::result::Result<Scenario, ScenarioE
             let (l, c) = lines.line_col(text, *at);
             (p.clone(), l, c)
         })
-        .collect();
+        .collect::<Vec<(String, usize, usize)>>();
+    let find = |path: &str| {
+        let mut probe = path;
+        loop {
+            if let Some((_, l, c)) = located.iter().find(|(p, ..)| p == probe) {
+                return (*l, *c);
+            }
+            match probe.rfind(['.', '[']) {
+                Some(i) => probe = &probe[..i],
+                None => return (1, 1),
+            }
+        }
+    };
+    let warnings = filters::unmatched(&parsed.config, &parsed.link_names, find, file);
     Ok(Scenario {
+        warnings,
         config: parsed.config,
         description: parsed.description,
         source: parsed.source,

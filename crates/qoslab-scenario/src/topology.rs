@@ -592,8 +592,9 @@ fn policy_unsized(cx: &mut Cx<'_>, f: &Field<'_>, mut t: Section<'_>) -> Result<
             &v.path,
             format!(
                 "unknown key '{key}' in a policy{hint}; a policy is police, shape or fifo, \
-                 or a root qdisc ({}) with class, filter and qdisc tables",
-                known[7..].join(", ")
+                 or a root qdisc with class, filter and qdisc tables, each optionally with \
+                 stab; valid: {}",
+                known.join(", ")
             ),
         ));
     }
