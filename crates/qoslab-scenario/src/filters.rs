@@ -217,7 +217,8 @@ pub(crate) fn unmatched(
             }
             _ => continue,
         };
-        let (line, column) = locate(&path);
+        // At the `match` key (the line to fix), else the filter table.
+        let (line, column) = locate(&format!("{path}.match"));
         out.push(ScenarioError {
             file: file.to_string(),
             line,
