@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import string
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = ROOT / "crates" / "qoslab-scenario" / "keys.toml"
@@ -206,8 +208,8 @@ TYPE_TEXT = {
     "scalar": "string or number",
     "text": "multi-line string",
     "timer": "timer",
-    "window": "size or \"auto\"",
-    "ssthresh": "size or \"infinite\"",
+    "window": 'size or "auto"',
+    "ssthresh": 'size or "infinite"',
     "delayed_ack": "time or bool",
     "match": "table or string",
     "array-time": "array of times",
@@ -554,7 +556,10 @@ def render_schema(keys: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
             "policy": {
                 "anyOf": [
                     {"$ref": "#/definitions/policy_dumbbell"},
-                    {"type": "object", "additionalProperties": {"$ref": "#/definitions/policy_link"}},
+                    {
+                        "type": "object",
+                        "additionalProperties": {"$ref": "#/definitions/policy_link"},
+                    },
                 ]
             },
             "traffic": {"type": "array", "items": {"$ref": "#/definitions/traffic"}},
@@ -579,13 +584,19 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if a file is stale")
     args = ap.parse_args()
     doc, schema = generate()
-    stale = [p for p, text in ((DOC, doc), (SCHEMA, schema)) if p.read_text() != text] if args.check else []
+    stale = (
+        [p for p, text in ((DOC, doc), (SCHEMA, schema)) if p.read_text() != text]
+        if args.check
+        else []
+    )
     if args.check:
         for p in stale:
             print(f"{p.relative_to(ROOT)} is stale: run python scripts/gen_scenario_reference.py")
         return 1 if stale else 0
-    DOC.write_text(doc)
-    SCHEMA.write_text(schema)
+    for path, text in ((DOC, doc), (SCHEMA, schema)):
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)  # atomic: a reader never sees half a file
     print(f"wrote {DOC.relative_to(ROOT)}, {SCHEMA.relative_to(ROOT)}")
     return 0
 

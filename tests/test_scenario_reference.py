@@ -87,7 +87,9 @@ def _examples() -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-@pytest.mark.parametrize("tid,key", _examples(), ids=lambda x: x if isinstance(x, str) else x["name"])
+@pytest.mark.parametrize(
+    "tid,key", _examples(), ids=lambda x: x if isinstance(x, str) else x["name"]
+)
 def test_each_example_parses_alone(tid: str, key: dict[str, Any]) -> None:
     table = TABLES[tid]
     insert = f"{key['name']} = {key['example']}"
@@ -108,12 +110,10 @@ def test_each_example_parses_alone(tid: str, key: dict[str, Any]) -> None:
     text = gen.expand(probe, TEMPLATES)
     if key.get("replaces"):
         # the probe's own `tc = …` line is replaced by the example
-        lines = [
-            ln for ln in text.splitlines() if not ln.startswith(f"{key['replaces']} =")
-        ]
+        lines = [ln for ln in text.splitlines() if not ln.startswith(f"{key['replaces']} =")]
         text = "\n".join(lines) + "\n"
     if key.get("needs_root"):
-        text = text.replace("police = { cir = \"5mbit\" }\n", "")
+        text = text.replace('police = { cir = "5mbit" }\n', "")
     if table.get("inline") and not table.get("alone") and "probe_alone" not in table:
         insert = ", " + insert
     text = text.replace("@@", insert)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -315,7 +316,7 @@ def ping(results: Results) -> Figure | None:
     return _finish(fig, ax, "Ping RTT under load")
 
 
-def _cdf(ax: Axes, values: np.ndarray, **kw: object) -> None:
+def _cdf(ax: Axes, values: np.ndarray, **kw: Any) -> None:
     v = np.sort(values[np.isfinite(values)])
     if len(v):
         ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", **kw)

@@ -33,6 +33,7 @@ class ScenarioWarning(UserWarning):
     """A scenario that is valid but probably not what was meant (a policy
     filter that matches no packet of any flow), located in its file."""
 
+
 #: What ``qoslab.simulate`` accepts: a path, TOML text, or a dict.
 ScenarioSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
@@ -78,9 +79,7 @@ def load_scenario(spec: ScenarioSource) -> tuple[str, str]:
     raise TypeError(f"a scenario is a path, TOML text or a dict, not {type(spec).__name__}")
 
 
-def scenario_info(
-    text: str, filename: str = "<string>", *, warn: bool = True
-) -> dict[str, Any]:
+def scenario_info(text: str, filename: str = "<string>", *, warn: bool = True) -> dict[str, Any]:
     """Parses (validates) a scenario without running it: name, seed,
     duration_ns, description, source, record_interval_ns, series, capture
     (``{"links": [(LINK[:side], file or None)], "snaplen": n}``) and

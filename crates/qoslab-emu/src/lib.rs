@@ -15,7 +15,7 @@
 //! - [`timing`]: clocks, lateness histogram.
 //! - [`sys`]: namespaces, packet sockets, ppoll.
 //! - [`capture`]: pcap files.
-//! - [`plan`]: what the orchestration must set up (`emu_plan`).
+//! - [`plan`](mod@plan): what the orchestration must set up (`emu_plan`).
 //! - [`forwarder`]: the real-time thread and its handle (`emu_start`).
 
 #![cfg(target_os = "linux")]

@@ -1,5 +1,5 @@
 //! Thin PyO3 bindings: convert, call qoslab-core, map errors, convert back.
-//! Scenarios and the simulator are bound in [`sim`].
+//! Scenarios and the simulator are bound in the `sim` module.
 //!
 //! No logic lives here. Every meter goes through `Policer::from_params`,
 //! every queue, scheduler, shaper or whole tree through
