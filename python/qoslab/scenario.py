@@ -62,7 +62,7 @@ def load_scenario(spec: ScenarioSource) -> tuple[str, str]:
         try:
             return tomli_w.dumps(dict(spec)), "<dict>"
         except (TypeError, ValueError) as e:
-            raise _scenario_error("<dict>", f"cannot be written as TOML: {e}") from None
+            raise _file_error("<dict>", f"cannot be written as TOML: {e}") from None
     if isinstance(spec, str) and ("\n" in spec or spec.lstrip().startswith("[")):
         return spec, "<string>"
     if isinstance(spec, (str, os.PathLike)):
