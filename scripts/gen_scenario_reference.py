@@ -479,16 +479,29 @@ def render_schema(keys: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
     defs["police"] = {**_by_kind(meters, "police"), "description": by_id["police"]["doc"]}
     defs["shape"] = {**_by_kind(shapers, "shape"), "description": by_id["shape"]["doc"]}
 
-    # A tree: the policy table's own keys plus one root kind.
+    # A tree: the policy table's own keys plus one root kind, under any of
+    # the spellings the parser takes (`fq_codel` / `fq-codel`, and the
+    # aliases its kind descriptions name: "(alias wfq)").
+    aliases: dict[str, list[str]] = {}
+    for name, _family, desc, _ps in info["shaper"]:
+        aliases[name] = re.findall(r"\(alias ([\w-]+)\)", desc)
     tree = object_schema([by_id["policy"]], by_id["policy"]["doc"])
     for name, _ps in info["root"]:
-        if name in tree["properties"]:
-            continue
-        tree["properties"][name] = {
-            "type": "object",
-            "description": f"A root qdisc of kind {name} and its parameters.",
-            "additionalProperties": _SCALAR,
-        }
+        for spelling in sorted(
+            {
+                name,
+                name.replace("-", "_"),
+                name.replace("_", "-"),
+                *aliases.get(name, []),
+            }
+        ):
+            if spelling in tree["properties"]:
+                continue
+            tree["properties"][spelling] = {
+                "type": "object",
+                "description": f"A root qdisc of kind {name} and its parameters.",
+                "additionalProperties": _SCALAR,
+            }
     defs["tree"] = tree
     defs["policy"] = {
         "anyOf": [{"$ref": "#/definitions/embedded"}, {"$ref": "#/definitions/tree"}],
