@@ -8,7 +8,6 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 import qoslab
 from qoslab.scenario import ScenarioWarning, scenario_info
 
