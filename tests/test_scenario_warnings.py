@@ -84,3 +84,25 @@ def test_a_dict_error_names_the_key_path() -> None:
         qoslab.simulate(d)
     assert str(e.value).startswith("<dict>: link[1].rate: "), str(e.value)
     assert e.value.path == "link[1].rate"
+
+
+def test_a_dict_warning_has_no_line() -> None:
+    from qoslab.scenario import load_scenario
+
+    d = {
+        "scenario": {"duration": "1s"},
+        "topology": {"access": {"rate": "1gbit"}, "bottleneck": {"rate": "10mbit"}},
+        "policy": {
+            "bottleneck": {
+                "egress": {
+                    "htb": {"default": "20"},
+                    "class": [{"id": "10", "rate": "5mbit"}, {"id": "20", "rate": "5mbit"}],
+                    "filter": [{"match": {"dst_port": 5001}, "class": "10"}],
+                }
+            }
+        },
+        "traffic": [{"kind": "udp", "rate": "1mbit"}],
+    }
+    with pytest.warns(ScenarioWarning, match=r"policy\.bottleneck\.egress\.filter\[0\]") as got:
+        scenario_info(*load_scenario(d))
+    assert (got[0].filename, got[0].lineno) == ("<dict>", 0)

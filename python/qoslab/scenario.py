@@ -97,7 +97,8 @@ def scenario_info(text: str, filename: str = "<string>", *, warn: bool = True) -
                 f"{w['path']}: {w['message']}",
                 ScenarioWarning,
                 w["file"],
-                int(w["line"]),
+                # a dict's line would be one of TOML the user never saw
+                0 if w["file"] == "<dict>" else int(w["line"]),
                 module="qoslab.scenario",
             )
     return info
