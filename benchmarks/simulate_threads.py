@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,6 +39,48 @@ def run_batch(scenario: str, seeds: list[int], threads: int) -> tuple[float, flo
         with ThreadPoolExecutor(max_workers=threads) as pool:
             list(pool.map(lambda s: qoslab.simulate(scenario, seed=s), seeds))
     return time.perf_counter() - w0, time.process_time() - c0
+
+
+def _count_while(stop: threading.Event, out: list[int]) -> None:
+    n = 0
+    while not stop.is_set():
+        n += 1
+    out.append(n)
+
+
+def _python_busy(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    x = 0
+    while time.perf_counter() < end:
+        x += 1
+
+
+def gil_probe(scenario: str, seconds: float = 1.0) -> dict[str, float]:
+    """Python loop iterations/s in a second thread while the main thread
+    sleeps (GIL free, no CPU used), runs pure Python (GIL held but handed
+    over every switch interval), or runs ``simulate`` back to back. A
+    simulator releasing the GIL lets the loop run faster than under pure
+    Python; one holding it, slower (the GIL is then not handed over at all
+    while Rust runs)."""
+
+    def rate(work: str) -> float:
+        stop, out = threading.Event(), []
+        t = threading.Thread(target=_count_while, args=(stop, out))
+        t0 = time.perf_counter()
+        t.start()
+        if work == "sleep":
+            time.sleep(seconds)
+        elif work == "python":
+            _python_busy(seconds)
+        else:
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                qoslab.simulate(scenario)
+        stop.set()
+        t.join()
+        return out[0] / (time.perf_counter() - t0)
+
+    return {w: rate(w) for w in ("sleep", "python", "simulate")}
 
 
 def main() -> None:
@@ -63,6 +106,10 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for threads, wall, cpu in rows:
         print(f"| {threads} | {wall:.2f} | {cpu:.2f} | {cpu / wall:.2f} | {base / wall:.2f} |")
+    r = gil_probe(args.scenario)
+    print("GIL probe: iterations/s of a Python loop in a second thread while the main thread")
+    for w, what in (("sleep", "sleeps"), ("python", "runs Python"), ("simulate", "simulates")):
+        print(f"  {what:12} {r[w]:14,.0f}  ({r[w] / r['sleep']:.0%} of sleeping)")
 
 
 if __name__ == "__main__":
