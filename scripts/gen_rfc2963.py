@@ -93,7 +93,8 @@ def render(shaper: str) -> str:
         f'description = "RFC 2963 App. A: C1..C5 trTCM only, C6..C10 {title} + trTCM '
         "(CIR 2..10 Mbit/s, PIR 2xCIR, CBS 3 KB), ten SACK-TCP workstations each, "
         'three-colour RIO on a 70 Mbit/s bottleneck."',
-        'source = "RFC 2963 (Bonaventure, De Cnodder, October 2000), Appendix A"',
+        'source = "O. Bonaventure, S. De Cnodder, \\"A Rate Adaptive Shaper for Differentiated '
+        'Services\\", RFC 2963, https://www.rfc-editor.org/rfc/rfc2963, October 2000, Appendix A"',
         "",
     ]
     customers = range(1, 2 * len(CIRS_MBIT) + 1)

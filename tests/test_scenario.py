@@ -91,7 +91,8 @@ def test_dicts_and_text_are_parsed_like_files(tmp_path: Path) -> None:
     assert load_scenario(p) == (MINIMAL, str(p))
     assert load_scenario(str(p)) == (MINIMAL, str(p))
     d["traffic"][0]["intervall"] = "1s"
-    with pytest.raises(qoslab.ScenarioError, match=r"<dict>:\d+:\d+: traffic\[0\]\.intervall"):
+    # A dict's error names its key path, not a line of TOML the user never saw.
+    with pytest.raises(qoslab.ScenarioError, match=r"^<dict>: traffic\[0\]\.intervall: unknown"):
         qoslab.simulate(d)
 
 

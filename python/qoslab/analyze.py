@@ -423,8 +423,8 @@ def main(args: argparse.Namespace) -> int:
     report_path = outputs.check_run_outputs(args.out, args.report, [args.capture])
     data, source = _read(args.capture)
     if args.format == "flach-csv":
-        rows = policing(data, port=args.port)
-        for line in flach_csv(rows, capture_name(source, args.port), args.direction or "b2a"):
+        found = policing(data, port=args.port)
+        for line in flach_csv(found, capture_name(source, args.port), args.direction or "b2a"):
             print(line)
         return 0
     try:
@@ -432,7 +432,7 @@ def main(args: argparse.Namespace) -> int:
     except _core.CaptureError as e:
         raise TraceFileError(source, 0, str(e)) from None
     ca = CaptureAnalysis(raw, source, capture_name(source, args.port))
-    rows: list[dict[str, Any]] = []
+    rows: list[Mapping[str, Any]] = []
     if args.policing:
         rows = _pick(policing(data, port=args.port), args.direction or "both")
         ca.summary["policing"] = rows

@@ -121,7 +121,7 @@ def compare(
         try:
             results[label] = simulate(spec, seed=seed, progress=cb)
         finally:
-            if hasattr(cb, "close"):
+            if cb is not None and hasattr(cb, "close"):
                 cb.close()
         texts[label] = text
     return results, texts

@@ -67,7 +67,9 @@ _TMP_RE = re.compile(r"^\..*\.qoslab-tmp-(\d+)-[0-9a-f]{8}$")
 #: Names an output directory of a qoslab from before the marker file held.
 _LEGACY_NAME = re.compile(r"^(results\.json|scenario\.toml|[a-z_]+\.(csv|parquet))$")
 
-Writer = Callable[[IO[Any]], Any]
+#: ``write(f)`` fills the open file ``f`` (``...``: a lambda may bind more
+#: arguments by default, ``lambda f, df=df: ...``).
+Writer = Callable[..., Any]
 
 
 def _err(code: int, option: str, what: str, path: str | os.PathLike[str]) -> OSError:
@@ -394,7 +396,7 @@ def write_dir(out_dir: str | os.PathLike[str], files: Mapping[str, tuple[Writer,
         try:
             for n in names:
                 write, binary = files[n]
-                mode = (
+                mode: dict[str, Any] = (
                     {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8", "newline": ""}
                 )
                 with open(tmp / n, **mode) as f:

@@ -333,8 +333,8 @@ def capture_plan(
         wanted = list(scenario_links)
         source = "[capture] links"
     if not out:
-        for where, path in wanted:
-            if path is None:
+        for where, file in wanted:
+            if file is None:
                 raise ValueError(
                     f"{source} {where}: no file given; add =FILE or run with --out DIR"
                 )

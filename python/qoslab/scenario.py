@@ -1,13 +1,15 @@
 """Scenario input: a TOML file, TOML text or a dict, all read by the one Rust parser.
 
 A dict is written out as TOML (``tomli_w``) and parsed like a file, so the
-rules and the error messages are the same whichever way a scenario comes in.
-See ``crates/qoslab-scenario`` for the schema.
+rules and the error messages are the same whichever way a scenario comes in;
+its errors name the dict's key path (``<dict>: traffic[0].rate: …``), not a
+line of the TOML the user never saw. Every key: docs/scenarios.md.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Union
@@ -17,7 +19,20 @@ import tomli_w
 from qoslab import _core
 from qoslab._core import ScenarioError
 
-__all__ = ["ScenarioError", "ScenarioSource", "load_scenario", "scenario_info", "with_seed"]
+__all__ = [
+    "ScenarioError",
+    "ScenarioSource",
+    "ScenarioWarning",
+    "load_scenario",
+    "scenario_info",
+    "with_seed",
+]
+
+
+class ScenarioWarning(UserWarning):
+    """A scenario that is valid but probably not what was meant (a policy
+    filter that matches no packet of any flow), located in its file."""
+
 
 #: What ``qoslab.simulate`` accepts: a path, TOML text, or a dict.
 ScenarioSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
@@ -47,7 +62,7 @@ def load_scenario(spec: ScenarioSource) -> tuple[str, str]:
         try:
             return tomli_w.dumps(dict(spec)), "<dict>"
         except (TypeError, ValueError) as e:
-            raise _scenario_error("<dict>", f"cannot be written as TOML: {e}") from None
+            raise _file_error("<dict>", f"cannot be written as TOML: {e}") from None
     if isinstance(spec, str) and ("\n" in spec or spec.lstrip().startswith("[")):
         return spec, "<string>"
     if isinstance(spec, (str, os.PathLike)):
@@ -64,11 +79,29 @@ def load_scenario(spec: ScenarioSource) -> tuple[str, str]:
     raise TypeError(f"a scenario is a path, TOML text or a dict, not {type(spec).__name__}")
 
 
-def scenario_info(text: str, filename: str = "<string>") -> dict[str, Any]:
+def scenario_info(text: str, filename: str = "<string>", *, warn: bool = True) -> dict[str, Any]:
     """Parses (validates) a scenario without running it: name, seed,
     duration_ns, description, source, record_interval_ns, series, capture
-    (``{"links": [(LINK[:side], file or None)], "snaplen": n}``)."""
-    return _core.scenario_info(text, filename)
+    (``{"links": [(LINK[:side], file or None)], "snaplen": n}``) and
+    warnings (``[{"file", "line", "column", "path", "message", "text"}]``).
+
+    With ``warn`` (the default) each warning is also issued as a
+    :class:`ScenarioWarning` located at the scenario's own file and line, so
+    Python prints it as ``FILE:LINE: ScenarioWarning: …`` followed by that
+    line of the file.
+    """
+    info = _core.scenario_info(text, filename)
+    if warn:
+        for w in info["warnings"]:
+            warnings.warn_explicit(
+                f"{w['path']}: {w['message']}",
+                ScenarioWarning,
+                w["file"],
+                # a dict's line would be one of TOML the user never saw
+                0 if w["file"] == "<dict>" else int(w["line"]),
+                module="qoslab.scenario",
+            )
+    return info
 
 
 def with_seed(text: str, seed: int) -> str:

@@ -256,7 +256,7 @@ def replacing(path: str | os.PathLike[str], binary: bool = False) -> Any:
     return outputs.replacing(path, binary)
 
 
-def write_atomic(path: str | os.PathLike[str], write: Callable[[TextIO], None]) -> None:
+def write_atomic(path: str | os.PathLike[str], write: Callable[[TextIO], object]) -> None:
     """Writes ``path`` with ``write(f)`` atomically (see :func:`replacing`)."""
     with replacing(path) as f:
         write(f)

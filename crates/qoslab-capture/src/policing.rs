@@ -96,12 +96,12 @@ pub struct Detection {
 #[derive(Debug, Clone, Copy)]
 pub struct Extension {
     /// Token-bucket size in frame bytes, from the passes before the
-    /// connection's first loss ([`bucket_before_first_loss`]).
+    /// connection's first loss (`bucket_before_first_loss`).
     pub bucket_bytes: f64,
     /// The published rate line's intercept at the segment's first packet
     /// (`seq_L − r·(t_L − t_0)`, payload bytes): the earlier estimate of the
     /// bucket, kept only to show why it reads low (see
-    /// [`bucket_before_first_loss`]).
+    /// `bucket_before_first_loss`).
     pub intercept_bytes: f64,
     /// The rate counted in frame bytes on the wire instead of payload bytes.
     pub wire_rate_bps: f64,

@@ -18,7 +18,7 @@
 //! - [`sys`]: namespaces, packet sockets, ppoll.
 //! - [`ring`]: the ports' TPACKET_V2 receive and transmit rings.
 //! - [`capture`]: pcap files.
-//! - [`plan`]: what the orchestration must set up (`emu_plan`).
+//! - [`plan`](mod@plan): what the orchestration must set up (`emu_plan`).
 //! - [`forwarder`]: the real-time thread and its handle (`emu_start`).
 
 #![cfg(target_os = "linux")]

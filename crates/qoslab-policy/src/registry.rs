@@ -83,7 +83,7 @@ const FAMILIES: [(Family, &[(&str, &str)]); 6] = [
     (Family::Shaper, SHAPER_KINDS),
 ];
 
-/// Every kind, meters first, then the qdisc kinds in [`FAMILIES`] order.
+/// Every kind, meters first, then the qdisc kinds in `FAMILIES` order.
 pub fn kinds() -> &'static [Kind] {
     static KINDS: OnceLock<Vec<Kind>> = OnceLock::new();
     KINDS.get_or_init(|| {

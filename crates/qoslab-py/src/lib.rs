@@ -1,5 +1,5 @@
 //! Thin PyO3 bindings: convert, call qoslab-core, map errors, convert back.
-//! Scenarios and the simulator are bound in [`sim`].
+//! Scenarios and the simulator are bound in the `sim` module.
 //!
 //! No logic lives here. Every meter goes through `Policer::from_params`,
 //! every queue, scheduler, shaper or whole tree through
@@ -411,6 +411,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", py.get_type::<sim::ScenarioError>())?;
     m.add("Cancelled", py.get_type::<sim::Cancelled>())?;
     m.add_function(wrap_pyfunction!(sim::scenario_info, m)?)?;
+    m.add_function(wrap_pyfunction!(sim::tcp_profile_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(sim::simulate_toml, m)?)?;
     m.add("ResourceError", py.get_type::<sim::ResourceError>())?;
     m.add_function(wrap_pyfunction!(sim::estimate_toml, m)?)?;

@@ -84,7 +84,30 @@ pub(crate) fn scenario_info<'py>(
     cap.set_item("links", links)?;
     cap.set_item("snaplen", sc.capture.snaplen)?;
     d.set_item("capture", cap)?;
+    // Valid but probably unmeant (a filter matching no flow), located.
+    let warnings = PyList::empty(py);
+    for w in &sc.warnings {
+        let x = PyDict::new(py);
+        x.set_item("file", &w.file)?;
+        x.set_item("line", w.line)?;
+        x.set_item("column", w.column)?;
+        x.set_item("path", &w.path)?;
+        x.set_item("message", &w.message)?;
+        x.set_item("text", w.to_string())?;
+        warnings.append(x)?;
+    }
+    d.set_item("warnings", warnings)?;
     Ok(d)
+}
+
+/// The value each TCP key of a `[[traffic]]` table takes under OS
+/// `profile` when not set, spelled as in a scenario (`[(key, value)]`);
+/// `ValueError` for an unknown profile. The scenario reference's profile
+/// table is generated from it.
+#[pyfunction]
+pub(crate) fn tcp_profile_defaults(profile: &str) -> PyResult<Vec<(&'static str, String)>> {
+    qoslab_scenario::tcp_profile_defaults(profile)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown TCP profile '{profile}'")))
 }
 
 /// `LINK[:side]` of a capture spec (without its file).

@@ -4,6 +4,12 @@
 
 use core::fmt;
 
+/// The file name under which a scenario given as a Python dict is parsed
+/// (written out as TOML first): its errors print `<dict>: key.path: message`
+/// without the line and column of the generated text, which the user never
+/// saw.
+pub const DICT_FILE: &str = "<dict>";
+
 /// A scenario that cannot be run, located in its text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScenarioError {
@@ -22,7 +28,12 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
+        if self.file == DICT_FILE {
+            // A dict has no lines: its key path is the location.
+            write!(f, "{}: ", self.file)?;
+        } else {
+            write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
+        }
         if !self.path.is_empty() {
             write!(f, "{}: ", self.path)?;
         }

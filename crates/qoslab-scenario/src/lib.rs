@@ -10,73 +10,34 @@
 //! `bc = "625000B"`, `delay = "2.5ms"`, `limit = "200p"`. Times need their
 //! unit (tc would read a bare number as µs).
 //!
+//! **The reference of every key** (type, unit, default, example) is
+//! `docs/scenarios.md`, with a JSON Schema for editors in
+//! `python/qoslab/data/scenario.schema.json`; both are generated from
+//! `keys.toml` beside this crate's sources and from this parser, and
+//! `tests/test_scenario_reference.py` checks the key table against the
+//! reader both ways. In short:
+//!
 //! ```toml
 //! [scenario]
-//! name = "isr4000-police"          # default: the file name
 //! duration = "20s"                 # required
-//! seed = 1                         # default 1
-//! description = "..."              # free text
 //! source = "Title, Author, URL, date"  # the publication the set-up comes from
 //!
 //! [topology]                       # the dumbbell s0.. — r1 — r2 — d0..
-//! senders = 4                      # default 1
-//! receivers = 1                    # default 1
-//! access = { rate = "1gbit", delay = "1ms", loss = 0.0, queue_limit = "1000p" }
+//! senders = 4
+//! access = { rate = "1gbit", delay = "1ms" }
 //! bottleneck = { rate = "1gbit", delay = "0.5ms" }
-//! # delay_reverse = "20ms"         # on any link: the b -> a (ACK-ward) delay, when it
-//! #                                # differs from `delay` (which is then a -> b only)
-//! sender_delays = ["1ms", "10ms"]  # per-sender access delay overrides
 //!
 //! [policy.bottleneck.egress]       # r1 toward r2; `reverse` = r2 toward r1
-//! police = { cir = "20mbit", bc = "625000B" }   # kind defaults to "police"
-//! # or shape = { kind = "tbf", rate = "20mbit", burst = "32kb", limit = "64kb" }
-//! # or fifo  = { limit = "200p", head_drop = false }
-//! # optional beside any of them: a tc-stab size table, what the policy counts
-//! # per packet (the wire still carries the real size; see qoslab_policy::stab):
-//! # stab = { overhead = 14, linklayer = "ethernet", mpu = "0B", mtu = "2047B", tsize = 512 }
-//! #   linklayer = "atm" (or "adsl"): whole 53-byte cells of 48 bytes
-//! # or a policy tree (below)
-//! # [policy.access.ingress] police = { ... }: policer where hosts enter r1
+//! police = { cir = "20mbit", bc = "625000B" }
 //!
 //! [[traffic]]
 //! kind = "tcp-bulk"                # tcp-bulk | tcp-fetch | udp | onoff | ping
 //! flows = 4
-//! profile = "windows10"            # linux (default) | linux-3.x | windows10 | windows7 | windows-xp
-//! # any TcpConfig override: cc, recovery, sack, mss, header_bytes,
-//! # initial_window, initial_ssthresh, window (awnd: a size locks the receive
-//! # buffer; "auto" = Linux autotuning, the linux default), sndbuf (sender socket
-//! # buffer: at most this many bytes unacknowledged; default unlimited), window_scaling,
-//! # min_rto, max_rto, initial_rto, delayed_ack, ack_every, quickack, pacing,
-//! # frto, rack, tlp, limited_transmit, rescue_retransmit, rto_clears_sack,
-//! # linux_rto, slow_start_after_idle, quickack_on_out_of_order,
-//! # mark_lost_retrans (booleans)
-//!
-//! [[traffic]]
-//! kind = "tcp-fetch"               # request/response over one connection
-//! from = "d0"                      # the server (sends the chunks)
-//! to = "s0"                        # the client (sends the requests)
-//! chunks = 5                       # default 5
-//! chunk_size = "2000000B"          # default 2000000 B
-//! pause = "1s"                     # after a response, before the next request (default 1 s)
-//! request_size = "100B"            # request payload, one segment (default 100 B)
-//! # plus every TcpConfig key above; per-chunk results in `chunks` of the flow
+//! profile = "windows10"            # and any TCP override
 //!
 //! [record]
-//! interval = "100ms"
-//! series = ["goodput", "rtt", "cwnd", "queue", "tokens", "colors", "ping", "segments"]
-//! rtt_percentiles = "histogram"    # default: bounded memory, p50/p95 within 0.4 %;
-//!                                  # "exact": keep every RTT sample (memory grows)
-//!
-//! [capture]                        # pcap files of link directions (not simulated state)
-//! links = ["r1->r2", "r2->r1:egress=after.pcap"]  # LINK[:ingress|egress][=FILE]
-//! snaplen = 0                      # bytes kept per frame; 0 = headers only (default)
+//! series = ["goodput", "rtt", "queue"]
 //! ```
-//!
-//! `[topology]` also takes `timer = "highres" | "highres:50us" | "hz:250" |
-//! { slack = "50us" } | { hz = 250 } | { lateness = "exponential", mean =
-//! "20us", max = "2ms" }` for r1 and r2 (default high-res, zero slack; the
-//! last draws each wake-up's lateness from the seeded RNG, see
-//! `qoslab_sim::timer`), and a traffic table `dscp = 46 | "ef" | "af11"`.
 //!
 //! ## Policy trees (tc hierarchies, MQC policy-maps)
 //!
@@ -114,8 +75,10 @@
 //! # no qdisc: pfifo limit 1000, as Linux
 //!
 //! [[policy.bottleneck.egress.filter]]  # tc filter add … u32 match … flowid 1:10
-//! match = { dst_port = 5001, protocol = "udp" }   # or match = "dport 5001 proto udp"
+//! match = { dst_port = 5201, protocol = "udp" }   # or match = "dport 5201 proto udp"
 //! class = "10"                         # also: { dscp = "ef" }, { color = "red" }, { any = true }
+//! # every flow's service port is iperf3's 5201; a filter matching no flow
+//! # is a warning (`Scenario::warnings`, module `filters`)
 //!
 //! # Cisco: shape average 20000000 + fair-queue
 //! # [policy.bottleneck.egress]
@@ -160,14 +123,16 @@
 
 mod embedded;
 pub mod error;
+mod filters;
 mod policy_file;
 mod reader;
 mod topology;
 mod traffic;
 mod tree;
 
-pub use error::ScenarioError;
+pub use error::{ScenarioError, DICT_FILE};
 pub use policy_file::{parse_policy, BASE as POLICY_BASE};
+pub use traffic::tcp_profile_defaults;
 
 use qoslab_core::Duration;
 use qoslab_sim::capture::CaptureSpec;
@@ -198,6 +163,9 @@ pub struct Scenario {
     pub source: String,
     /// `[capture]`: pcap files to write (not part of the simulation).
     pub capture: CaptureTable,
+    /// What is valid but probably not meant, located like errors: a policy
+    /// filter that matches no packet of any flow (`filters`).
+    pub warnings: Vec<ScenarioError>,
     file: String,
     /// Names of the explicit `[[link]]`s, by index (for [`Scenario::locate`]).
     link_names: Vec<String>,
@@ -226,8 +194,22 @@ pub fn parse(text: &str, file: &str) -> core::result::Result<Scenario, ScenarioE
             let (l, c) = lines.line_col(text, *at);
             (p.clone(), l, c)
         })
-        .collect();
+        .collect::<Vec<(String, usize, usize)>>();
+    let find = |path: &str| {
+        let mut probe = path;
+        loop {
+            if let Some((_, l, c)) = located.iter().find(|(p, ..)| p == probe) {
+                return (*l, *c);
+            }
+            match probe.rfind(['.', '[']) {
+                Some(i) => probe = &probe[..i],
+                None => return (1, 1),
+            }
+        }
+    };
+    let warnings = filters::unmatched(&parsed.config, &parsed.link_names, find, file);
     Ok(Scenario {
+        warnings,
         config: parsed.config,
         description: parsed.description,
         source: parsed.source,

@@ -785,3 +785,91 @@ fn window_auto_is_linux_autotuning_and_a_size_turns_it_off() {
         "{path}: {msg}"
     );
 }
+
+#[test]
+fn unknown_keys_of_the_dumbbell_links_are_refused() {
+    let text = "[scenario]\nduration = \"1s\"\n[topology]\naccess = { rate = \"1gbit\", dealy = \"1ms\" }\n\
+                bottleneck = { rate = \"10mbit\" }\n[[traffic]]\nkind = \"udp\"\nrate = \"1mbit\"\n";
+    let e = crate::parse(text, "t.toml").unwrap_err();
+    assert_eq!(
+        (e.line, e.path.as_str()),
+        (4, "topology.access.dealy"),
+        "{e}"
+    );
+    assert!(e.message.contains("did you mean 'delay'"), "{e}");
+}
+
+/// A dumbbell with two senders, an HTB root and `filters` (TOML lines).
+fn with_filters(filters: &str, traffic: &str) -> String {
+    format!(
+        "[scenario]\nduration = \"1s\"\n[topology]\nsenders = 2\naccess = {{ rate = \"1gbit\" }}\n\
+         bottleneck = {{ rate = \"10mbit\" }}\n[policy.bottleneck.egress]\nhtb = {{ default = \"20\" }}\n\
+         [[policy.bottleneck.egress.class]]\nid = \"10\"\nrate = \"5mbit\"\n\
+         [[policy.bottleneck.egress.class]]\nid = \"20\"\nrate = \"5mbit\"\n{filters}{traffic}"
+    )
+}
+
+fn filter(m: &str) -> String {
+    format!("[[policy.bottleneck.egress.filter]]\nmatch = {m}\nclass = \"10\"\n")
+}
+
+#[test]
+fn a_filter_matching_no_flow_is_a_located_warning() {
+    let udp = "[[traffic]]\nkind = \"udp\"\nrate = \"1mbit\"\n";
+    let text = with_filters(&filter("{ dst_port = 5001, protocol = \"udp\" }"), udp);
+    let sc = crate::parse(&text, "f.toml").unwrap();
+    assert_eq!(sc.warnings.len(), 1);
+    let w = &sc.warnings[0];
+    assert_eq!(
+        (w.line, w.path.as_str()),
+        (16, "policy.bottleneck.egress.filter[0]")
+    );
+    assert!(w.message.contains("no packet has this dst_port"), "{w}");
+    // Each field alone matches something, together nothing: said so.
+    let text = with_filters(&filter("{ dst_port = 5201, protocol = \"tcp\" }"), udp);
+    let w = &crate::parse(&text, "f.toml").unwrap().warnings;
+    assert!(
+        w[0].message.contains("no packet has this protocol"),
+        "{}",
+        w[0]
+    );
+    let text = with_filters(&filter("{ dscp = \"ef\" }"), udp);
+    let w = &crate::parse(&text, "f.toml").unwrap().warnings;
+    assert!(w[0].message.contains("the flows use dscp 0"), "{}", w[0]);
+}
+
+#[test]
+fn filters_matching_some_flow_give_no_warning() {
+    let tcp = "[[traffic]]\nkind = \"tcp-bulk\"\nflows = 2\ndscp = \"ef\"\n\
+               [[traffic]]\nkind = \"ping\"\n";
+    // s0 = 10.0.0.1, s1 = 10.0.0.2, r1, r2, d0 = 10.0.0.5; flow 1 from port
+    // 10001; ACKs from port 5201; pings are ICMP.
+    for m in [
+        "{ dst_port = 5201 }",
+        "{ src_port = 5201, protocol = \"tcp\" }",
+        "{ src_port = 10001 }",
+        "{ src = \"10.0.0.2\" }",
+        "{ dst = \"10.0.0.5/32\", protocol = \"tcp\" }",
+        "{ protocol = \"icmp\" }",
+        "{ dscp = \"ef\" }",
+        "{ color = \"red\" }",
+        "{ any = true }",
+        "\"dport 5201 proto tcp\"",
+    ] {
+        let text = with_filters(&filter(m), tcp);
+        let sc = crate::parse(&text, "f.toml").unwrap();
+        assert!(sc.warnings.is_empty(), "{m}: {:?}", sc.warnings);
+    }
+    let text = with_filters(&filter("{ src = \"10.0.0.3\" }"), tcp);
+    let w = &crate::parse(&text, "f.toml").unwrap().warnings;
+    assert!(w[0].message.contains("no packet has this src"), "{}", w[0]);
+}
+
+#[test]
+fn a_dict_scenario_error_names_the_key_path_not_a_line() {
+    let e = crate::parse("[scenario]\nduration = 5\n", crate::DICT_FILE).unwrap_err();
+    assert!(
+        e.to_string().starts_with("<dict>: scenario.duration: "),
+        "{e}"
+    );
+}

@@ -218,13 +218,25 @@ pub(crate) fn dumbbell(cx: &mut Cx<'_>, mut t: Section<'_>) -> Result<ParsedTopo
         "access",
         "the hosts' links, e.g. access = { rate = \"1gbit\", delay = \"1ms\" }",
     )?;
-    let access = link_params(cx, &mut access.table(cx)?)?;
+    let mut access_t = access.table(cx)?;
+    let access = link_params(cx, &mut access_t)?;
+    // Unknown keys here were once ignored (found by the scenario reference's
+    // test): refuse them as everywhere else.
+    access_t.finish(
+        cx,
+        "in a link (rate, delay, delay_reverse, loss, queue_limit)",
+    )?;
     let bottleneck = t.require(
         cx,
         "bottleneck",
         "the r1—r2 link, e.g. bottleneck = { rate = \"1gbit\", delay = \"0.5ms\" }",
     )?;
-    let bottleneck = link_params(cx, &mut bottleneck.table(cx)?)?;
+    let mut bottleneck_t = bottleneck.table(cx)?;
+    let bottleneck = link_params(cx, &mut bottleneck_t)?;
+    bottleneck_t.finish(
+        cx,
+        "in a link (rate, delay, delay_reverse, loss, queue_limit)",
+    )?;
     let mut sender_delays = Vec::new();
     if let Some(f) = t.get(cx, "sender_delays") {
         let items = f.array(cx)?;
@@ -592,8 +604,9 @@ fn policy_unsized(cx: &mut Cx<'_>, f: &Field<'_>, mut t: Section<'_>) -> Result<
             &v.path,
             format!(
                 "unknown key '{key}' in a policy{hint}; a policy is police, shape or fifo, \
-                 or a root qdisc ({}) with class, filter and qdisc tables",
-                known[7..].join(", ")
+                 or a root qdisc with class, filter and qdisc tables, each optionally with \
+                 stab; valid: {}",
+                known.join(", ")
             ),
         ));
     }

@@ -488,3 +488,110 @@ fn bounded(cx: &Cx<'_>, f: &Field<'_>, lo: u64, hi: u64, what: &str) -> Result<u
         _ => Err(f.error(cx, format!("expected {what}"))),
     }
 }
+
+/// `d` as the shortest exact spelling a scenario takes (`"200ms"`, `"1s"`).
+fn time_text(d: Duration) -> String {
+    let ns = d.as_ns();
+    for (unit, per) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+        if ns != 0 && ns % per == 0 {
+            return format!("{}{unit}", ns / per);
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// The value every TCP key of a `[[traffic]]` table takes under OS
+/// `profile` when the table does not set it, as the scenario would spell
+/// it (the scenario reference's profile table is generated from this, so
+/// it cannot drift from [`TcpConfig::profile`]). `None` for an unknown
+/// profile.
+pub fn tcp_profile_defaults(profile: &str) -> Option<Vec<(&'static str, String)>> {
+    let c = TcpConfig::profile(profile)?;
+    let cc = CC.iter().find(|(_, k)| *k == c.cc).map_or("?", |(n, _)| n);
+    let recovery = RECOVERY
+        .iter()
+        .find(|(_, k)| *k == c.recovery)
+        .map_or("?", |(n, _)| n);
+    let b = |v: bool| v.to_string();
+    Some(vec![
+        ("cc", cc.to_string()),
+        ("recovery", recovery.to_string()),
+        ("sack", b(c.sack)),
+        ("mss", format!("{}B", c.mss)),
+        ("header_bytes", c.header_bytes.to_string()),
+        ("initial_window", c.initial_window_segments.to_string()),
+        (
+            "initial_ssthresh",
+            c.initial_ssthresh_bytes
+                .map_or("infinite".to_string(), |v| format!("{v}B")),
+        ),
+        (
+            "window",
+            if c.rcvbuf_autotune {
+                "auto".to_string()
+            } else {
+                format!("{}B", c.receive_window_bytes)
+            },
+        ),
+        (
+            "sndbuf",
+            c.send_buffer_bytes
+                .map_or("unlimited".to_string(), |v| format!("{v}B")),
+        ),
+        ("window_scaling", b(c.window_scaling)),
+        ("min_rto", time_text(c.min_rto)),
+        ("max_rto", time_text(c.max_rto)),
+        ("initial_rto", time_text(c.initial_rto)),
+        (
+            "delayed_ack",
+            c.delayed_ack.map_or("false".to_string(), time_text),
+        ),
+        ("ack_every", c.ack_every_segments.to_string()),
+        ("quickack", c.quickack_segments.to_string()),
+        ("pacing", b(c.pacing)),
+        ("frto", b(c.frto)),
+        ("rack", b(c.rack)),
+        ("tlp", b(c.tlp)),
+        ("limited_transmit", b(c.limited_transmit)),
+        ("rescue_retransmit", b(c.rescue_retransmit)),
+        ("rto_clears_sack", b(c.rto_clears_sack)),
+        ("slow_start_after_idle", b(c.slow_start_after_idle)),
+        ("linux_rto", b(c.linux_rto)),
+    ])
+}
+
+#[cfg(test)]
+mod profile_tests {
+    use super::*;
+
+    /// Every profile's defaults, written back into a scenario as overrides,
+    /// parse and give the profile's own `TcpConfig`: the table is complete
+    /// and spelled as the reader reads it.
+    #[test]
+    fn profile_defaults_round_trip_through_the_reader() {
+        for p in TcpConfig::PROFILES {
+            let d = tcp_profile_defaults(p).expect("a profile");
+            let mut t = format!(
+                "[scenario]\nduration = \"1s\"\n[topology]\naccess = {{ rate = \"1gbit\" }}\n\
+                 bottleneck = {{ rate = \"10mbit\" }}\n[[traffic]]\nkind = \"tcp-bulk\"\n\
+                 profile = \"{p}\"\n"
+            );
+            for (k, v) in &d {
+                if *k == "sndbuf" && v == "unlimited" {
+                    continue;
+                }
+                let quoted = matches!(v.as_str(), "true" | "false") || v.parse::<u64>().is_ok();
+                if quoted {
+                    t.push_str(&format!("{k} = {v}\n"));
+                } else {
+                    t.push_str(&format!("{k} = \"{v}\"\n"));
+                }
+            }
+            let sc = crate::parse(&t, "p.toml").unwrap_or_else(|e| panic!("{p}: {e}\n{t}"));
+            let TrafficSpec::TcpBulk { tcp, .. } = &sc.config.traffic[0] else {
+                panic!("tcp-bulk")
+            };
+            assert_eq!(*tcp, TcpConfig::profile(p).unwrap(), "{p}");
+        }
+    }
+}

@@ -185,7 +185,7 @@ fn filter(cx: &mut Cx<'_>, mut t: Section<'_>) -> Result<FilterSpec> {
     let mf = t.require(
         cx,
         "match",
-        "what the filter matches: match = { dst_port = 5001 } or match = \"dport 5001 proto udp\"",
+        "what the filter matches: match = { dst_port = 5201 } or match = \"dport 5201 proto udp\"",
     )?;
     let cf = t.require(
         cx,

@@ -9,7 +9,7 @@ pub use qoslab_policy::result::{ClassResult, PolicyResult};
 /// Summary statistics of a set of RTT samples, in nanoseconds. Count,
 /// min, max and mean are exact; p50 / p95 are nearest-rank percentiles,
 /// exact when `exact`, else read from a log-bucket histogram within 0.4 %
-/// of the exact value ([`crate::hist`]; `[record] rtt_percentiles`).
+/// of the exact value (`qoslab_sim::hist`; `[record] rtt_percentiles`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RttSummary {
     pub samples: u64,

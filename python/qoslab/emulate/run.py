@@ -231,7 +231,11 @@ def _install_sigterm() -> Callable[[], None]:
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, handler)
-    return lambda: signal.signal(signal.SIGTERM, old)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, old)
+
+    return restore
 
 
 @contextlib.contextmanager
@@ -660,12 +664,12 @@ def _assemble(
             # forwarder's (empty) rows for it
             queue = {k: [] for k in queue}
             for t, i, pk, by in sampler.rows:
-                for k, v in zip(
+                for col, v in zip(
                     ("time_ns", "policy", "packets", "bytes", "tokens_bytes"),
                     (t, i, pk, by, -1),
                     strict=True,
                 ):
-                    queue[k].append(v)
+                    queue[col].append(v)
     data = [f for f in flow_list if f["protocol"] in ("tcp", "udp")]
     goodputs = [float(f["goodput_bps"]) for f in flow_list if f["protocol"] == "tcp"]
     series = {name: {k: np.asarray(v) for k, v in t.items()} for name, t in cols.items()}

@@ -42,7 +42,7 @@ def _set_key(doc: dict[str, Any], path: str, value: Any) -> None:
 
 def _describe(edit: Edit) -> str:
     if callable(edit):
-        return edit.__doc__ or getattr(edit, "__name__", "edit")
+        return str(edit.__doc__ or getattr(edit, "__name__", "edit"))
     key, value = edit
     return f"{key} = {value!r}"
 
@@ -146,7 +146,7 @@ def reproduce(
         try:
             done[(label, cname, seed)] = simulate(text, progress=cb)
         finally:
-            if hasattr(cb, "close"):
+            if cb is not None and hasattr(cb, "close"):
                 cb.close()
     runs: dict[str, list[Checks]] = {}
     for label in ["chosen", *(v[1] for v in variants(exp))]:

@@ -64,7 +64,8 @@ UNSHAPED = range(1, 6)
 
 def _sum(rr: dict[int, dict[str, float]], key: str, who: range) -> float | None:
     vals = [rr.get(i, {}).get(key) for i in who]
-    return None if any(v is None for v in vals) else sum(vals)  # type: ignore[misc]
+    present = [v for v in vals if v is not None]
+    return None if len(present) < len(vals) else sum(present)
 
 
 def check(c: Checks, ref: Reference, results: dict[str, SimulationResult]) -> None:

@@ -51,8 +51,8 @@ def write_report(root: Path, out: Path) -> Path:
         raise ValueError(f"{root}: the sweep has no finished runs yet")
     keys = swept_keys(points)
     if keys:  # rows in the keys' numeric order (a unit's base-unit twin)
-        by = [figures.numeric_column(points, k)[0] for k in keys]
-        points = points.sort_values(by, kind="stable").reset_index(drop=True)
+        order = [figures.numeric_column(points, k)[0] for k in keys]
+        points = points.sort_values(order, kind="stable").reset_index(drop=True)
     scen = ", ".join(sorted(points["scenario"].astype(str).unique()))
     seeds = points["seed"].nunique()
     n_points = len(points.groupby(keys, dropna=False)) if keys else 1

@@ -167,11 +167,11 @@ def resolve(scenario: Path, spec: SweepSpec) -> list[Run]:
             seen.add(h)
             runs.append(Run(h, dict(point), seed, text, filename))
     if bad:
-        point, e = bad[0]
+        point, first = bad[0]
         n = len(bad)
-        msg = f"{n} point{'s' if n > 1 else ''} invalid, the first ({_label(point)}): {e}"
+        msg = f"{n} point{'s' if n > 1 else ''} invalid, the first ({_label(point)}): {first}"
         err = ScenarioError(msg)
-        err.file, err.line, err.column = e.file, e.line, e.column
-        err.path, err.message = e.path, msg
+        err.file, err.line, err.column = first.file, first.line, first.column
+        err.path, err.message = first.path, msg
         raise err
     return runs

@@ -2,7 +2,7 @@
 //! (`net/sched/sch_fq_codel.c`, `man tc-fq_codel`).
 //!
 //! Packets are hashed into `flows` queues (`reciprocal_scale(hash,
-//! flows)`, RFC 8290 §4.1.1; [`FlowHash`]). Each flow queue runs its own
+//! flows)`, RFC 8290 §4.1.1; [`FlowHash`](crate::classify::FlowHash)). Each flow queue runs its own
 //! CoDel ([`CodelState`], shared [`CodelParams`]; the drop test sees the
 //! whole qdisc's backlog, as `fq_codel_dequeue` passes
 //! `sch->qstats.backlog`). Scheduling is DRR over two lists (§4.2): a flow
