@@ -358,9 +358,9 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
     let mut window = t.get_either(cx, "window", "awnd")?;
     if let Some(f) = &window {
         if f.is_str() && f.str(cx, "")?.eq_ignore_ascii_case("auto") {
-            // Linux's receive-buffer autotuning (the linux profile's
+            // Linux's receive-buffer autotuning (the linux profiles'
             // default); other stacks' autotuning is not modelled.
-            if c.profile != "linux" {
+            if !c.profile.starts_with("linux") {
                 return Err(f.error(
                     cx,
                     format!(
@@ -557,6 +557,8 @@ pub fn tcp_profile_defaults(profile: &str) -> Option<Vec<(&'static str, String)>
         ("rto_clears_sack", b(c.rto_clears_sack)),
         ("slow_start_after_idle", b(c.slow_start_after_idle)),
         ("linux_rto", b(c.linux_rto)),
+        ("quickack_on_out_of_order", b(c.quickack_on_out_of_order)),
+        ("mark_lost_retrans", b(c.mark_lost_retrans)),
     ])
 }
 
