@@ -32,6 +32,7 @@ from qoslab._core import (
     parse_size,
     parse_time,
 )
+from qoslab.errors import QoslabError
 
 if TYPE_CHECKING:
     from qoslab.api import (
@@ -96,6 +97,7 @@ __all__ = [
     "ConfigError",
     "EmulationError",
     "PoliceResult",
+    "QoslabError",
     "ResourceError",
     "ScenarioError",
     "ShapeResult",
