@@ -42,9 +42,9 @@ from qoslab.traceio import TraceFileError, TraceStream, open_trace, replacing
 _DROPPED = np.uint64(2**64 - 1)
 
 
-def _refuse_columns(ts: TraceStream, new: tuple[str, ...]) -> None:
+def _refuse_columns(ts: TraceStream, names: list[str], new: tuple[str, ...]) -> None:
     for name in new:
-        if name in ts.names:
+        if name in names:
             raise TraceFileError(ts.path, ts.line_of(-1), f"input already has column '{name}'")
 
 
@@ -56,11 +56,11 @@ def run_meter(kind: str, params: dict[str, str], path: str, output: str | None) 
     packets, size_bytes = 0, 0
     color_names, action_names = np.array(COLOR_NAMES), np.array(ACTION_NAMES)
     with open_trace(path) as ts:
+        # The incoming colour is kept as color_in, beside the new one.
+        names = zip(ts.header, ts.names, strict=True)
+        header = ["color_in" if n == "color" else h for h, n in names]
         if output:
-            _refuse_columns(ts, ("color", "action"))
-        header = [
-            "color_in" if n == "color" else h for h, n in zip(ts.header, ts.names, strict=True)
-        ]
+            _refuse_columns(ts, [h.lower() for h in header], ("color", "action"))
         with _maybe_replacing(output) as f:
             w = csv.writer(f, lineterminator="\n") if f is not None else None
             if w is not None:
@@ -122,7 +122,7 @@ def run_shape(
     packets, size_bytes = 0, 0
     with open_trace(path) as ts:
         if output:
-            _refuse_columns(ts, ("departure_ns", "dropped"))
+            _refuse_columns(ts, ts.names, ("departure_ns", "dropped"))
         with _departures_file(output) as deps:
             for chunk in ts.chunks():
                 try:
