@@ -26,7 +26,8 @@ FUZZ = settings(
     database=None,
 )
 #: The trace-reader property alone (the campaign gives it >= 10,000).
-TRACE_FUZZ = settings(FUZZ, max_examples=int(os.environ.get("QOSLAB_FUZZ_TRACE_EXAMPLES", EXAMPLES)))
+TRACE_EXAMPLES = int(os.environ.get("QOSLAB_FUZZ_TRACE_EXAMPLES", EXAMPLES))
+TRACE_FUZZ = settings(FUZZ, max_examples=TRACE_EXAMPLES)
 TRACE = Path(__file__).resolve().parents[1] / "examples" / "trace.csv"
 KINDS = sorted(qoslab.kind_families())
 KEYS = ["rate", "cir", "pir", "eir", "cbs", "ebs", "pbs", "burst", "limit", "mir", "buffer",
