@@ -17,21 +17,19 @@
 //! here unwraps user data, so no panic can reach Python.
 
 mod capture;
-mod errors;
-mod stream;
 #[cfg(target_os = "linux")]
 mod emu;
+mod errors;
 mod import;
 mod sim;
+mod stream;
 
 use numpy::PyReadonlyArray1;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use qoslab_core::drive::{
-    MeterSummary, ShapeSummary, TraceError as CoreTraceError, TraceFields,
-};
+use qoslab_core::drive::{MeterSummary, ShapeSummary, TraceError as CoreTraceError, TraceFields};
 use qoslab_core::meter::Policer;
 use qoslab_core::params::{ConfigError as CoreConfigError, Params};
 use qoslab_core::parse;
@@ -72,7 +70,10 @@ pub(crate) fn trace_err(py: Python<'_>, e: CoreTraceError) -> PyErr {
     err
 }
 
-pub(crate) fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, what: &str) -> PyResult<&'a [T]> {
+pub(crate) fn slice<'a, T: numpy::Element>(
+    a: &'a PyReadonlyArray1<'_, T>,
+    what: &str,
+) -> PyResult<&'a [T]> {
     a.as_slice()
         .map_err(|_| PyValueError::new_err(format!("{what} must be a contiguous 1-D array")))
 }
@@ -160,7 +161,10 @@ fn describe_shaper(
     Ok(owned(build_shaper(py, kind, params)?.describe()))
 }
 
-pub(crate) fn meter_summary<'py>(py: Python<'py>, s: &MeterSummary) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn meter_summary<'py>(
+    py: Python<'py>,
+    s: &MeterSummary,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("packets", s.packets.to_vec())?;
     d.set_item("bytes", s.bytes.to_vec())?;
@@ -170,7 +174,10 @@ pub(crate) fn meter_summary<'py>(py: Python<'py>, s: &MeterSummary) -> PyResult<
     Ok(d)
 }
 
-pub(crate) fn shape_summary<'py>(py: Python<'py>, s: &ShapeSummary) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn shape_summary<'py>(
+    py: Python<'py>,
+    s: &ShapeSummary,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("sent_packets", s.sent_packets)?;
     d.set_item("sent_bytes", s.sent_bytes)?;
@@ -242,7 +249,10 @@ impl<'py> Columns<'py> {
     }
 }
 
-pub(crate) fn class_rows<'py>(py: Python<'py>, rows: &[ClassResult]) -> PyResult<Vec<Bound<'py, PyDict>>> {
+pub(crate) fn class_rows<'py>(
+    py: Python<'py>,
+    rows: &[ClassResult],
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
     rows.iter()
         .map(|c| {
             let d = PyDict::new(py);

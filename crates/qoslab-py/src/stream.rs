@@ -36,7 +36,10 @@ pub(crate) const SLICE: usize = 1 << 16;
 
 /// A 1-D NumPy array of `n` elements, uninitialised, or
 /// `qoslab.ResourceError` if it cannot be allocated.
-pub(crate) fn empty<'py, T: Element>(py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyArray1<T>>> {
+pub(crate) fn empty<'py, T: Element>(
+    py: Python<'py>,
+    n: usize,
+) -> PyResult<Bound<'py, PyArray1<T>>> {
     let np = py.import("numpy")?;
     let dtype = numpy::dtype::<T>(py);
     match np.getattr("empty")?.call1((n, dtype)) {
@@ -54,7 +57,10 @@ fn out_of_memory(n: usize, each: usize) -> PyErr {
 }
 
 /// `v` copied into a new NumPy array (fallible, see [`empty`]).
-pub(crate) fn array<'py, T: Element + Copy>(py: Python<'py>, v: &[T]) -> PyResult<Bound<'py, PyArray1<T>>> {
+pub(crate) fn array<'py, T: Element + Copy>(
+    py: Python<'py>,
+    v: &[T],
+) -> PyResult<Bound<'py, PyArray1<T>>> {
     let a = empty::<T>(py, v.len())?;
     // SAFETY: `a` is new, contiguous and not shared with anyone yet.
     unsafe { a.as_slice_mut() }
@@ -134,8 +140,10 @@ impl MeterRun {
         }
         let (out_c, out_a) = (empty::<u8>(py, n)?, empty::<u8>(py, n)?);
         // SAFETY: both arrays are new and only written here.
-        let oc = unsafe { out_c.as_slice_mut() }.map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let oa = unsafe { out_a.as_slice_mut() }.map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let oc =
+            unsafe { out_c.as_slice_mut() }.map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let oa =
+            unsafe { out_a.as_slice_mut() }.map_err(|e| PyValueError::new_err(e.to_string()))?;
         for r in ranges(n) {
             let (pol, st) = (&mut self.policer, &mut self.stream);
             let (oc, oa) = (&mut oc[r.clone()], &mut oa[r.clone()]);
@@ -199,8 +207,8 @@ impl ShapeRun {
     #[staticmethod]
     #[pyo3(signature = (text, file, rate=None))]
     fn tree(py: Python<'_>, text: &str, file: &str, rate: Option<&str>) -> PyResult<Self> {
-        let spec =
-            qoslab_scenario::parse_policy(text, file).map_err(|e| crate::sim::scenario_err(py, e))?;
+        let spec = qoslab_scenario::parse_policy(text, file)
+            .map_err(|e| crate::sim::scenario_err(py, e))?;
         let rate = rate
             .map(|r| parse::parse_rate(r).map_err(|e| unit_err(py, "rate", e)))
             .transpose()?;
@@ -256,7 +264,11 @@ impl ShapeRun {
     /// The departures known so far (at most `limit`), in trace order: ns,
     /// or `2**64 - 1` for a dropped packet.
     #[pyo3(signature = (limit=None))]
-    fn take<'py>(&mut self, py: Python<'py>, limit: Option<usize>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    fn take<'py>(
+        &mut self,
+        py: Python<'py>,
+        limit: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let n = self.stream.ready().min(limit.unwrap_or(usize::MAX));
         let a = empty::<u64>(py, n)?;
         // SAFETY: `a` is new and only written here.
