@@ -7,7 +7,7 @@ sizes, µs for times, not ns); they are handed to Rust as strings, where all uni
 parsing happens.
 
 There is no Python loop per packet: arrays are validated with NumPy and the
-packets run in Rust with the GIL released, in slices of 65,536 packets with a
+packets run in Rust with the GIL released, in slices of 16,384 packets with a
 signal check between them (Ctrl-C raises ``KeyboardInterrupt`` at once).
 
 Errors: every exception qoslab raises is a :class:`QoslabError`, and also the
