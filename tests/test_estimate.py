@@ -206,7 +206,7 @@ def test_a_trees_queues_are_bounded_by_their_limits() -> None:
     limits it describes (sfq 127 packets, htb's direct queue 1000), no
     longer by the TCP windows through it (about 90 MB before). Measured
     once (loaded 2-core machine, 2026-11-24): 1.59 MB estimated, 0.23 MB
-    measured above the process (7×: the bound assumes every queue full)."""
+    measured above the process (7 times: the bound assumes every queue full)."""
     m = _measure((SCEN / "trees" / "sfq-1-vs-many.toml").read_text())
     est = m["est"]["peak_memory_bytes"]
     assert m["rss"] <= est <= 4e6, f"estimate {est} vs measured {m['rss']}"
