@@ -434,10 +434,14 @@ class LoadedTrace(TraceStream):
     def chunks(self, rows: int | None = None) -> Iterator[Chunk]:
         tf = self.tf
         rows = rows or CHUNK_ROWS
+        # A capture's columns come as its reader made them (uint64 sizes).
+        times = np.ascontiguousarray(tf.times_ns, dtype=np.uint64)
+        sizes = np.ascontiguousarray(tf.sizes, dtype=np.uint32)
+        colors = None if tf.colors is None else np.ascontiguousarray(tf.colors, dtype=np.uint8)
         for a in range(0, len(tf.rows), rows):
             b = a + rows
-            colors = None if tf.colors is None else tf.colors[a:b]
-            yield Chunk(a, tf.rows[a:b], tf.times_ns[a:b], tf.sizes[a:b], colors)
+            c = None if colors is None else colors[a:b]
+            yield Chunk(a, tf.rows[a:b], times[a:b], sizes[a:b], c)
 
     def line_of(self, index: int) -> int:
         return self.tf.line_of(index)
