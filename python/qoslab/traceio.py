@@ -134,11 +134,22 @@ def _column_uint(
     )
 
 
+#: Spellings of each colour code (after strip and lower-casing).
+_COLOR_CODES = {
+    spelling: code
+    for code, name in enumerate(COLOR_NAMES)
+    for spelling in (name, name[0], str(code))
+}
+
+
 def _column_color(tf_path: str, line_of: LineOf, values: list[str]) -> Any:
-    names = np.char.lower(np.char.strip(np.array(values, dtype=str)))
-    codes = np.full(len(values), 255, dtype=np.uint8)
-    for code, nm in enumerate(COLOR_NAMES):
-        codes[(names == nm) | (names == nm[0]) | (names == str(code))] = code
+    # A dict look-up per value, not np.char.lower: NumPy runs that one as a
+    # Python call per element and turns a Ctrl-C raised inside it into a
+    # TypeError ("result array type does not match underlying function").
+    get = _COLOR_CODES.get
+    codes = np.fromiter(
+        (get(v.strip().lower(), 255) for v in values), dtype=np.uint8, count=len(values)
+    )
     bad = codes == 255
     if bad.any():
         i = int(np.argmax(bad))
