@@ -91,7 +91,7 @@ def test_bad_traces_raise_trace_error_with_the_index(times, sizes, index, fragme
 def test_bad_shapes_and_types_are_refused() -> None:
     with pytest.raises(ValueError, match="entries"):
         qoslab.color("srtcm", [0, 1], [1], **P)
-    with pytest.raises(TypeError):
+    with pytest.raises(qoslab.TraceError, match="dtype"):
         qoslab.color("srtcm", ["a"], [1], **P)
     with pytest.raises(ValueError, match="one-dimensional"):
         qoslab.color("srtcm", [[0]], [[1]], **P)
@@ -162,13 +162,18 @@ def test_the_extension_refuses_wrong_dtypes_without_panicking() -> None:
     from qoslab import _core
 
     p = {"cir": "1mbit", "cbs": "3000"}
+    run = _core.MeterRun("srtcm", p)
     with pytest.raises(TypeError):
-        _core.meter_trace("srtcm", p, np.zeros(2, dtype=np.int64), np.ones(2, dtype=np.uint32))
+        run.push(np.zeros(2, dtype=np.int64), np.ones(2, dtype=np.uint32))
     with pytest.raises(TypeError):
         _core.describe_meter("srtcm", {"cir": 1_000_000, "cbs": "3000"})
     with pytest.raises(qoslab.TraceError) as e:
-        _core.meter_trace("srtcm", p, np.zeros(2, dtype=np.uint64), np.ones(3, dtype=np.uint32))
-    assert e.value.index == 2
+        run.push(np.zeros(2, dtype=np.uint64), np.ones(3, dtype=np.uint32))
+    assert e.value.index == 0
+    with pytest.raises(qoslab.TraceError) as e:
+        _core.ShapeRun.kind("codel", {"rate": "1mbit"}).push(
+            np.zeros(2, dtype=np.uint64), np.ones(3, dtype=np.uint32)
+        )
 
 
 # --- AQM kinds on a trace (behind a link of `rate`) ---------------------------

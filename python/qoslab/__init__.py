@@ -34,6 +34,7 @@ from qoslab._core import (
     parse_size,
     parse_time,
 )
+from qoslab.errors import QoslabError
 
 if TYPE_CHECKING:
     from qoslab import plots as plots
@@ -108,6 +109,7 @@ __all__ = [
     "ConfigError",
     "EmulationError",
     "PoliceResult",
+    "QoslabError",
     "ResourceError",
     "ScenarioError",
     "ShapeResult",

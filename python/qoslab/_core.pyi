@@ -6,19 +6,22 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-class ConfigError(ValueError):
+from qoslab.errors import QoslabError as QoslabError
+from qoslab.errors import QoslabMemoryError, QoslabValueError
+
+class ConfigError(QoslabValueError):
     """A conditioner parameter (or the kind) is invalid."""
 
     param: str
     message: str
 
-class TraceError(ValueError):
+class TraceError(QoslabValueError):
     """A trace is invalid at packet ``index`` (0-based)."""
 
     index: int
     message: str
 
-class ScenarioError(ValueError):
+class ScenarioError(QoslabValueError):
     """A scenario is invalid; ``str()`` is ``file:line:col: path: message``."""
 
     file: str
@@ -27,7 +30,7 @@ class ScenarioError(ValueError):
     path: str
     message: str
 
-class ResourceError(MemoryError):
+class ResourceError(QoslabMemoryError):
     """A run would need more memory than allowed, or an allocation failed."""
 
 class Cancelled(KeyboardInterrupt):
@@ -36,7 +39,7 @@ class Cancelled(KeyboardInterrupt):
 class EmulationError(RuntimeError):
     """The emulator could not run (namespace or interface missing, not root, I/O error)."""
 
-class ConfigImportError(ValueError):
+class ConfigImportError(QoslabValueError):
     """A tc or MQC text cannot be imported (`.line`, `.column`, `.token`, `.message`)."""
 
     line: int
@@ -53,7 +56,7 @@ def import_config(
     table: str | None = None,
 ) -> dict[str, Any]: ...
 
-class CaptureError(ValueError):
+class CaptureError(QoslabValueError):
     """A capture file cannot be read (one line)."""
 
 def core_version() -> str: ...
@@ -61,28 +64,39 @@ def meter_kinds() -> list[tuple[str, str, str]]: ...
 def shaper_kinds() -> list[tuple[str, str, str]]: ...
 def describe_meter(kind: str, params: dict[str, str]) -> list[tuple[str, str]]: ...
 def describe_shaper(kind: str, params: dict[str, str]) -> list[tuple[str, str]]: ...
-def meter_trace(
-    kind: str,
-    params: dict[str, str],
-    times_ns: npt.NDArray[np.uint64],
-    sizes: npt.NDArray[np.uint32],
-    colors: npt.NDArray[np.uint8] | None = None,
-) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8], dict[str, Any]]: ...
-def shape_trace(
-    kind: str,
-    params: dict[str, str],
-    times_ns: npt.NDArray[np.uint64],
-    sizes: npt.NDArray[np.uint32],
-    columns: dict[str, npt.NDArray[Any]] | None = None,
-) -> tuple[npt.NDArray[np.uint64], dict[str, Any], list[dict[str, Any]], list[tuple[str, str]]]: ...
-def shape_policy(
-    text: str,
-    file: str,
-    rate: str | None,
-    times_ns: npt.NDArray[np.uint64],
-    sizes: npt.NDArray[np.uint32],
-    columns: dict[str, npt.NDArray[Any]] | None = None,
-) -> tuple[npt.NDArray[np.uint64], dict[str, Any], list[dict[str, Any]], list[tuple[str, str]]]: ...
+
+class MeterRun:
+    """A meter over a trace given in chunks (state carried across)."""
+
+    def __init__(self, kind: str, params: dict[str, str]) -> None: ...
+    def push(
+        self,
+        times_ns: npt.NDArray[np.uint64],
+        sizes: npt.NDArray[np.uint32],
+        colors: npt.NDArray[np.uint8] | None = None,
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]: ...
+    def summary(self) -> dict[str, Any]: ...
+    def describe(self) -> list[tuple[str, str]]: ...
+
+class ShapeRun:
+    """A shaper, queue, scheduler or tree over a trace given in chunks."""
+
+    @staticmethod
+    def kind(kind: str, params: dict[str, str]) -> ShapeRun: ...
+    @staticmethod
+    def tree(text: str, file: str, rate: str | None = None) -> ShapeRun: ...
+    def push(
+        self,
+        times_ns: npt.NDArray[np.uint64],
+        sizes: npt.NDArray[np.uint32],
+        columns: dict[str, npt.NDArray[Any]] | None = None,
+    ) -> int: ...
+    def finish(self) -> dict[str, Any]: ...
+    def take(self, limit: int | None = None) -> npt.NDArray[np.uint64]: ...
+    def packets(self) -> int: ...
+    def classes(self) -> list[dict[str, Any]]: ...
+    def describe(self) -> list[tuple[str, str]]: ...
+
 def parse_rate(s: str) -> int: ...
 def parse_size(s: str) -> int: ...
 def parse_time(s: str) -> int: ...

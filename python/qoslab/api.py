@@ -7,27 +7,49 @@ sizes, µs for times, not ns); they are handed to Rust as strings, where all uni
 parsing happens.
 
 There is no Python loop per packet: arrays are validated with NumPy and the
-packets run in Rust with the GIL released.
+packets run in Rust with the GIL released, in slices of 16,384 packets with a
+signal check between them (Ctrl-C raises ``KeyboardInterrupt`` at once).
+
+Errors: every exception qoslab raises is a :class:`QoslabError`, and also the
+built-in class it always was:
+
+- :class:`ConfigError` (a ``ValueError``): a bad parameter or kind;
+  ``.param`` names it, ``.message`` says why.
+- :class:`TraceError` (a ``ValueError``): a bad packet; ``.index`` is its
+  0-based index, ``.message`` says why. Arrays of the wrong shape, length or
+  type are also ``TraceError``s (``.index`` 0).
+- :class:`ScenarioError` (a ``ValueError``): a bad policy tree or scenario,
+  located ``file:line:col``; a missing policy file too.
+- :class:`ResourceError` (a ``MemoryError``): a result that cannot be
+  allocated, or a simulation over its memory limit.
+
+A ``KeyboardInterrupt`` (``qoslab.Cancelled`` from ``simulate``) is not an
+error and is not a ``QoslabError``.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from qoslab import _core
-from qoslab._core import ConfigError, TraceError
+from qoslab._core import ConfigError, ResourceError, ScenarioError, TraceError
+from qoslab.errors import QoslabError
 
 __all__ = [
     "COLOR_NAMES",
     "ConfigError",
     "PoliceResult",
+    "QoslabError",
+    "ResourceError",
+    "ScenarioError",
     "ShapeResult",
     "TraceError",
     "color",
@@ -48,6 +70,27 @@ ACTION_NAMES: tuple[str, str, str] = ("transmit", "drop", "remark")
 #: every delay below the 2^63 ns of the int64 departures returned.
 TIME_HORIZON_NS = 2**62
 _TIME_MAX = TIME_HORIZON_NS - 1
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _resource_errors(f: F) -> F:
+    """Turns a ``MemoryError`` that NumPy raises while checking or converting
+    the arrays into a :class:`ResourceError` (also a ``MemoryError``)."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except ResourceError:
+            raise
+        except MemoryError as e:
+            raise ResourceError(
+                f"out of memory: {e or 'an array could not be allocated'}"
+            ) from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 def meter_kinds() -> dict[str, str]:
@@ -116,21 +159,24 @@ def as_uint_array(
     """Converts ``values`` (any integer array or list) to a contiguous 1-D
     array of ``dtype``; rejects negatives, NaN, non-integral floats and values
     above ``maximum`` with a ``TraceError`` naming the first bad packet."""
-    a = np.asarray(values)
+    try:
+        a = np.asarray(values)
+    except (ValueError, TypeError) as e:  # ragged lists, objects NumPy cannot hold
+        raise _trace_error(0, f"{name}: not an array of integers ({e})") from None
     if a.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+        raise _trace_error(0, f"{name} must be one-dimensional, got shape {a.shape}")
     if a.size == 0:
         return np.zeros(0, dtype=dtype)
     kind = a.dtype.kind
     if kind == "b":
-        raise TypeError(f"{name} must hold integers, got booleans")
+        raise _trace_error(0, f"{name} must hold integers, got booleans")
     if kind == "f":
         bad = ~np.isfinite(a) | (a != np.floor(a))
         if bad.any():
             i = int(np.argmax(bad))
             raise _trace_error(i, f"{name} must be whole numbers, got {a[i].item()!r}")
     elif kind not in "iu":
-        raise TypeError(f"{name} must hold integers (at most 64-bit), got dtype {a.dtype}")
+        raise _trace_error(0, f"{name} must hold integers (at most 64-bit), got dtype {a.dtype}")
     neg = a < 0
     if neg.any():
         i = int(np.argmax(neg))
@@ -156,7 +202,7 @@ def _colors_array(colors: Any, n: int) -> Any:
         a = codes
     out = as_uint_array(a, "colors", np.uint8, 2)
     if len(out) != n:
-        raise ValueError(f"colors has {len(out)} entries but there are {n} packets")
+        raise _trace_error(0, f"colors has {len(out)} entries but there are {n} packets")
     return out
 
 
@@ -166,7 +212,7 @@ def _trace(times_ns: Any, sizes: Any) -> tuple[Any, Any]:
     )
     s = as_uint_array(sizes, "sizes", np.uint32, MAX_PACKET_BYTES)
     if len(t) != len(s):
-        raise ValueError(f"times_ns has {len(t)} entries but sizes has {len(s)}")
+        raise _trace_error(0, f"times_ns has {len(t)} entries but sizes has {len(s)}")
     return t, s
 
 
@@ -237,6 +283,7 @@ class ShapeResult:
         return pd.json_normalize(self.classes, sep=".") if self.classes else pd.DataFrame()
 
 
+@_resource_errors
 def police(
     kind: str, times_ns: Any, sizes: Any, colors: Any = None, **params: object
 ) -> PoliceResult:
@@ -247,9 +294,17 @@ def police(
     >>> r.colors.tolist(), r.summary["packets"]["red"]
     ([0, 1, 2], 1)
     """
+    if not isinstance(kind, str):
+        raise _config_error("kind", f"expected a kind name (a str), got {kind!r}")
+    run = _core.MeterRun(kind, _params(params))
     t, s = _trace(times_ns, sizes)
     c = None if colors is None else _colors_array(colors, len(t))
-    out_c, out_a, raw = _core.meter_trace(kind, _params(params), t, s, c)
+    out_c, out_a = run.push(t, s, c)
+    return PoliceResult(out_c, out_a, meter_summary(run.summary()), t, s)
+
+
+def meter_summary(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A meter's totals (``MeterRun.summary()``) by colour."""
     pk, by = raw["packets"], raw["bytes"]
     summary: dict[str, Any] = {
         "packets": dict(zip(COLOR_NAMES, pk, strict=True)),
@@ -257,9 +312,10 @@ def police(
         "dropped": {"packets": raw["dropped_packets"], "bytes": raw["dropped_bytes"]},
         "remarked": {"packets": raw["remarked_packets"]},
     }
-    return PoliceResult(out_c, out_a, summary, t, s)
+    return summary
 
 
+@_resource_errors
 def color(kind: str, times_ns: Any, sizes: Any, colors: Any = None, **params: object) -> Any:
     """Colours of a trace through meter ``kind``: uint8 array, 0 green,
     1 yellow, 2 red. ``colors`` are the incoming colours (for ``mode="aware"``).
@@ -290,11 +346,11 @@ def _columns(columns: Mapping[str, Any] | None, n: int) -> dict[str, Any]:
             continue
         if name not in HEADER_COLUMNS:
             valid = ", ".join(["color", *HEADER_COLUMNS])
-            raise ValueError(f"unknown trace column '{name}'; columns: {valid}")
+            raise _trace_error(0, f"unknown trace column '{name}'; columns: {valid}")
         dtype, maximum = HEADER_COLUMNS[name]
         a = as_uint_array(values, name, dtype, maximum)
         if len(a) != n:
-            raise ValueError(f"{name} has {len(a)} entries but there are {n} packets")
+            raise _trace_error(0, f"{name} has {len(a)} entries but there are {n} packets")
         out[name] = np.ascontiguousarray(a)
     return out
 
@@ -327,15 +383,31 @@ def params_lines(params: dict[str, str | list[str]]) -> list[str]:
     return [head, *items]
 
 
-def _shape_result(t: Any, s: Any, out: tuple[Any, ...]) -> ShapeResult:
-    dep, raw, classes, described = out
+def _run_shape(run: Any, t: Any, s: Any, cols: dict[str, Any]) -> ShapeResult:
+    run.push(t, s, cols)
+    raw = run.finish()
+    dep = run.take()
     dropped = dep == np.uint64(2**64 - 1)
-    departure = dep.astype(np.int64)
-    departure[dropped] = -1
+    departure = dep.view(np.int64)  # below 2^63, or 2^64 - 1 = -1 when dropped
+    summary = shape_summary(raw, len(t), int(s.sum(dtype=np.uint64)))
+    return ShapeResult(
+        departure,
+        dropped,
+        summary,
+        run.classes(),
+        params_dict(run.describe()),
+        times_ns=t,
+        sizes=s,
+    )
+
+
+def shape_summary(raw: Mapping[str, Any], packets: int, size_bytes: int) -> dict[str, Any]:
+    """A shaper's totals (``ShapeRun.finish()``) for ``packets`` packets of
+    ``size_bytes`` in all."""
     sent = int(raw["sent_packets"])
     summary: dict[str, Any] = {
-        "packets": len(t),
-        "bytes": int(s.sum(dtype=np.uint64)),
+        "packets": packets,
+        "bytes": size_bytes,
         "sent": {"packets": sent, "bytes": raw["sent_bytes"]},
         "dropped": {"packets": raw["dropped_packets"], "bytes": raw["dropped_bytes"]},
         "delay_ns": {
@@ -346,11 +418,10 @@ def _shape_result(t: Any, s: Any, out: tuple[Any, ...]) -> ShapeResult:
     }
     if raw["warnings"]:
         summary["warnings"] = list(raw["warnings"])
-    return ShapeResult(
-        departure, dropped, summary, list(classes), params_dict(described), times_ns=t, sizes=s
-    )
+    return summary
 
 
+@_resource_errors
 def shape(
     kind: str,
     times_ns: Any,
@@ -374,11 +445,14 @@ def shape(
     >>> r.departure_ns.tolist()
     [0, 1000000, 2000000]
     """
+    if not isinstance(kind, str):
+        raise _config_error("kind", f"expected a kind name (a str), got {kind!r}")
+    run = _core.ShapeRun.kind(kind, _params(params))
     t, s = _trace(times_ns, sizes)
-    cols = _columns(columns, len(t))
-    return _shape_result(t, s, _core.shape_trace(kind, _params(params), t, s, cols))
+    return _run_shape(run, t, s, _columns(columns, len(t)))
 
 
+@_resource_errors
 def shape_policy(
     policy: str | os.PathLike[str],
     times_ns: Any,
@@ -400,20 +474,37 @@ def shape_policy(
     ([0, 1000000], ['root', '1', '2', '3'])
     """
     text, file = policy_text(policy)
+    if rate is not None and not isinstance(rate, str):
+        rate = _param_value("rate", rate)
+    run = _core.ShapeRun.tree(text, file, rate)
     t, s = _trace(times_ns, sizes)
-    cols = _columns(columns, len(t))
-    return _shape_result(t, s, _core.shape_policy(text, file, rate, t, s, cols))
+    return _run_shape(run, t, s, _columns(columns, len(t)))
 
 
 def policy_text(policy: str | os.PathLike[str]) -> tuple[str, str]:
     """(TOML text, name for errors) of ``policy``: a path to an existing
     file, or TOML text (anything holding '=' that is not a file)."""
+    if not isinstance(policy, (str, os.PathLike)):
+        raise _policy_error("<policy>", f"expected TOML text or a file, got {policy!r}")
     p = Path(policy)
-    if isinstance(policy, os.PathLike) or ("=" not in str(policy) and "\n" not in str(policy)):
+    is_path = isinstance(policy, os.PathLike) or (
+        "\n" not in str(policy) and ("=" not in str(policy) or p.is_file())
+    )
+    if not is_path:
+        return str(policy), "<policy>"
+    try:
         return p.read_text(encoding="utf-8"), str(policy)
-    if "\n" not in str(policy) and p.is_file():
-        return p.read_text(encoding="utf-8"), str(policy)
-    return str(policy), "<policy>"
+    except UnicodeDecodeError:
+        raise _policy_error(str(policy), "not UTF-8 text") from None
+    except OSError as e:
+        raise _policy_error(str(policy), e.strerror or str(e)) from None
+
+
+def _policy_error(file: str, message: str) -> ScenarioError:
+    """A ``ScenarioError`` about a policy file as a whole (no line)."""
+    e = ScenarioError(f"{file}: {message}")
+    e.file, e.line, e.column, e.path, e.message = file, 0, 0, "", message
+    return e
 
 
 def describe(kind: str, **params: object) -> dict[str, str | list[str]]:

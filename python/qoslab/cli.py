@@ -23,18 +23,14 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 # Only light modules here: every command's own modules (NumPy, pandas,
 # matplotlib, pyarrow behind them) are imported when that command runs or
 # builds its parser, so `qoslab --help` and `qoslab CMD --help` stay fast
 # and Ctrl-C during those imports is caught by main() (no traceback).
 from qoslab import __version__, _core, outputs
-from qoslab._core import Cancelled, ConfigError, ScenarioError, TraceError
-
-if TYPE_CHECKING:
-    from qoslab.api import ShapeResult
-    from qoslab.traceio import TraceFile, TraceFileError
+from qoslab._core import Cancelled, ConfigError, ScenarioError
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -316,10 +312,6 @@ def _list(kinds: list[tuple[str, str, str]], family: str, as_json: bool = False)
     return 0
 
 
-def _trace_error(tf: TraceFile, e: TraceError) -> TraceFileError:
-    return tf.error(e.index, e.message)
-
-
 def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
@@ -335,39 +327,11 @@ def _print_params(kind: str, params: dict[str, Any]) -> None:
 
 
 def _run_meter(args: argparse.Namespace, params: dict[str, str]) -> int:
-    import numpy as np
+    from qoslab.api import COLOR_NAMES
+    from qoslab.tracecmd import run_meter
 
-    from qoslab.api import ACTION_NAMES, COLOR_NAMES, params_dict, police
-    from qoslab.traceio import TraceFileError, read_trace, write_csv
-
-    kind = args.kind
-    described = params_dict(_core.describe_meter(kind, params))
-    tf = read_trace(args.input)
-    try:
-        r = police(kind, tf.times_ns, tf.sizes, tf.colors, **params)
-    except TraceError as e:
-        raise _trace_error(tf, e) from None
-    if args.output:
-        header = ["color_in" if h.lower() == "color" else h for h in tf.header]
-        for new in ("color", "action"):
-            if new in (h.lower() for h in header):
-                raise TraceFileError(tf.path, tf.line_of(-1), f"input already has column '{new}'")
-        cnames = np.array(COLOR_NAMES)[r.colors].tolist()
-        anames = np.array(ACTION_NAMES)[r.actions].tolist()
-        write_csv(args.output, [*header, "color", "action"], map(_append2, tf.rows, cnames, anames))
-    s = r.summary
-    summary: dict[str, Any] = {
-        "command": "meter",
-        "kind": described.get("kind", kind),
-        "params": described,
-        "input": args.input,
-        "output": args.output,
-        "packets": len(tf.rows),
-        "bytes": int(tf.sizes.sum(dtype=np.uint64)),
-        "colors": {c: {"packets": s["packets"][c], "bytes": s["bytes"][c]} for c in COLOR_NAMES},
-        "dropped": s["dropped"],
-        "remarked": s["remarked"],
-    }
+    summary = run_meter(args.kind, params, args.input, args.output or None)
+    described = summary["params"]
     if args.output == outputs.STDOUT:
         return 0  # stdout carries the per-packet CSV and nothing else
     if args.json:
@@ -386,59 +350,12 @@ def _run_meter(args: argparse.Namespace, params: dict[str, str]) -> int:
     return 0
 
 
-def _append2(row: list[str], a: str, b: str) -> list[str]:
-    return [*row, a, b]
-
-
-def _shape(args: argparse.Namespace, params: dict[str, str], tf: TraceFile) -> ShapeResult:
-    """Runs the trace through KIND, or through the --policy tree."""
-    from qoslab.api import shape, shape_policy
-    from qoslab.traceio import header_columns
-
-    columns = header_columns(tf)
-    if args.kind.lower() != "tree":
-        if args.policy is not None:
-            raise UsageError(f"shape: --policy goes with KIND tree, not '{args.kind}'")
-        return shape(args.kind, tf.times_ns, tf.sizes, columns, **params)
-    if args.policy is None:
-        raise UsageError(
-            "shape tree: --policy FILE.toml (or the TOML inline) is required "
-            "(see 'qoslab shape --help')"
-        )
-    rate = params.pop("rate", None)
-    if params:
-        extra = ", ".join(f"--{k}" for k in params)
-        raise UsageError(
-            f"shape tree: {extra}: a tree's parameters go in its --policy; "
-            "only --rate (the link draining it) is given here"
-        )
-    return shape_policy(args.policy, tf.times_ns, tf.sizes, rate, columns)
-
-
 def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
-    import numpy as np
+    from qoslab.tracecmd import run_shape
 
-    from qoslab.traceio import TraceFileError, read_trace, write_csv
-
-    tf = read_trace(args.input)
-    try:
-        r = _shape(args, params, tf)
-    except TraceError as e:
-        raise _trace_error(tf, e) from None
-    described = r.params
-    if args.output:
-        for new in ("departure_ns", "dropped"):
-            if new in (h.lower() for h in tf.header):
-                raise TraceFileError(tf.path, tf.line_of(-1), f"input already has column '{new}'")
-        dep = r.departure_ns.astype(str)
-        dep[r.dropped] = ""
-        flag = np.where(r.dropped, "1", "0")
-        write_csv(
-            args.output,
-            [*tf.header, "departure_ns", "dropped"],
-            map(_append2, tf.rows, dep.tolist(), flag.tolist()),
-        )
-    s = r.summary
+    s, classes, described = run_shape(
+        args.kind, params, args.policy, args.input, args.output or None
+    )
     summary: dict[str, Any] = {
         "command": "shape",
         "kind": described.get("kind", args.kind),
@@ -449,8 +366,8 @@ def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
     }
     if args.policy is not None:
         summary["policy"] = args.policy
-    if r.classes:
-        summary["classes"] = r.classes
+    if classes:
+        summary["classes"] = classes
     if args.output == outputs.STDOUT:
         return 0  # stdout carries the per-packet CSV and nothing else
     if args.json:
@@ -469,8 +386,8 @@ def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
         f"delay   max {delay['max'] / 1e6:.3f} ms, mean {delay['mean'] / 1e6:.3f} ms; "
         f"max backlog {s['max_backlog_packets']} packets"
     )
-    if len(r.classes) > 1:
-        _print_classes(r.classes)
+    if len(classes) > 1:
+        _print_classes(classes)
     for w in s.get("warnings", []):
         print(f"warning: {w}")
     if args.output:

@@ -79,33 +79,43 @@ fn horizon_error(index: usize, what: &str, ns: u64) -> TraceError {
     }
 }
 
-fn check_trace(times: &[u64], sizes: &[u32]) -> Result<(), TraceError> {
+/// Checks a chunk of a trace (lengths agree, times sorted and below the
+/// horizon, sizes above zero) whose first packet is packet `base` of the
+/// whole trace and follows a packet that arrived at `prev` (errors name
+/// the packet's index in the whole trace).
+fn check_chunk(
+    times: &[u64],
+    sizes: &[u32],
+    base: usize,
+    prev: Option<u64>,
+) -> Result<(), TraceError> {
     if times.len() != sizes.len() {
         return Err(TraceError {
-            index: times.len().min(sizes.len()),
+            index: base + times.len().min(sizes.len()),
             message: format!("{} times but {} sizes", times.len(), sizes.len()),
         });
     }
     if let Some(i) = times.iter().position(|&t| t >= TIME_HORIZON_NS) {
-        return Err(horizon_error(i, "time_ns", times[i]));
+        return Err(horizon_error(base + i, "time_ns", times[i]));
     }
+    let mut before = prev;
     for i in 0..times.len() {
         if sizes[i] == 0 {
             return Err(TraceError {
-                index: i,
+                index: base + i,
                 message: "size_bytes must be greater than zero".into(),
             });
         }
-        if i > 0 && times[i] < times[i - 1] {
+        if let Some(b) = before.filter(|&b| times[i] < b) {
             return Err(TraceError {
-                index: i,
+                index: base + i,
                 message: format!(
-                    "time_ns {} is before the previous packet's {}; traces must be sorted by time",
+                    "time_ns {} is before the previous packet's {b}; traces must be sorted by time",
                     times[i],
-                    times[i - 1]
                 ),
             });
         }
+        before = Some(times[i]);
     }
     Ok(())
 }
@@ -120,45 +130,90 @@ pub fn meter_trace(
     out_color: &mut [u8],
     out_action: &mut [u8],
 ) -> Result<MeterSummary, TraceError> {
-    check_trace(times, sizes)?;
-    let n = times.len();
-    if out_color.len() != n || out_action.len() != n || colors_in.is_some_and(|c| c.len() != n) {
-        return Err(TraceError {
-            index: 0,
-            message: "output/colour arrays must have one entry per packet".into(),
-        });
-    }
-    if let Some(c) = colors_in {
-        if let Some(i) = c.iter().position(|&x| Color::from_u8(x).is_none()) {
+    let mut m = MeterStream::default();
+    m.push(policer, times, sizes, colors_in, out_color, out_action)?;
+    Ok(m.summary())
+}
+
+/// [`meter_trace`] over a trace given in consecutive chunks, so that a
+/// trace of any length runs in bounded memory: the meter keeps its own
+/// state between calls, and this keeps the totals, the packet count (errors
+/// name a packet's index in the whole trace) and the last arrival (the
+/// order check spans chunks). Any split gives the same colours and totals
+/// as one call over the whole trace (tested).
+#[derive(Clone, Debug, Default)]
+pub struct MeterStream {
+    s: MeterSummary,
+    packets: usize,
+    last_ns: Option<u64>,
+}
+
+impl MeterStream {
+    /// Meters the next chunk (see [`meter_trace`]). After an error the
+    /// stream must not be pushed again: the meter may have seen part of it.
+    pub fn push(
+        &mut self,
+        policer: &mut Policer,
+        times: &[u64],
+        sizes: &[u32],
+        colors_in: Option<&[u8]>,
+        out_color: &mut [u8],
+        out_action: &mut [u8],
+    ) -> Result<(), TraceError> {
+        let base = self.packets;
+        check_chunk(times, sizes, base, self.last_ns)?;
+        let n = times.len();
+        if out_color.len() != n || out_action.len() != n || colors_in.is_some_and(|c| c.len() != n)
+        {
             return Err(TraceError {
-                index: i,
-                message: format!("color {} is not 0 (green), 1 (yellow) or 2 (red)", c[i]),
+                index: base,
+                message: "output/colour arrays must have one entry per packet".into(),
             });
         }
-    }
-    // Colour the whole trace with the meter kind chosen once, then apply the
-    // per-colour actions (a table of three) and count.
-    policer
-        .meter
-        .color_trace(times, sizes, colors_in, out_color);
-    let verdicts = Color::ALL.map(|c| policer.actions.verdict(c).action);
-    let codes = verdicts.map(|a| a.code());
-    let mut s = MeterSummary::default();
-    for ((&c, a), &size) in out_color.iter().zip(out_action.iter_mut()).zip(sizes) {
-        let ci = c as usize;
-        *a = codes[ci];
-        s.packets[ci] += 1;
-        s.bytes[ci] += size as u64;
-        match verdicts[ci] {
-            crate::packet::Action::Drop => {
-                s.dropped_packets += 1;
-                s.dropped_bytes += size as u64;
+        if let Some(c) = colors_in {
+            if let Some(i) = c.iter().position(|&x| Color::from_u8(x).is_none()) {
+                return Err(TraceError {
+                    index: base + i,
+                    message: format!("color {} is not 0 (green), 1 (yellow) or 2 (red)", c[i]),
+                });
             }
-            crate::packet::Action::SetDscp(_) => s.remarked_packets += 1,
-            crate::packet::Action::Transmit => {}
         }
+        // Colour the chunk with the meter kind chosen once, then apply the
+        // per-colour actions (a table of three) and count.
+        policer
+            .meter
+            .color_trace(times, sizes, colors_in, out_color);
+        let verdicts = Color::ALL.map(|c| policer.actions.verdict(c).action);
+        let codes = verdicts.map(|a| a.code());
+        let s = &mut self.s;
+        for ((&c, a), &size) in out_color.iter().zip(out_action.iter_mut()).zip(sizes) {
+            let ci = c as usize;
+            *a = codes[ci];
+            s.packets[ci] += 1;
+            s.bytes[ci] += size as u64;
+            match verdicts[ci] {
+                crate::packet::Action::Drop => {
+                    s.dropped_packets += 1;
+                    s.dropped_bytes += size as u64;
+                }
+                crate::packet::Action::SetDscp(_) => s.remarked_packets += 1,
+                crate::packet::Action::Transmit => {}
+            }
+        }
+        self.packets += n;
+        self.last_ns = times.last().copied().or(self.last_ns);
+        Ok(())
     }
-    Ok(s)
+
+    /// Totals so far.
+    pub fn summary(&self) -> MeterSummary {
+        self.s
+    }
+
+    /// Packets metered so far.
+    pub fn packets(&self) -> usize {
+        self.packets
+    }
 }
 
 /// Runs the trace through `shaper` as an event loop: before each arrival,
@@ -265,7 +320,6 @@ pub fn shape_trace_fields<S: Shaper>(
     fields: &TraceFields<'_>,
     departures: &mut [u64],
 ) -> Result<ShapeSummary, TraceError> {
-    check_trace(times, sizes)?;
     let n = times.len();
     if departures.len() != n {
         return Err(TraceError {
@@ -273,55 +327,158 @@ pub fn shape_trace_fields<S: Shaper>(
             message: "departures must have one entry per packet".into(),
         });
     }
-    fields.check(n)?;
-    departures.fill(DROPPED);
-    let mut r = Run {
-        s: ShapeSummary::default(),
-        clock: Instant::ZERO,
-        dropped: Vec::new(),
-        times,
-        departures,
-    };
-    for i in 0..n {
-        let now = Instant::from_ns(times[i]);
-        r.release(shaper, Some(now))?;
-        r.clock = r.clock.max(now);
-        let pkt = fields.packet(i, sizes[i])?;
-        if let Err(d) = shaper.enqueue(now, pkt) {
-            r.s.dropped_packets += 1;
-            r.s.dropped_bytes += d.packet.size_bytes as u64;
-        }
-        r.count_drops(shaper);
-        r.s.max_backlog_packets = r.s.max_backlog_packets.max(shaper.backlog_packets() as u64);
-    }
-    r.release(shaper, None)?;
-    if shaper.backlog_packets() > 0 && shaper.next_ready(r.clock) == Some(Instant::NEVER) {
-        // A wait that saturated to "never": these packets would depart
-        // beyond u64 ns; refused, not reported as dropped.
-        let i = r.departures.iter().position(|&d| d == DROPPED).unwrap_or(0);
-        return Err(horizon_error(i, "a departure after", DEPARTURE_LIMIT_NS));
-    }
-    Ok(r.s)
+    let mut run = ShapeStream::default();
+    run.push(shaper, times, sizes, fields)?;
+    let s = run.finish(shaper)?;
+    let got = run.take(departures);
+    debug_assert_eq!(got, n);
+    Ok(s)
 }
 
-/// [`shape_trace`]'s state.
-struct Run<'a> {
+/// Departure slot of a packet still in the shaper (neither sent nor
+/// dropped yet); never a real departure (those are below 2^63).
+const PENDING: u64 = u64::MAX - 1;
+
+/// [`shape_trace_fields`] over a trace given in consecutive chunks, so that
+/// a trace of any length runs in bounded memory: the shaper keeps its
+/// queue, and this keeps the event loop's clock, the totals and one slot
+/// (arrival, departure) per packet from the oldest one not yet sent or
+/// dropped to the newest — what is in the shaper, not the whole trace.
+/// [`Self::take`] hands out the departures that are known, in trace order;
+/// [`Self::finish`] drains the shaper after the last chunk.
+///
+/// Splitting changes nothing: before each arrival the loop releases what
+/// is due by then, exactly as over the whole trace, so any split gives the
+/// same departures and totals (tested with chunks of 1, 7, 4096 packets).
+#[derive(Clone, Debug, Default)]
+pub struct ShapeStream {
     s: ShapeSummary,
     clock: Instant,
     dropped: Vec<Dropped>,
-    times: &'a [u64],
-    departures: &'a mut [u64],
+    /// Trace index of `slots[0]`.
+    first: usize,
+    /// (arrival ns, departure ns / [`DROPPED`] / [`PENDING`]) per packet
+    /// from `first` on.
+    slots: std::collections::VecDeque<(u64, u64)>,
+    last_ns: Option<u64>,
 }
 
-impl Run<'_> {
+impl ShapeStream {
+    /// Enqueues the next chunk (`fields` are the chunk's own columns),
+    /// releasing before each arrival what is due by then. After an error
+    /// the stream must not be pushed again.
+    pub fn push<S: Shaper>(
+        &mut self,
+        shaper: &mut S,
+        times: &[u64],
+        sizes: &[u32],
+        fields: &TraceFields<'_>,
+    ) -> Result<(), TraceError> {
+        let base = self.first + self.slots.len();
+        check_chunk(times, sizes, base, self.last_ns)?;
+        let n = times.len();
+        fields.check(n).map_err(|e| at(e, base))?;
+        self.slots.try_reserve(n).map_err(|_| TraceError {
+            index: base,
+            message: format!("out of memory holding {n} more packets"),
+        })?;
+        for i in 0..n {
+            let now = Instant::from_ns(times[i]);
+            self.release(shaper, Some(now))?;
+            self.clock = self.clock.max(now);
+            let mut pkt = fields.packet(i, sizes[i]).map_err(|e| at(e, base))?;
+            pkt.id = (base + i) as u64;
+            self.slots.push_back((times[i], PENDING));
+            if let Err(d) = shaper.enqueue(now, pkt) {
+                self.drop_packet(&d);
+            }
+            self.count_drops(shaper);
+            self.s.max_backlog_packets = self
+                .s
+                .max_backlog_packets
+                .max(shaper.backlog_packets() as u64);
+        }
+        self.last_ns = times.last().copied().or(self.last_ns);
+        Ok(())
+    }
+
+    /// After the last chunk: sends everything still queued. Every packet's
+    /// departure is then known ([`Self::take`]); a packet the shaper neither
+    /// sent nor reported dropped is [`DROPPED`].
+    pub fn finish<S: Shaper>(&mut self, shaper: &mut S) -> Result<ShapeSummary, TraceError> {
+        self.release(shaper, None)?;
+        if shaper.backlog_packets() > 0 && shaper.next_ready(self.clock) == Some(Instant::NEVER) {
+            // A wait that saturated to "never": these packets would depart
+            // beyond u64 ns; refused, not reported as dropped.
+            let i = self.slots.iter().position(|&(_, d)| d == PENDING);
+            let i = self.first + i.unwrap_or(0);
+            return Err(horizon_error(i, "a departure after", DEPARTURE_LIMIT_NS));
+        }
+        for slot in self.slots.iter_mut().filter(|(_, d)| *d == PENDING) {
+            slot.1 = DROPPED;
+        }
+        Ok(self.s)
+    }
+
+    /// Moves the departures known so far (ns, or [`DROPPED`]), in trace
+    /// order, into the front of `out`, at most `out.len()` of them; returns
+    /// how many. A packet still in the shaper holds back every later one.
+    pub fn take(&mut self, out: &mut [u64]) -> usize {
+        let mut k = 0;
+        while k < out.len() {
+            match self.slots.front() {
+                Some(&(_, d)) if d != PENDING => {
+                    out[k] = d;
+                    self.slots.pop_front();
+                    k += 1;
+                }
+                _ => break,
+            }
+        }
+        self.first += k;
+        k
+    }
+
+    /// How many departures [`Self::take`] would hand out now.
+    pub fn ready(&self) -> usize {
+        self.slots
+            .iter()
+            .position(|&(_, d)| d == PENDING)
+            .unwrap_or(self.slots.len())
+    }
+
+    /// Packets pushed so far.
+    pub fn packets(&self) -> usize {
+        self.first + self.slots.len()
+    }
+
+    /// Totals so far.
+    pub fn summary(&self) -> ShapeSummary {
+        self.s
+    }
+
+    fn slot(&mut self, id: u64) -> Option<&mut (u64, u64)> {
+        let k = (id as usize).checked_sub(self.first)?;
+        self.slots.get_mut(k)
+    }
+
+    fn drop_packet(&mut self, d: &Dropped) {
+        self.s.dropped_packets += 1;
+        self.s.dropped_bytes += d.packet.size_bytes as u64;
+        if let Some(slot) = self.slot(d.packet.id) {
+            slot.1 = DROPPED;
+        }
+    }
+
     /// Counts the drops `shaper` made outside `enqueue`'s return; true if any.
     fn count_drops<S: Shaper>(&mut self, shaper: &mut S) -> bool {
-        shaper.drain_dropped(&mut self.dropped);
-        let any = !self.dropped.is_empty();
-        for d in self.dropped.drain(..) {
-            self.s.dropped_packets += 1;
-            self.s.dropped_bytes += d.packet.size_bytes as u64;
+        let mut dropped = std::mem::take(&mut self.dropped);
+        shaper.drain_dropped(&mut dropped);
+        let any = !dropped.is_empty();
+        for d in dropped.drain(..) {
+            self.drop_packet(&d);
         }
+        self.dropped = dropped;
         any
     }
 
@@ -356,8 +513,12 @@ impl Run<'_> {
             if at.as_ns() >= DEPARTURE_LIMIT_NS {
                 return Err(horizon_error(i, "departure", at.as_ns()));
             }
-            self.departures[i] = at.as_ns();
-            let delay = at.as_ns() - self.times[i];
+            let Some(slot) = self.slot(p.id) else {
+                debug_assert!(false, "packet {i} left the shaper twice");
+                continue;
+            };
+            slot.1 = at.as_ns();
+            let delay = at.as_ns() - slot.0;
             self.s.sent_packets += 1;
             self.s.sent_bytes += p.size_bytes as u64;
             self.s.max_delay_ns = self.s.max_delay_ns.max(delay);
@@ -365,6 +526,12 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// `e` (indexed within a chunk) indexed within the whole trace.
+fn at(mut e: TraceError, base: usize) -> TraceError {
+    e.index += base;
+    e
 }
 
 /// A link of `rate` serving queue `S`: the queue gives up its head only
@@ -578,6 +745,159 @@ mod tests {
         // The sent ones left at the tbf's rate, in order.
         let sent: Vec<u64> = dep.iter().copied().filter(|&d| d != DROPPED).collect();
         assert!(sent.windows(2).all(|w| w[1] >= w[0] + 1_000_000), "spacing");
+    }
+
+    /// A bursty trace (seeded): gaps of 0 to ~2 ms, sizes 40 to 1500 bytes.
+    fn bursty(n: usize, seed: u64) -> (Vec<u64>, Vec<u32>) {
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut t = 0u64;
+        (0..n)
+            .map(|_| {
+                let r = next();
+                t += if r % 4 == 0 { 0 } else { (r >> 8) % 2_000_000 };
+                (t, 40 + ((r >> 32) % 1461) as u32)
+            })
+            .unzip()
+    }
+
+    /// Shaping in chunks of 1, 7 and 4096 packets gives exactly the
+    /// departures and totals of one call over the whole trace, for shapers
+    /// and AQMs (their state is carried across chunks), and holds a window
+    /// of the packets still in the shaper, not the trace.
+    #[test]
+    fn shape_stream_in_chunks_equals_the_whole_trace() {
+        let ras: &[(&str, &str)] = &[
+            ("cbs", "3000"),
+            ("pbs", "6000"),
+            ("cir", "1mbit"),
+            ("pir", "2mbit"),
+            ("mir", "10mbit"),
+            ("cir_th", "3000"),
+            ("pir_th", "6000"),
+            ("mir_th", "12000"),
+            ("buffer", "20000"),
+        ];
+        let kinds: &[(&str, &[(&str, &str)])] = &[
+            (
+                "tbf",
+                &[("rate", "2mbit"), ("burst", "3000"), ("limit", "20kb")],
+            ),
+            ("shape", &[("cir", "2mbit")]),
+            ("g-trras", ras),
+            (
+                "red",
+                &[
+                    ("rate", "2mbit"),
+                    ("limit", "60kb"),
+                    ("min", "6kb"),
+                    ("max", "18kb"),
+                    ("avpkt", "1000"),
+                    ("bandwidth", "2mbit"),
+                ],
+            ),
+            (
+                "codel",
+                &[("rate", "2mbit"), ("target", "2ms"), ("interval", "20ms")],
+            ),
+            ("pie", &[("rate", "2mbit"), ("target", "5ms")]),
+        ];
+        let (times, sizes) = bursty(20_000, 7);
+        for (kind, pairs) in kinds {
+            let build = || trace_shaper(kind, pairs).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            let mut whole = vec![0u64; times.len()];
+            let want = shape_trace(&mut build(), &times, &sizes, &mut whole).unwrap();
+            assert!(
+                want.sent_packets > 0 && want.dropped_packets > 0,
+                "{kind}: {want:?}"
+            );
+            for chunk in [1, 7, 4096] {
+                let mut sh = build();
+                let mut run = ShapeStream::default();
+                let mut got = vec![0u64; times.len()];
+                let (mut done, mut held) = (0, 0);
+                for (t, s) in times.chunks(chunk).zip(sizes.chunks(chunk)) {
+                    run.push(&mut sh, t, s, &TraceFields::default()).unwrap();
+                    done += run.take(&mut got[done..]);
+                    held = held.max(run.packets() - done);
+                }
+                assert!(held <= times.len() / 5, "{kind}: {held} held");
+                let s = run.finish(&mut sh).unwrap();
+                done += run.take(&mut got[done..]);
+                assert_eq!(done, times.len(), "{kind}/{chunk}");
+                assert_eq!(s, want, "{kind}/{chunk}");
+                assert!(got == whole, "{kind}/{chunk}: departures differ");
+            }
+        }
+    }
+
+    /// Metering in chunks gives the colours, actions and totals of one
+    /// call; the order check and error indices span chunks.
+    #[test]
+    fn meter_stream_in_chunks_equals_the_whole_trace() {
+        let (times, sizes) = bursty(20_000, 11);
+        let kinds: &[(&str, &[(&str, &str)])] = &[
+            (
+                "srtcm",
+                &[
+                    ("cir", "2mbit"),
+                    ("cbs", "3000"),
+                    ("ebs", "6000"),
+                    ("violate", "drop"),
+                ],
+            ),
+            (
+                "trtcm",
+                &[
+                    ("cir", "1mbit"),
+                    ("pir", "3mbit"),
+                    ("cbs", "3000"),
+                    ("pbs", "6000"),
+                ],
+            ),
+            ("tswtcm", &[("ctr", "1mbit"), ("ptr", "3mbit")]),
+        ];
+        for (kind, pairs) in kinds {
+            let build =
+                || Policer::from_params(kind, Params::new(kind, pairs.iter().copied())).unwrap();
+            let n = times.len();
+            let (mut c, mut a) = (vec![0u8; n], vec![0u8; n]);
+            let want = meter_trace(&mut build(), &times, &sizes, None, &mut c, &mut a).unwrap();
+            for chunk in [1, 7, 4096] {
+                let mut pol = build();
+                let mut m = MeterStream::default();
+                let (mut c2, mut a2) = (vec![0u8; n], vec![0u8; n]);
+                for (k, (t, s)) in times.chunks(chunk).zip(sizes.chunks(chunk)).enumerate() {
+                    let r = k * chunk..k * chunk + t.len();
+                    m.push(&mut pol, t, s, None, &mut c2[r.clone()], &mut a2[r])
+                        .unwrap();
+                }
+                assert_eq!(m.summary(), want, "{kind}/{chunk}");
+                assert!(c == c2 && a == a2, "{kind}/{chunk}");
+            }
+        }
+        let p = [("cir", "8mbit"), ("cbs", "1000"), ("ebs", "1000")];
+        let mut pol = Policer::from_params("srtcm", Params::new("srtcm", p)).unwrap();
+        let mut m = MeterStream::default();
+        m.push(&mut pol, &[5, 9], &[1, 1], None, &mut [0; 2], &mut [0; 2])
+            .unwrap();
+        let e = m
+            .push(&mut pol, &[8], &[1], None, &mut [0; 1], &mut [0; 1])
+            .unwrap_err();
+        assert_eq!(e.index, 2, "{e}");
+        let mut sh = trace_shaper("codel", &[("rate", "1mbit")]).unwrap();
+        let mut run = ShapeStream::default();
+        run.push(&mut sh, &[5, 9], &[1, 1], &TraceFields::default())
+            .unwrap();
+        let e = run
+            .push(&mut sh, &[9, 9], &[1, 0], &TraceFields::default())
+            .unwrap_err();
+        assert_eq!(e.index, 3, "{e}");
     }
 
     fn trace_shaper(kind: &str, pairs: &[(&str, &str)]) -> Result<TraceShaper, ConfigError> {

@@ -3,9 +3,8 @@
 //! dicts of plain values and NumPy columns. A capture that cannot be read
 //! raises `qoslab.CaptureError` (a `ValueError`, one line).
 
-use numpy::{Element, PyArray1};
+use numpy::Element;
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use qoslab_capture::analysis::{self, Analysis, FlowOut, Options, RttSummary};
@@ -15,7 +14,7 @@ use qoslab_capture::{reader, CaptureError as CoreError};
 create_exception!(
     qoslab,
     CaptureError,
-    PyValueError,
+    crate::errors::QoslabValueError,
     "A capture file cannot be read."
 );
 
@@ -23,13 +22,13 @@ fn err(e: CoreError) -> PyErr {
     CaptureError::new_err(e.message)
 }
 
-fn col<'py, T: Element + Clone>(
+fn col<'py, T: Element + Copy>(
     py: Python<'py>,
     d: &Bound<'py, PyDict>,
     name: &str,
     v: &[T],
 ) -> PyResult<()> {
-    d.set_item(name, PyArray1::from_slice(py, v))
+    d.set_item(name, crate::stream::array(py, v)?)
 }
 
 fn rtt_dict<'py>(py: Python<'py>, r: &RttSummary) -> PyResult<Bound<'py, PyDict>> {

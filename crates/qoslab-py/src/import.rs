@@ -14,7 +14,7 @@ use qoslab_policy::spec::{ClassSpec, FifoLimit, MeterSpec, PolicySpec, QdiscSpec
 create_exception!(
     qoslab,
     ConfigImportError,
-    PyValueError,
+    crate::errors::QoslabValueError,
     "A tc or MQC configuration cannot be imported; `.line`, `.column`, `.token`, `.message` say where and why."
 );
 

@@ -19,40 +19,40 @@
 mod capture;
 #[cfg(target_os = "linux")]
 mod emu;
+mod errors;
 mod import;
 mod sim;
+mod stream;
 
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::PyReadonlyArray1;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use qoslab_core::drive::{
-    self, MeterSummary, ShapeSummary, TraceError as CoreTraceError, TraceFields,
-};
+use qoslab_core::drive::{MeterSummary, ShapeSummary, TraceError as CoreTraceError, TraceFields};
 use qoslab_core::meter::Policer;
 use qoslab_core::params::{ConfigError as CoreConfigError, Params};
 use qoslab_core::parse;
 use qoslab_core::shaper::Shaper;
 use qoslab_policy::registry::{self, Family};
-use qoslab_policy::trace::{TracePolicy, DEFAULT_SEED};
+use qoslab_policy::trace::TracePolicy;
 use qoslab_policy::{ClassResult, PolicyError};
 
 create_exception!(
     qoslab,
     ConfigError,
-    PyValueError,
+    crate::errors::QoslabValueError,
     "A conditioner parameter (or kind) is invalid; `.param` names it, `.message` says why."
 );
 create_exception!(
     qoslab,
     TraceError,
-    PyValueError,
+    crate::errors::QoslabValueError,
     "A trace is invalid; `.index` is the 0-based packet index, `.message` says why."
 );
 
 /// The one place core errors become Python exceptions.
-fn config_err(py: Python<'_>, e: CoreConfigError) -> PyErr {
+pub(crate) fn config_err(py: Python<'_>, e: CoreConfigError) -> PyErr {
     let err = ConfigError::new_err(e.to_string());
     let v = err.value(py);
     // Setting attributes on a fresh exception instance cannot fail in
@@ -62,7 +62,7 @@ fn config_err(py: Python<'_>, e: CoreConfigError) -> PyErr {
     err
 }
 
-fn trace_err(py: Python<'_>, e: CoreTraceError) -> PyErr {
+pub(crate) fn trace_err(py: Python<'_>, e: CoreTraceError) -> PyErr {
     let err = TraceError::new_err(e.to_string());
     let v = err.value(py);
     let _ = v.setattr("index", e.index);
@@ -70,13 +70,16 @@ fn trace_err(py: Python<'_>, e: CoreTraceError) -> PyErr {
     err
 }
 
-fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, what: &str) -> PyResult<&'a [T]> {
+pub(crate) fn slice<'a, T: numpy::Element>(
+    a: &'a PyReadonlyArray1<'_, T>,
+    what: &str,
+) -> PyResult<&'a [T]> {
     a.as_slice()
         .map_err(|_| PyValueError::new_err(format!("{what} must be a contiguous 1-D array")))
 }
 
 /// A policy error as a `ConfigError` whose `param` is the error's path.
-fn policy_err(py: Python<'_>, e: PolicyError) -> PyErr {
+pub(crate) fn policy_err(py: Python<'_>, e: PolicyError) -> PyErr {
     config_err(py, CoreConfigError::new(e.path, e.message))
 }
 
@@ -86,7 +89,7 @@ fn params(kind: &str, d: &Bound<'_, PyDict>) -> PyResult<Params> {
     Ok(Params::new(kind, pairs(d)?))
 }
 
-fn pairs(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, String)>> {
+pub(crate) fn pairs(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, String)>> {
     let mut pairs: Vec<(String, String)> = Vec::with_capacity(d.len());
     for (k, v) in d.iter() {
         let key: String = k
@@ -132,7 +135,7 @@ fn build_shaper(py: Python<'_>, kind: &str, p: &Bound<'_, PyDict>) -> PyResult<T
     TracePolicy::from_params(kind, &pairs(p)?).map_err(|e| policy_err(py, e))
 }
 
-fn owned(d: Vec<(&'static str, String)>) -> Vec<(String, String)> {
+pub(crate) fn owned(d: Vec<(&'static str, String)>) -> Vec<(String, String)> {
     d.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
@@ -158,7 +161,10 @@ fn describe_shaper(
     Ok(owned(build_shaper(py, kind, params)?.describe()))
 }
 
-fn meter_summary<'py>(py: Python<'py>, s: &MeterSummary) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn meter_summary<'py>(
+    py: Python<'py>,
+    s: &MeterSummary,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("packets", s.packets.to_vec())?;
     d.set_item("bytes", s.bytes.to_vec())?;
@@ -168,7 +174,10 @@ fn meter_summary<'py>(py: Python<'py>, s: &MeterSummary) -> PyResult<Bound<'py, 
     Ok(d)
 }
 
-fn shape_summary<'py>(py: Python<'py>, s: &ShapeSummary) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn shape_summary<'py>(
+    py: Python<'py>,
+    s: &ShapeSummary,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("sent_packets", s.sent_packets)?;
     d.set_item("sent_bytes", s.sent_bytes)?;
@@ -180,47 +189,11 @@ fn shape_summary<'py>(py: Python<'py>, s: &ShapeSummary) -> PyResult<Bound<'py, 
     Ok(d)
 }
 
-type MeterOut<'py> = (
-    Bound<'py, PyArray1<u8>>,
-    Bound<'py, PyArray1<u8>>,
-    Bound<'py, PyDict>,
-);
-
-/// Meters a trace: returns (colours, action codes, summary dict). The GIL is
-/// released while the packets run through the meter.
-#[pyfunction]
-#[pyo3(signature = (kind, params, times_ns, sizes, colors=None))]
-fn meter_trace<'py>(
-    py: Python<'py>,
-    kind: &str,
-    params: &Bound<'_, PyDict>,
-    times_ns: PyReadonlyArray1<'py, u64>,
-    sizes: PyReadonlyArray1<'py, u32>,
-    colors: Option<PyReadonlyArray1<'py, u8>>,
-) -> PyResult<MeterOut<'py>> {
-    let mut pol = build_policer(py, kind, params)?;
-    let t = slice(&times_ns, "times_ns")?;
-    let s = slice(&sizes, "sizes")?;
-    let c = match &colors {
-        Some(c) => Some(slice(c, "colors")?),
-        None => None,
-    };
-    let n = t.len();
-    let (mut out_c, mut out_a) = (vec![0u8; n], vec![0u8; n]);
-    let res = py.detach(|| drive::meter_trace(&mut pol, t, s, c, &mut out_c, &mut out_a));
-    let summary = res.map_err(|e| trace_err(py, e))?;
-    Ok((
-        PyArray1::from_vec(py, out_c),
-        PyArray1::from_vec(py, out_a),
-        meter_summary(py, &summary)?,
-    ))
-}
-
 /// The optional header columns of a trace (`color`, `flow`, `dscp`, `src`,
 /// `dst`, `src_port`, `dst_port`, `proto`) as contiguous arrays of their
 /// types (u8, u32, u8, u32, u32, u16, u16, u8); `python/qoslab` converts
 /// and checks them.
-struct Columns<'py> {
+pub(crate) struct Columns<'py> {
     u8s: [Option<PyReadonlyArray1<'py, u8>>; 3],
     u32s: [Option<PyReadonlyArray1<'py, u32>>; 3],
     u16s: [Option<PyReadonlyArray1<'py, u16>>; 2],
@@ -231,7 +204,7 @@ impl<'py> Columns<'py> {
     const U32: [&'static str; 3] = ["flow", "src", "dst"];
     const U16: [&'static str; 2] = ["src_port", "dst_port"];
 
-    fn read(d: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
+    pub(crate) fn read(d: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
         let mut c = Columns {
             u8s: [None, None, None],
             u32s: [None, None, None],
@@ -256,7 +229,7 @@ impl<'py> Columns<'py> {
         Ok(c)
     }
 
-    fn fields(&self) -> PyResult<TraceFields<'_>> {
+    pub(crate) fn fields(&self) -> PyResult<TraceFields<'_>> {
         fn sl<'a, T: numpy::Element>(
             a: &'a Option<PyReadonlyArray1<'_, T>>,
             n: &str,
@@ -276,7 +249,10 @@ impl<'py> Columns<'py> {
     }
 }
 
-fn class_rows<'py>(py: Python<'py>, rows: &[ClassResult]) -> PyResult<Vec<Bound<'py, PyDict>>> {
+pub(crate) fn class_rows<'py>(
+    py: Python<'py>,
+    rows: &[ClassResult],
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
     rows.iter()
         .map(|c| {
             let d = PyDict::new(py);
@@ -299,83 +275,7 @@ fn class_rows<'py>(py: Python<'py>, rows: &[ClassResult]) -> PyResult<Vec<Bound<
         .collect()
 }
 
-type ShapeOut<'py> = (
-    Bound<'py, PyArray1<u64>>,
-    Bound<'py, PyDict>,
-    Vec<Bound<'py, PyDict>>,
-    Vec<(String, String)>,
-);
-
-/// Runs a built policy over a trace (GIL released during the run).
-fn run_shape<'py>(
-    py: Python<'py>,
-    mut pol: TracePolicy,
-    times_ns: PyReadonlyArray1<'py, u64>,
-    sizes: PyReadonlyArray1<'py, u32>,
-    columns: Option<&Bound<'py, PyDict>>,
-) -> PyResult<ShapeOut<'py>> {
-    let t = slice(&times_ns, "times_ns")?;
-    let s = slice(&sizes, "sizes")?;
-    let cols = Columns::read(columns)?;
-    let fields = cols.fields()?;
-    let mut dep = vec![0u64; t.len()];
-    let describe = owned(pol.describe());
-    let res = py.detach(|| drive::shape_trace_fields(&mut pol, t, s, &fields, &mut dep));
-    let summary = res.map_err(|e| trace_err(py, e))?;
-    let d = shape_summary(py, &summary)?;
-    d.set_item("warnings", pol.warnings())?;
-    Ok((
-        PyArray1::from_vec(py, dep),
-        d,
-        class_rows(py, &pol.class_results())?,
-        describe,
-    ))
-}
-
-/// Shapes a trace through `kind` (a shaper, or an AQM, queue, classless
-/// scheduler or prio behind a link of `rate`): returns (departure times in
-/// ns, `2**64 - 1` for a dropped packet; summary dict; class rows; the
-/// effective parameters). `columns` holds the optional header columns.
-/// The GIL is released during the run.
-#[pyfunction]
-#[pyo3(signature = (kind, params, times_ns, sizes, columns=None))]
-fn shape_trace<'py>(
-    py: Python<'py>,
-    kind: &str,
-    params: &Bound<'_, PyDict>,
-    times_ns: PyReadonlyArray1<'py, u64>,
-    sizes: PyReadonlyArray1<'py, u32>,
-    columns: Option<&Bound<'py, PyDict>>,
-) -> PyResult<ShapeOut<'py>> {
-    let pol = build_shaper(py, kind, params)?;
-    run_shape(py, pol, times_ns, sizes, columns)
-}
-
-/// Shapes a trace through a whole policy tree given as TOML (`text`, the
-/// table of a scenario's `[policy.LINK.DIR]`; `file` names it in errors,
-/// which are `ScenarioError`s located in it), behind a link of `rate`
-/// when given. Returns what `shape_trace` does.
-#[pyfunction]
-#[pyo3(signature = (text, file, rate, times_ns, sizes, columns=None))]
-fn shape_policy<'py>(
-    py: Python<'py>,
-    text: &str,
-    file: &str,
-    rate: Option<&str>,
-    times_ns: PyReadonlyArray1<'py, u64>,
-    sizes: PyReadonlyArray1<'py, u32>,
-    columns: Option<&Bound<'py, PyDict>>,
-) -> PyResult<ShapeOut<'py>> {
-    let spec = qoslab_scenario::parse_policy(text, file).map_err(|e| sim::scenario_err(py, e))?;
-    let rate = rate
-        .map(|r| parse::parse_rate(r).map_err(|e| unit_err(py, "rate", e)))
-        .transpose()?;
-    let pol = TracePolicy::from_tree(&spec, qoslab_scenario::POLICY_BASE, rate, DEFAULT_SEED)
-        .map_err(|e| policy_err(py, e))?;
-    run_shape(py, pol, times_ns, sizes, columns)
-}
-
-fn unit_err(py: Python<'_>, param: &str, e: parse::UnitError) -> PyErr {
+pub(crate) fn unit_err(py: Python<'_>, param: &str, e: parse::UnitError) -> PyErr {
     config_err(py, CoreConfigError::new(param, e.to_string()))
 }
 
@@ -406,6 +306,7 @@ fn parse_time(py: Python<'_>, s: &str) -> PyResult<u64> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    m.add("QoslabError", py.get_type::<errors::QoslabError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("ScenarioError", py.get_type::<sim::ScenarioError>())?;
@@ -433,9 +334,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shaper_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(describe_meter, m)?)?;
     m.add_function(wrap_pyfunction!(describe_shaper, m)?)?;
-    m.add_function(wrap_pyfunction!(meter_trace, m)?)?;
-    m.add_function(wrap_pyfunction!(shape_trace, m)?)?;
-    m.add_function(wrap_pyfunction!(shape_policy, m)?)?;
+    m.add_class::<stream::MeterRun>()?;
+    m.add_class::<stream::ShapeRun>()?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_time, m)?)?;

@@ -9,7 +9,7 @@
 //! or the progress callback returning `False` — raises `qoslab.Cancelled`,
 //! a `KeyboardInterrupt`; an exception raised by the callback is re-raised.
 
-use numpy::{Element, PyArray1};
+use numpy::Element;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
@@ -24,7 +24,7 @@ use qoslab_sim::{Progress, SimError, SimResult};
 create_exception!(
     qoslab,
     ScenarioError,
-    PyValueError,
+    crate::errors::QoslabValueError,
     "A scenario is invalid; `.file`, `.line`, `.column`, `.path` locate it, `.message` says why."
 );
 create_exception!(
@@ -37,7 +37,7 @@ create_exception!(
 create_exception!(
     qoslab,
     ResourceError,
-    pyo3::exceptions::PyMemoryError,
+    crate::errors::QoslabMemoryError,
     "A run would need more memory than allowed (refused before it starts), or an allocation failed."
 );
 
@@ -348,8 +348,8 @@ impl<'py> Table<'py> {
             d: PyDict::new(py),
         }
     }
-    fn col<T: Element + Clone>(self, name: &str, v: &[T]) -> PyResult<Self> {
-        self.d.set_item(name, PyArray1::from_slice(self.py, v))?;
+    fn col<T: Element + Copy>(self, name: &str, v: &[T]) -> PyResult<Self> {
+        self.d.set_item(name, crate::stream::array(self.py, v)?)?;
         Ok(self)
     }
 }

@@ -15,7 +15,10 @@
 //!   it grows, and the Python tables copy them once more), per-flow state,
 //!   each queue at the smaller of its configured limit and what could pile
 //!   up in it (offered minus drained over the run, plus the TCP windows
-//!   through it), and packets on the wire (rate × delay).
+//!   through it), and packets on the wire (rate × delay). A shaper's or a
+//!   tree's limits live inside it: they are read from its description
+//!   (every queue it holds, summed: [`described_limit`]), and bound both
+//!   the packets queued and the windows a path can hold.
 
 use super::Sim;
 use crate::config::{SimConfig, TrafficSpec};
@@ -212,6 +215,7 @@ impl Sim {
         let mut off_bps = vec![0f64; nl];
         let mut off_pps = vec![0f64; nl];
         let mut window = vec![0f64; nl];
+
         // Offered by sources that do not back off (UDP, ping): what exceeds
         // a direction's capacity piles up in its queue (or is dropped).
         let mut unresponsive_bps = vec![0f64; nl];
@@ -300,8 +304,8 @@ impl Sim {
             // windows of the TCP flows through here.
             let excess = (unresponsive_bps[d] - rate).max(0.0) / 8.0 * dur_s;
             let mut bound_pkts = (excess + window[d]) / mean_pkt;
-            if let Some(limit) = fifo_limit_packets(&link.queue, mean_pkt) {
-                bound_pkts = bound_pkts.min(limit);
+            if let Some(limit) = queue_limit(&link.queue) {
+                bound_pkts = bound_pkts.min(limit.packets(mean_pkt));
             }
             let feed_bps: f64 = feeders[d].iter().map(|&u| cap_bps[u as usize]).sum();
             if !from_host[d] && feed_bps <= rate {
@@ -421,13 +425,13 @@ impl Sim {
 
 impl Sim {
     /// Bytes direction `d` can hold of `pkt`-byte packets: on its wire
-    /// (rate × delay) and in its queue (a FIFO's limit; unbounded for
-    /// shapers and trees, whose limits live inside them).
+    /// (rate × delay) and in its queue (its configured limits; unbounded
+    /// for a shaper or tree that describes none).
     fn hold_bytes(&self, d: usize, pkt: f64) -> f64 {
         let link = &self.links[d];
         let wire = link.rate.bps() as f64 / 8.0 * link.delay_ns as f64 / 1e9 + pkt;
-        match fifo_limit_packets(&link.queue, pkt) {
-            Some(n) => wire + n * pkt,
+        match queue_limit(&link.queue) {
+            Some(l) => wire + l.bytes(pkt),
             None => f64::INFINITY,
         }
     }
@@ -479,15 +483,127 @@ fn described_rate_bps(desc: &[(&'static str, String)]) -> Option<f64> {
     (any && sum > 0.0).then_some(sum)
 }
 
-/// A FIFO's configured limit in packets (a byte limit over the mean packet
-/// size); `None` for shapers and trees, whose limits live inside them (the
-/// fluid bound applies alone there).
-fn fifo_limit_packets(q: &EgressQueue, mean_pkt: f64) -> Option<f64> {
+/// A queue's configured limits: packets and bytes (a tree or shaper holding
+/// several queues: their sums, an upper bound of what it holds at once).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct QueueLimit {
+    packets: f64,
+    bytes: f64,
+}
+
+impl QueueLimit {
+    /// At most this many packets of mean size `mean_pkt` (a byte limit can
+    /// hold one more, partly, as a FIFO admits a packet while below it).
+    fn packets(&self, mean_pkt: f64) -> f64 {
+        let by_bytes = if self.bytes > 0.0 {
+            self.bytes / mean_pkt.max(1.0) + 1.0
+        } else {
+            0.0
+        };
+        self.packets + by_bytes
+    }
+
+    /// At most this many bytes of packets up to `max_pkt` bytes.
+    fn bytes(&self, max_pkt: f64) -> f64 {
+        self.packets * max_pkt + self.bytes
+    }
+}
+
+/// The limits of the queue on a direction: a FIFO's own; a shaper's or a
+/// tree's read from its description ([`described_limit`]); `None` when the
+/// description names none (the fluid bound then applies alone).
+fn queue_limit(q: &EgressQueue) -> Option<QueueLimit> {
     match q {
         EgressQueue::Fifo(f) => Some(match f.limit() {
-            FifoLimit::Packets(n) => f64::from(n),
-            FifoLimit::Bytes(b) => b as f64 / mean_pkt.max(1.0) + 1.0,
+            FifoLimit::Packets(n) => QueueLimit {
+                packets: f64::from(n),
+                bytes: 0.0,
+            },
+            FifoLimit::Bytes(b) => QueueLimit {
+                packets: 0.0,
+                bytes: b as f64,
+            },
         }),
-        _ => None,
+        _ => described_limit(&q.describe()),
+    }
+}
+
+/// Description keys that give a queue's limit: tc's `limit` (pfifo /
+/// bfifo, tbf, codel, pie, red: `1000p` or `30000B`), `limit_packets`
+/// (sfq, fq_codel), `queue_limit` (Cisco shape average, packets),
+/// `hold_queue_packets` (Cisco fair-queue), `direct_qlen` (htb's queue for
+/// unclassified packets), `buffer` (RFC 2963 RAS shapers, bytes).
+const LIMIT_KEYS: [&str; 6] = [
+    "limit",
+    "limit_packets",
+    "queue_limit",
+    "hold_queue_packets",
+    "direct_qlen",
+    "buffer",
+];
+
+/// The sum of every queue limit in a conditioner's description, the top
+/// level and each nested `key=value` (a tree's classes and their child
+/// qdiscs, a prio's bands); `None` when it names none. A value `Np` is
+/// packets, one with a size unit bytes; a bare number is packets under a
+/// key that says so (`…packets`, `queue_limit`, `direct_qlen`), else
+/// bytes.
+fn described_limit(desc: &[(&'static str, String)]) -> Option<QueueLimit> {
+    let mut l = QueueLimit::default();
+    let mut any = false;
+    let mut add = |key: &str, value: &str| {
+        if !LIMIT_KEYS.contains(&key) {
+            return;
+        }
+        let in_packets = key.ends_with("packets") || key == "queue_limit" || key == "direct_qlen";
+        if let Some(n) = value.strip_suffix('p').and_then(|n| n.parse::<u64>().ok()) {
+            l.packets += n as f64;
+        } else if in_packets && value.bytes().all(|b| b.is_ascii_digit()) {
+            l.packets += value.parse::<u64>().map_or(0.0, |n| n as f64);
+        } else if let Ok(b) = qoslab_core::parse::parse_size(value) {
+            l.bytes += b.get() as f64;
+        } else {
+            return;
+        }
+        any = true;
+    };
+    for (k, v) in desc {
+        add(k, v);
+        for tok in v.split(|c: char| c.is_whitespace() || "[](),;".contains(c)) {
+            if let Some((k, v)) = tok.split_once('=') {
+                add(k, v);
+            }
+        }
+    }
+    any.then_some(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sanity check (ours vs ours): limits are read from every level of a
+    /// description, in packets or bytes as written.
+    #[test]
+    fn described_limits_are_summed_in_their_units() {
+        let desc = vec![
+            ("kind", "htb".to_string()),
+            ("direct_qlen", "1000".to_string()),
+            (
+                "class",
+                "id=20 rate=10mbit child=[kind=sfq limit_packets=127 depth_packets=127]".into(),
+            ),
+            (
+                "class",
+                "id=30 child=[kind=fifo limit=30000B drop=tail]".into(),
+            ),
+            ("band", "[kind=fifo limit=50p]".into()),
+            ("queue_limit_from", "profile default".into()),
+        ];
+        let l = described_limit(&desc).unwrap();
+        assert_eq!(l.packets, 1000.0 + 127.0 + 50.0);
+        assert_eq!(l.bytes, 30000.0);
+        assert_eq!(l.bytes(1500.0), 1177.0 * 1500.0 + 30000.0);
+        assert!(described_limit(&[("kind", "fair-queue".into())]).is_none());
     }
 }

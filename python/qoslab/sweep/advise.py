@@ -53,6 +53,7 @@ import tomli_w
 
 from qoslab import _core
 from qoslab.sweep.execute import default_workers
+from qoslab.sweep.worker import check_memory
 
 __all__ = ["Advice", "add_advise_parser", "advise", "main"]
 
@@ -184,6 +185,7 @@ def _steady(raw: dict[str, Any], warmup_ns: int, duration_ns: int) -> float:
 def _run(args: tuple[str, int, int, int]) -> tuple[float, float, float, float]:
     """One (scenario, seed): steady goodput, Jain, mean p95 RTT, loss."""
     text, seed, warmup_ns, duration_ns = args
+    check_memory(text, "<advise>", seed)
     raw = _core.simulate_toml(text, "<advise>", seed, None)
     flows = raw["flows"]
     sent = sum(f["packets_sent"] for f in flows)

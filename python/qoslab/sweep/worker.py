@@ -15,7 +15,27 @@ from typing import Any
 from qoslab import _core
 from qoslab.sweep.resolve import Run
 
-__all__ = ["Outcome", "run_batch", "run_one", "summarise"]
+__all__ = ["Outcome", "check_memory", "run_batch", "run_one", "summarise"]
+
+
+_LIMIT: list[int] = []
+
+
+def check_memory(text: str, filename: str, seed: int) -> None:
+    """Refuses one run whose estimated peak memory (``_core.estimate_toml``)
+    is over the limit ``qoslab run`` applies by default (half of physical
+    RAM), before anything of it is allocated: ``qoslab.ResourceError``
+    naming the estimate and the limit, as ``qoslab run`` does."""
+    from qoslab.run import check_memory as check
+    from qoslab.run import default_memory_limit
+
+    if not _LIMIT:
+        _LIMIT.append(default_memory_limit())
+    check(
+        _core.estimate_toml(text, filename, seed),
+        _LIMIT[0],
+        "the limit (a sweep uses qoslab run's default, half of RAM)",
+    )
 
 
 @dataclass
@@ -100,11 +120,12 @@ def run_one(run: Run, stop: threading.Event | None = None) -> Outcome:
     out = Outcome(run.hash, run.point, run.seed)
     progress = None if stop is None else (lambda *_: not stop.is_set())
     try:
+        check_memory(run.text, run.filename, run.seed)
         raw = _core.simulate_toml(run.text, run.filename, run.seed, progress)
     except _core.Cancelled:
         out.error = "cancelled"
         return out
-    except (ValueError, RuntimeError) as e:
+    except (ValueError, RuntimeError, MemoryError) as e:
         out.error = " ".join(str(e).split())
         return out
     out.row, out.flows = summarise(raw)
