@@ -106,3 +106,11 @@ def test_a_dict_warning_has_no_line() -> None:
     with pytest.warns(ScenarioWarning, match=r"policy\.bottleneck\.egress\.filter\[0\]") as got:
         scenario_info(*load_scenario(d))
     assert (got[0].filename, got[0].lineno) == ("<dict>", 0)
+
+
+def test_the_api_simulate_issues_the_warning_once(tmp_path: Path) -> None:
+    p = tmp_path / "f.toml"
+    p.write_text(TREE.replace("MATCH_PORT", "5001"))
+    with pytest.warns(qoslab.ScenarioWarning) as got:
+        qoslab.simulate(str(p))
+    assert [(w.filename, w.lineno) for w in got if w.category is ScenarioWarning] == [(str(p), 15)]

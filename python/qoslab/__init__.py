@@ -75,6 +75,7 @@ _LAZY: dict[str, str] = {
         "qoslab.api",
     ),
     "SimulationResult": "qoslab.results",
+    "ScenarioWarning": "qoslab.scenario",
     "simulate": "qoslab.run",
 }
 
@@ -112,6 +113,7 @@ __all__ = [
     "QoslabError",
     "ResourceError",
     "ScenarioError",
+    "ScenarioWarning",
     "ShapeResult",
     "SimulationResult",
     "TraceError",

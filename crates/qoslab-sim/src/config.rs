@@ -441,7 +441,7 @@ impl TcpConfig {
     ///   - receive-buffer autotuning from `tcp_rmem` = 4096 87380 6291456
     ///     with `tcp_adv_win_scale = 1` (half the buffer is window: scaling
     ///     ratio 128/256), the defaults since 3.4 (commit b49960a05e32 "tcp:
-    ///     change tcp_adv_win_scale and tcp_rmem[2]", E. Dumazet, 2012);
+    ///     change tcp_adv_win_scale and tcp_rmem\[2\]", E. Dumazet, 2012);
     ///     modelled with the 6.18 autotuning functions.
     ///
     /// `linux_rto`: true for `linux` (net/ipv4/tcp_input.c), false for the

@@ -56,8 +56,8 @@ pub enum Kind {
     FetchRequest,
 }
 
-/// A packet in flight, as the capture taps see it: [`Hot`] and its TCP
-/// header (kept apart in the engine, see [`Pkts`]).
+/// A packet in flight, as the capture taps see it: `Hot` and its TCP
+/// header (kept apart in the engine, see `Pkts`).
 #[derive(Clone, Copy, Debug)]
 pub struct Pkt {
     pub src: u32,
@@ -77,7 +77,7 @@ pub struct Pkt {
 }
 
 impl Pkt {
-    /// The packet as conditioners see it (see [`Hot::core`]).
+    /// The packet as conditioners see it (see `Hot::core`).
     #[inline]
     pub fn core(&self, id: u32) -> Packet {
         self.hot().core(id)
