@@ -53,7 +53,7 @@ def simulate(
         raise ValueError(f"seed must be an integer in 0..2**64-1, got {seed!r}")
     limit = _limit_bytes(memory_limit, "memory_limit")
     text, filename = load_scenario(scenario)
-    scenario_info(text, filename)  # its warnings (a filter matching no flow), as `qoslab run` shows them
+    scenario_info(text, filename)  # issues its warnings, as `qoslab run` shows them
     seed = None if seed is None else int(seed)
     check_memory(_core.estimate_toml(text, filename, seed), limit, "memory_limit=")
     raw = _core.simulate_toml(text, filename, seed, progress)
