@@ -117,6 +117,8 @@ class Sample:
     tx_refused: int = 0
     rx_ring_drops: int = 0
     super_packets: int = 0
+    tx_super_packets: int = 0
+    tx_super_segments: int = 0
 
 
 def scenario(
@@ -188,6 +190,8 @@ def run_emulate(text: str, backend: str, work: Path, offload: bool = False) -> S
         tx_refused=int(fwd.get("tx_refused") or 0),
         rx_ring_drops=int(fwd.get("rx_ring_drops") or 0),
         super_packets=int(fwd.get("super_packets") or 0),
+        tx_super_packets=int(fwd.get("tx_super_packets") or 0),
+        tx_super_segments=int(fwd.get("tx_super_segments") or 0),
     )
     g = raw["series"].get("goodput", {})
     if len(g.get("time_ns", [])):
