@@ -120,14 +120,7 @@ pub fn segment_tcp4(
 }
 
 fn ip_header_checksum(h: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for w in h.chunks(2) {
-        sum += (u32::from(w[0]) << 8) | w.get(1).map_or(0, |&x| u32::from(x));
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    !frame::fold(frame::ones_sum(h))
 }
 
 /// TCP flag bits.
@@ -298,13 +291,13 @@ impl Coalesce {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
     /// An Ethernet + IPv4 + TCP (32-byte header: timestamps) frame of
     /// `payload` bytes, IPv4 id 7, sequence `seq`, flags `flags`.
-    fn tcp_frame(payload: usize, seq: u32, flags: u8) -> Vec<u8> {
+    pub(crate) fn tcp_frame(payload: usize, seq: u32, flags: u8) -> Vec<u8> {
         let mut f = vec![0u8; 14 + 20 + 32 + payload];
         f[12..14].copy_from_slice(&[0x08, 0x00]);
         let total = (20 + 32 + payload) as u16;
