@@ -60,13 +60,15 @@ pub enum GsoError {
 
 /// Splits TCP/IPv4 super-packet `frame` into segments of at most
 /// `gso_size` payload bytes, calling `each` with every segment (a complete
-/// wire frame with valid checksums) in order; returns how many.
-/// `scratch` is reused between calls.
+/// wire frame with valid checksums, built in `scratch`) in order; returns
+/// how many. `each` may take the buffer (swap in an empty one of its own:
+/// [`crate::model::Model::ingress_owned`] does, so a segment is written once
+/// and never copied into the model).
 pub fn segment_tcp4(
     frame: &[u8],
     gso_size: usize,
     scratch: &mut Vec<u8>,
-    mut each: impl FnMut(&[u8]),
+    mut each: impl FnMut(&mut Vec<u8>),
 ) -> Result<usize, GsoError> {
     let info = frame::parse(frame).map_err(|_| GsoError::Malformed)?;
     if info.protocol != 6 {
@@ -84,7 +86,9 @@ pub fn segment_tcp4(
     }
     let payload = &ip[hdr..];
     if payload.is_empty() {
-        each(&frame[..info.wire_bytes as usize]);
+        scratch.clear();
+        scratch.extend_from_slice(&frame[..info.wire_bytes as usize]);
+        each(scratch);
         return Ok(1);
     }
     let id0 = u16::from_be_bytes([ip[4], ip[5]]);

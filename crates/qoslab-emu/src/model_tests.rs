@@ -266,7 +266,7 @@ police = { cir = "4mbit", bc = "20000B" }"#;
     sp[14 + 16..14 + 20].copy_from_slice(&B);
     let mut scratch = Vec::new();
     let n = crate::gso::segment_tcp4(&sp, 1448, &mut scratch, |s| {
-        m.ingress(0, s0, s, &mut io)
+        m.ingress_owned(0, s0, s, &mut io)
     })
     .unwrap();
     assert_eq!(n, 44);
@@ -279,7 +279,10 @@ police = { cir = "4mbit", bc = "20000B" }"#;
     assert_eq!(p.packets_dropped, 31);
     assert_eq!(p.bytes_dropped, 31 * 1514);
     assert_eq!(io.delivered.len(), 13);
-    assert!(io.delivered.iter().all(|&(h, _, len)| h == d0 && len == 1514));
+    assert!(io
+        .delivered
+        .iter()
+        .all(|&(h, _, len)| h == d0 && len == 1514));
     // The survivors are the super-packet's first 13 segments, in order.
     for (i, f) in io.delivered_frames.iter().enumerate() {
         let seq = u32::from_be_bytes([f[38], f[39], f[40], f[41]]);
