@@ -117,6 +117,8 @@ class Sample:
     tx_refused: int = 0
     rx_ring_drops: int = 0
     super_packets: int = 0
+    tx_super_packets: int = 0
+    tx_super_segments: int = 0
 
 
 def scenario(
@@ -188,6 +190,8 @@ def run_emulate(text: str, backend: str, work: Path, offload: bool = False) -> S
         tx_refused=int(fwd.get("tx_refused") or 0),
         rx_ring_drops=int(fwd.get("rx_ring_drops") or 0),
         super_packets=int(fwd.get("super_packets") or 0),
+        tx_super_packets=int(fwd.get("tx_super_packets") or 0),
+        tx_super_segments=int(fwd.get("tx_super_segments") or 0),
     )
     g = raw["series"].get("goodput", {})
     if len(g.get("time_ns", [])):
@@ -457,8 +461,8 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         f" links (ideal {10 * ideal / 1e9:.3f} Gbit/s):",
         "",
         "| flows | goodput Gbit/s | of ideal | super-packets/s | µs user / segment"
-        " | µs sys / segment | runs |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        " | µs sys / segment | segments / re-joined packet | runs |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for flows in (1, 4):
         c = get(f"gso/tbf/{flows}/userspace")
@@ -466,10 +470,12 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         sp = [s.super_packets / args.duration for s in c.samples]
         us = [s.user_s * 1e6 / max(1, s.frames) for s in c.samples]
         sy = [s.sys_s * 1e6 / max(1, s.frames) for s in c.samples]
+        # how many wire segments each GSO packet handed to a receiving host carried
+        rj = [s.tx_super_segments / max(1, s.tx_super_packets) for s in c.samples]
         out.append(
             f"| {flows} | {stat(g, 1e9, '{:.3f}')} | {stat(g, 10 * ideal / 100, '{:.1f} %')}"
             f" | {stat(sp, 1, '{:.0f}')} | {stat(us, 1, '{:.2f}')} | {stat(sy, 1, '{:.2f}')}"
-            f" | {kept(c)} |"
+            f" | {stat(rj, 1, '{:.1f}')} | {kept(c)} |"
         )
     out += ["", END]
     return "\n".join(out) + "\n"

@@ -506,7 +506,7 @@ fn run(
                     let r = match v.gso_type {
                         gso::GSO_TCPV4 => {
                             gso::segment_tcp4(f.data, usize::from(v.gso_size), &mut seg, |s| {
-                                model.ingress(t, *h, s, &mut io)
+                                model.ingress_owned(t, *h, s, &mut io)
                             })
                         }
                         _ => Err(gso::GsoError::Unsupported),

@@ -128,28 +128,42 @@ pub fn complete_l4_checksum(frame: &mut [u8]) -> bool {
     if fragmented || l4_len < at + 2 || (info.protocol == 6 && l4_len < 20) {
         return false;
     }
-    let mut sum: u64 = 0;
-    let mut add = |b: &[u8]| {
-        for w in b.chunks(2) {
-            let hi = u64::from(w[0]) << 8;
-            sum += hi | w.get(1).map_or(0, |&x| u64::from(x));
-        }
-    };
-    add(&ip[12..20]);
-    add(&[0, info.protocol]);
-    add(&(l4_len as u16).to_be_bytes());
     ip[ihl + at] = 0;
     ip[ihl + at + 1] = 0;
-    add(&ip[ihl..]);
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    let mut c = !(sum as u16);
+    let mut sum = ones_sum(&ip[12..20]) + u64::from(info.protocol) + l4_len as u64;
+    sum += ones_sum(&ip[ihl..]);
+    let mut c = !fold(sum);
     if info.protocol == 17 && c == 0 {
         c = 0xffff;
     }
     ip[ihl + at..ihl + at + 2].copy_from_slice(&c.to_be_bytes());
     true
+}
+
+/// The Internet checksum's sum of `b` as 16-bit big-endian words (an odd
+/// last byte padded with zero), not yet folded: RFC 1071 §2 (B) lets the
+/// sum run in wider words and fold at the end (2^16 ≡ 1 mod 2^16 − 1), so
+/// it adds 32-bit words, eight bytes a step, into 64 bits (no overflow
+/// below 2^32 steps). `b` must start at an even offset of the summed data.
+pub fn ones_sum(b: &[u8]) -> u64 {
+    let mut sum: u64 = 0;
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        sum += (w >> 32) + (w & 0xffff_ffff);
+    }
+    for w in chunks.remainder().chunks(2) {
+        sum += (u64::from(w[0]) << 8) | w.get(1).map_or(0, |&x| u64::from(x));
+    }
+    sum
+}
+
+/// Folds a [`ones_sum`] to 16 bits (end-around carry).
+pub fn fold(mut sum: u64) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
 }
 
 /// A 32-bit hash of the 5-tuple (FNV-1a), the `Packet::flow` identity.
@@ -290,6 +304,18 @@ pub(crate) mod tests {
                 prop_assert!(i.wire_bytes as usize <= f.len());
             }
             complete_l4_checksum(&mut f);
+        }
+
+        #[test]
+        fn wide_sum_folds_to_the_16_bit_word_sum(
+            bytes in proptest::collection::vec(any::<u8>(), 0..3000)
+        ) {
+            // RFC 1071's definition, one 16-bit word at a time.
+            let mut naive: u64 = 0;
+            for w in bytes.chunks(2) {
+                naive += (u64::from(w[0]) << 8) | w.get(1).map_or(0, |&x| u64::from(x));
+            }
+            prop_assert_eq!(fold(ones_sum(&bytes)), fold(naive));
         }
     }
 }

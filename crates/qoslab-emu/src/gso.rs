@@ -60,13 +60,15 @@ pub enum GsoError {
 
 /// Splits TCP/IPv4 super-packet `frame` into segments of at most
 /// `gso_size` payload bytes, calling `each` with every segment (a complete
-/// wire frame with valid checksums) in order; returns how many.
-/// `scratch` is reused between calls.
+/// wire frame with valid checksums, built in `scratch`) in order; returns
+/// how many. `each` may take the buffer (swap in an empty one of its own:
+/// [`crate::model::Model::ingress_owned`] does, so a segment is written once
+/// and never copied into the model).
 pub fn segment_tcp4(
     frame: &[u8],
     gso_size: usize,
     scratch: &mut Vec<u8>,
-    mut each: impl FnMut(&[u8]),
+    mut each: impl FnMut(&mut Vec<u8>),
 ) -> Result<usize, GsoError> {
     let info = frame::parse(frame).map_err(|_| GsoError::Malformed)?;
     if info.protocol != 6 {
@@ -84,7 +86,9 @@ pub fn segment_tcp4(
     }
     let payload = &ip[hdr..];
     if payload.is_empty() {
-        each(&frame[..info.wire_bytes as usize]);
+        scratch.clear();
+        scratch.extend_from_slice(&frame[..info.wire_bytes as usize]);
+        each(scratch);
         return Ok(1);
     }
     let id0 = u16::from_be_bytes([ip[4], ip[5]]);
@@ -120,14 +124,7 @@ pub fn segment_tcp4(
 }
 
 fn ip_header_checksum(h: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for w in h.chunks(2) {
-        sum += (u32::from(w[0]) << 8) | w.get(1).map_or(0, |&x| u32::from(x));
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    !frame::fold(frame::ones_sum(h))
 }
 
 /// TCP flag bits.
@@ -298,13 +295,13 @@ impl Coalesce {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
     /// An Ethernet + IPv4 + TCP (32-byte header: timestamps) frame of
     /// `payload` bytes, IPv4 id 7, sequence `seq`, flags `flags`.
-    fn tcp_frame(payload: usize, seq: u32, flags: u8) -> Vec<u8> {
+    pub(crate) fn tcp_frame(payload: usize, seq: u32, flags: u8) -> Vec<u8> {
         let mut f = vec![0u8; 14 + 20 + 32 + payload];
         f[12..14].copy_from_slice(&[0x08, 0x00]);
         let total = (20 + 32 + payload) as u16;

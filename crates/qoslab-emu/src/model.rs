@@ -207,6 +207,17 @@ impl Model {
         id
     }
 
+    /// As [`Model::alloc`], taking `frame`'s buffer instead of copying it
+    /// (the slot's old buffer goes back in `frame`, emptied).
+    fn alloc_owned(&mut self, frame: &mut Vec<u8>, info: FrameInfo, dst: u32) -> u32 {
+        let id = self.alloc(&[], info, dst);
+        let s = &mut self.slots[id as usize];
+        std::mem::swap(&mut s.buf, frame);
+        s.len = s.buf.len() as u32;
+        frame.clear();
+        id
+    }
+
     #[inline]
     fn release(&mut self, id: u32) {
         self.free.push(id);
@@ -235,6 +246,28 @@ impl Model {
             return;
         }
         let id = self.alloc(frame, info, dst);
+        self.forward(from, id, io);
+    }
+
+    /// As [`Model::ingress`] for a frame the caller built in its own
+    /// buffer (a GSO segment): the model takes the buffer and leaves an
+    /// empty one of at least the same capacity in its place.
+    pub fn ingress_owned(&mut self, now_ns: u64, from: u32, frame: &mut Vec<u8>, io: &mut dyn Io) {
+        self.now_ns = self.now_ns.max(now_ns);
+        self.counters.frames_in += 1;
+        if frame.len() > self.frame_capacity {
+            self.counters.oversize += 1;
+            return;
+        }
+        let Some((info, dst)) = self.route(frame) else {
+            self.counters.unroutable += 1;
+            return;
+        };
+        if dst == from {
+            self.counters.unroutable += 1;
+            return;
+        }
+        let id = self.alloc_owned(frame, info, dst);
         self.forward(from, id, io);
     }
 

@@ -9,6 +9,7 @@ use qoslab_core::rng::Rng;
 #[derive(Default)]
 struct FakeIo {
     delivered: Vec<(u32, u64, usize)>,
+    delivered_frames: Vec<Vec<u8>>,
     kernel: Vec<(u32, usize)>,
     kernel_refuse: bool,
     captured: Vec<(u32, Point, u64)>,
@@ -17,6 +18,7 @@ struct FakeIo {
 impl Io for FakeIo {
     fn deliver(&mut self, host: u32, t_ns: u64, frame: &[u8]) {
         self.delivered.push((host, t_ns, frame.len()));
+        self.delivered_frames.push(frame.to_vec());
     }
     fn kernel_send(&mut self, dir: u32, frame: &[u8]) -> bool {
         self.kernel.push((dir, frame.len()));
@@ -245,4 +247,45 @@ fn series_sample_every_interval_relative_to_t0() {
     assert_eq!(s.queue_time_ns, [100_000_000, 200_000_000, 300_000_000]);
     assert_eq!(s.tokens_bytes[2], 1514);
     assert_eq!(s.color_green_bytes[0], 1042);
+}
+
+#[test]
+fn a_policer_drops_part_of_a_super_packet_segment_by_segment() {
+    // `--offload on`: a 44-segment TSO super-packet (MSS 1448, 1514-byte
+    // wire segments) is split before the model, so the policer charges,
+    // passes and drops wire segments: a 20 000-byte bucket passes the
+    // first 13 (13 x 1514 = 19 682 B) and drops the rest.
+    let pol = r#"[policy.bottleneck.egress]
+police = { cir = "4mbit", bc = "20000B" }"#;
+    let (mut m, net) = model(&format!("{pol}\n"), &[]);
+    let s0 = net.node_index("s0").unwrap();
+    let d0 = net.node_index("d0").unwrap();
+    let mut io = FakeIo::default();
+    let mut sp = crate::gso::tests::tcp_frame(44 * 1448, 1000, 0x18);
+    sp[14 + 12..14 + 16].copy_from_slice(&A);
+    sp[14 + 16..14 + 20].copy_from_slice(&B);
+    let mut scratch = Vec::new();
+    let n = crate::gso::segment_tcp4(&sp, 1448, &mut scratch, |s| {
+        m.ingress_owned(0, s0, s, &mut io)
+    })
+    .unwrap();
+    assert_eq!(n, 44);
+    drain(&mut m, &mut io, || 0);
+    assert_eq!(m.counters.frames_in, 44);
+    let (policies, ..) = m.finish();
+    let p = &policies[0];
+    assert_eq!(p.packets_in, 44);
+    assert_eq!(p.bytes_in, 44 * 1514);
+    assert_eq!(p.packets_dropped, 31);
+    assert_eq!(p.bytes_dropped, 31 * 1514);
+    assert_eq!(io.delivered.len(), 13);
+    assert!(io
+        .delivered
+        .iter()
+        .all(|&(h, _, len)| h == d0 && len == 1514));
+    // The survivors are the super-packet's first 13 segments, in order.
+    for (i, f) in io.delivered_frames.iter().enumerate() {
+        let seq = u32::from_be_bytes([f[38], f[39], f[40], f[41]]);
+        assert_eq!(seq, 1000 + 1448 * i as u32);
+    }
 }

@@ -49,12 +49,16 @@ SETUP_HINT = "apt-get install -y iperf3 iproute2 ethtool iputils-ping (or bash s
 CMD_TIMEOUT_S = 20.0
 #: ethtool -K: wire-sized frames with real checksums (see the module doc)
 OFFLOADS_OFF = ("tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off")
-#: ethtool -K of the hosts' eth0 with ``offload=True`` (``--offload on``): TCP hands
-#: 64 KB super-packets (TSO, with checksum offload, which TSO needs) to the veth; the
-#: forwarder reads them with their virtio-net header and splits them into wire
-#: segments; segments it delivers in one batch reach the receiving host joined again
-#: as a GSO packet (GRO and rx offload stay off: the forwarder does the joining).
-OFFLOADS_HOST_GSO = ("sg", "on", "tx", "on", "tso", "on", "gso", "on", "gro", "off", "rx", "off")
+#: ethtool -K of both ends of every host's veth with ``offload=True`` (``--offload on``):
+#: TCP hands 64 KB super-packets (TSO, with checksum offload, which TSO needs) to the
+#: host's eth0; the forwarder reads them with their virtio-net header and splits them
+#: into wire segments; segments it delivers in one batch reach the receiving host joined
+#: again as a GSO packet (GRO and rx offload stay off: the forwarder does the joining).
+#: The forwarder's port needs TSO too: without it ``validate_xmit_skb`` software-segments
+#: every GSO packet the forwarder sends (``skb_gso_segment`` in net/core/dev.c) and the
+#: receiving host's stack takes the segments one by one again, inside the forwarder's
+#: ``send()``.
+OFFLOADS_GSO = ("sg", "on", "tx", "on", "tso", "on", "gso", "on", "gro", "off", "rx", "off")
 SUBNET = "10.77"
 
 
@@ -107,7 +111,7 @@ class Netns:
 
     hosts: list[str]
     tag: str = field(default_factory=lambda: str(os.getpid()))
-    #: the hosts send GSO super-packets (see ``OFFLOADS_HOST_GSO``)
+    #: the hosts send GSO super-packets (see ``OFFLOADS_GSO``)
     offload: bool = False
     created: list[str] = field(default_factory=list)
     procs: list[subprocess.Popen[str]] = field(default_factory=list)
@@ -181,7 +185,7 @@ class Netns:
             run_cmd(["ip", "-n", ns, "link", "set", "eth0", "address", host_mac(i)])
             run_cmd(["ip", "-n", ns, "addr", "add", f"{host_ip(i)}/16", "dev", "eth0"])
             for dev, where in (("eth0", ns), (port, self.net)):
-                k = OFFLOADS_HOST_GSO if self.offload and dev == "eth0" else OFFLOADS_OFF
+                k = OFFLOADS_GSO if self.offload else OFFLOADS_OFF
                 run_cmd(["ip", "netns", "exec", where, "ethtool", "-K", dev, *k])
                 run_cmd(["ip", "-n", where, "link", "set", dev, "up"])
             run_cmd(["ip", "-n", self.net, "link", "set", port, "promisc", "on"])
