@@ -96,3 +96,10 @@ def test_the_sweep_checks_each_points_memory_before_running(monkeypatch) -> None
     assert "estimated" in out.error and "limit of" in out.error
     with pytest.raises(qoslab.ResourceError):
         worker.check_memory(text, "example.toml", 1)
+
+
+def test_emulation_error_is_a_qoslab_error_and_a_runtime_error() -> None:
+    import qoslab
+
+    assert issubclass(qoslab.EmulationError, qoslab.QoslabError)
+    assert issubclass(qoslab.EmulationError, RuntimeError)

@@ -159,7 +159,7 @@ def _join(
 ) -> None:
     """Second pass: the trace's rows with their departures (read back from
     ``deps`` chunk by chunk) written to ``output``."""
-    with (loaded if loaded is not None else open_trace(path)) as ts, replacing(output) as f:
+    with loaded if loaded is not None else open_trace(path) as ts, replacing(output) as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow([*header, "departure_ns", "dropped"])
         for chunk in ts.chunks():

@@ -5,12 +5,12 @@
 //!
 //! Errors: a scenario that cannot be emulated raises `qoslab.ScenarioError`
 //! (located, as `qoslab run`); I/O failures (namespace or interface
-//! missing, not root) raise `qoslab.EmulationError`, a `RuntimeError`.
+//! missing, not root) raise `qoslab.EmulationError`, a `qoslab.QoslabError`
+//! and a `RuntimeError`.
 
 use crate::sim::{parse, policy_dict, recorded, scenario_err};
 use numpy::{Element, PyArray1};
 use pyo3::create_exception;
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use qoslab_emu::conditioner::KernelQdisc;
@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering;
 create_exception!(
     qoslab,
     EmulationError,
-    PyRuntimeError,
+    crate::errors::QoslabRuntimeError,
     "The emulator could not run (namespace or interface missing, not root, I/O error)."
 );
 

@@ -6,3 +6,5 @@
 pyo3::import_exception!(qoslab.errors, QoslabError);
 pyo3::import_exception!(qoslab.errors, QoslabValueError);
 pyo3::import_exception!(qoslab.errors, QoslabMemoryError);
+#[cfg(target_os = "linux")]
+pyo3::import_exception!(qoslab.errors, QoslabRuntimeError);
