@@ -717,7 +717,8 @@ and `qoslab run --capture s0->r1`, both read with `qoslab analyze`):
   analysis afterwards: the simulated flights are one train per round trip (timer-delayed
   ACKs 12 of 4497, 0.3 %, lab 1.7 %), loss episodes 265 (lab 207), and the head is
   retransmitted after four SACKs in 261 of 271 episodes (lab 165 of 209: the lab's
-  "fourth SACK" is this deferral's doing, not a raised dupthresh). Goodput moves from
+  "fourth SACK" comes out of the flight structure without a raised dupthresh; why
+  exactly four is not traced). Goodput moves from
   0.90-0.97 to 0.50 Mbit/s at 8 kB for every CIR (truth 0.65, 0.55, 0.60: ratios 0.77,
   0.91, 0.84; the simulated one is now below). police1.5M-bc8k-2conn: 0.61 -> 0.45
   Mbit/s per connection (truth 0.39), RTO-class episodes 4 -> 29 (truth 101). Over the
