@@ -153,7 +153,8 @@
 //! - `min_rtt` is the lifetime minimum (Linux: a 300 s window,
 //!   `tcp_min_rtt_wlen`). Segments are kept one by one, but a paced sender
 //!   releases them in skbs of Linux's TSO autosize ([`super::tso`]);
-//!   `tcp_tso_should_defer` and packet-count rounding are not modelled.
+//!   packet-count rounding is not modelled, and `tcp_tso_should_defer`
+//!   only as Linux 3.x-4.1 had it, with [`TcpConfig::tso_defer`].
 //! - The RTO is RFC 6298 unless [`TcpConfig::linux_rto`] (on in the
 //!   `linux` profile) selects Linux's estimator.
 
@@ -283,6 +284,12 @@ pub struct TcpSender {
     /// One-shot: the next send pass sends new data only (F-RTO step 2b,
     /// Linux `REXMIT_NEW`).
     frto_new_only: bool,
+    /// With `tso_defer`: unsent segments left in the skb at the send head
+    /// (0: the next new segment starts a fresh skb).
+    skb_rem: u64,
+    /// With `tso_defer`: when the head skb was first deferred (Linux
+    /// `tp->tso_deferred`).
+    tso_deferred_at: Option<Instant>,
     /// cwnd and ssthresh before the current reduction (Linux `prior_cwnd`,
     /// `prior_ssthresh`; `Some` = Linux `undo_marker` set).
     undo_prior: Option<(u64, u64)>,
@@ -375,6 +382,8 @@ impl TcpSender {
             ts_recent: 0,
             frto: false,
             frto_new_only: false,
+            skb_rem: 0,
+            tso_deferred_at: None,
             undo_prior: None,
             undo_marker: 0,
             undo_retrans: -1,
@@ -1545,6 +1554,7 @@ impl TcpSender {
     /// `new_only`, no retransmissions. Returns what stopped it.
     fn send_loop(&mut self, now: Instant, io: &mut dyn TcpIo, new_only: bool) -> Blocked {
         let mut why = Blocked::App;
+        let mut first = true;
         loop {
             let next = self.next_segment(new_only);
             if let Next::Stop(b) = next {
@@ -1563,10 +1573,93 @@ impl TcpSender {
                     self.rescue_rxt = Some(self.high_seq);
                     self.retransmit(now, idx, io, true);
                 }
-                Next::New(len) => self.send_new(now, len, io),
+                Next::New(len) => {
+                    if let Some(b) = self.tso_defer_reason(now, first) {
+                        why = b;
+                        break;
+                    }
+                    self.skb_rem = self.skb_rem.saturating_sub(1);
+                    self.send_new(now, len, io)
+                }
             }
+            first = false;
         }
         why
+    }
+
+    /// Linux 3.x-4.1 `tcp_write_xmit` → `tcp_tso_should_defer`
+    /// (net/ipv4/tcp_output.c), asked when new data would start an skb
+    /// (`first`: the head skb of this pass, perhaps the remainder of one
+    /// split earlier). An skb holds `tcp_xmit_size_goal` bytes (3.12 TSO
+    /// autosizing: half a millisecond at `sk_pacing_rate` = 2·cwnd/SRTT,
+    /// at least `tcp_min_tso_segs` = 2 segments); one of one segment is
+    /// never deferred (only Nagle, which full segments pass). Defer unless
+    /// the state is not Open, or the head was deferred two ticks ago
+    /// ("less than two clock ticks", HZ 250 as the lab's kernel), or the
+    /// allowed bytes `limit` = min(receive window, (cwnd − in flight))
+    /// reach 64 KB (`sk_gso_max_size`), or the whole skb when it is not
+    /// the queue's tail, or a third of min(snd_wnd, cwnd)
+    /// (`tcp_tso_win_divisor` = 3). No timer ends a deferral: the next
+    /// ACK's `tcp_write_xmit` asks again. Returns why the sender waits:
+    /// the congestion window only when it, not the receive window, is the
+    /// smaller limit (4.1 sets `is_cwnd_limited` so), which gates growth.
+    fn tso_defer_reason(&mut self, now: Instant, first: bool) -> Option<Blocked> {
+        if !self.cfg.tso_defer {
+            return None;
+        }
+        const TICK_NS: u64 = 4_000_000; // HZ = 250
+        const GSO_MAX_SIZE: u64 = 65_536;
+        const TSO_WIN_DIVISOR: u64 = 3;
+        let mss = self.mss() as u64;
+        if self.skb_rem == 0 {
+            let rate_bytes_per_s = match self.rtt.srtt() {
+                Some(srtt) if srtt.as_ns() > 0 => {
+                    2 * self.state.cwnd_bytes as u128 * 1_000_000_000 / srtt.as_ns() as u128
+                }
+                _ => 0,
+            };
+            let goal = u64::try_from(rate_bytes_per_s / 2000)
+                .unwrap_or(u64::MAX)
+                .clamp(2 * mss, GSO_MAX_SIZE);
+            self.skb_rem = (goal / mss).min(self.app_remaining().div_ceil(mss)).max(1);
+        } else if !first {
+            return None; // inside an skb already being sent
+        }
+        let pcount = self.skb_rem;
+        let cwnd = self.state.cwnd_bytes;
+        let cong_win = cwnd.saturating_sub(self.sb.pipe());
+        let send_win = (self.snd_una + self.snd_wnd).saturating_sub(self.snd_nxt);
+        let send_now = 'decide: {
+            if pcount <= 1 || self.ca != CaState::Open {
+                break 'decide true;
+            }
+            if self
+                .tso_deferred_at
+                .is_some_and(|t| now.saturating_since(t).as_ns() >= 2 * TICK_NS)
+            {
+                break 'decide true;
+            }
+            let limit = cong_win.min(send_win);
+            if limit >= GSO_MAX_SIZE {
+                break 'decide true;
+            }
+            let skb_len = pcount * mss;
+            let tail = self.app_remaining() <= skb_len;
+            if !tail && limit >= skb_len {
+                break 'decide true;
+            }
+            limit >= self.snd_wnd.min(cwnd) / TSO_WIN_DIVISOR
+        };
+        if send_now {
+            self.tso_deferred_at = None;
+            return None;
+        }
+        self.tso_deferred_at.get_or_insert(now);
+        Some(if cong_win < send_win {
+            Blocked::Cwnd
+        } else {
+            Blocked::Rwnd
+        })
     }
 
     /// Linux `tcp_cwnd_validate`: latch cwnd-limitedness per window.
@@ -1705,6 +1798,42 @@ mod tests {
 
     fn seg(k: u64) -> u64 {
         1 + k * MSS
+    }
+
+    /// New segments sent at each instant after the first round trip, in
+    /// congestion avoidance with an ACK per segment (each ACK frees one).
+    fn new_data_bursts(tso_defer: bool) -> Vec<usize> {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.initial_ssthresh_bytes = Some(10 * MSS);
+        c.tso_defer = tso_defer;
+        let mut h = harness(&c, AppLimit::Bytes(60_000), Some(8_000_000));
+        h.start();
+        h.run_to_done(at_ms(10_000));
+        assert_eq!(h.receiver.delivered_bytes(), 60_000);
+        let data: Vec<_> = h.data_sent().into_iter().filter(|d| !d.2).collect();
+        let mut bursts: Vec<(Instant, usize)> = Vec::new();
+        for d in data.iter().skip(10) {
+            match bursts.last_mut() {
+                Some((t, n)) if *t == d.0 => *n += 1,
+                _ => bursts.push((d.0, 1)),
+            }
+        }
+        bursts.pop(); // the application's last bytes (the queue's tail)
+        bursts.into_iter().map(|b| b.1).collect()
+    }
+
+    #[test]
+    fn tso_defer_sends_new_data_in_whole_two_segment_skbs() {
+        // Linux 3.x-4.1 tcp_tso_should_defer: one segment of room (limit
+        // 1000 B) is less than the 2-segment skb (TSO autosizing minimum)
+        // and less than min(cwnd, snd_wnd) / 3, so the sender waits for
+        // the next ACK (1 ms later, within two ticks) and sends the pair.
+        let deferred = new_data_bursts(true);
+        assert!(deferred.len() > 10, "{deferred:?}");
+        assert!(deferred.iter().all(|&n| n % 2 == 0), "{deferred:?}");
+        // Without it each ACK releases the one segment it freed.
+        let eager = new_data_bursts(false);
+        assert!(eager.iter().filter(|&&n| n == 1).count() > 10, "{eager:?}");
     }
 
     #[test]
