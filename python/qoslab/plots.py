@@ -227,7 +227,9 @@ def _finish(
                 axis.set_minor_formatter(NullFormatter())
     fig.suptitle(title, fontsize="medium")
     w, h = fig.get_size_inches()
-    rows, cols = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    spec = fig.axes[0].get_subplotspec()
+    assert spec is not None  # every axes of ours comes from a grid
+    rows, cols = spec.get_gridspec().get_geometry()
     top_in = 0.78 if titled else 0.55
     left, right, top, bottom = left_in / w, 1 - 0.25 / w, 1 - top_in / h, 0.55 / h
     gap_h = 0.62 if titled else 0.3
@@ -462,7 +464,7 @@ def _ts_draw(
                 ],
                 axis=1,
             )
-            ax.add_collection(LineCollection(segs, colors=colour, linewidths=1.2, zorder=z))
+            ax.add_collection(LineCollection(list(segs), colors=colour, linewidths=1.2, zorder=z))
             ax.plot(t[idx], seq[idx] / scale, "_", ms=3, color=colour, label=label, zorder=z)
         else:
             ax.plot(
@@ -495,7 +497,9 @@ def _ts_draw(
                 ],
                 axis=1,
             )
-            ax.add_collection(LineCollection(segs, colors="#9467bd", linewidths=1.5, zorder=1.5))
+            ax.add_collection(
+                LineCollection(list(segs), colors="#9467bd", linewidths=1.5, zorder=1.5)
+            )
             ax.plot([], [], color="#9467bd", lw=1.5, label="SACK block")
     ax.set_xlim(t0, t1)
     ax.set_ylim(ylim[0] / scale, ylim[1] / scale)
@@ -1059,7 +1063,7 @@ def render(
             done = dict(pool.map(_render_one, wanted, chunksize=1))
     finally:
         _FORKED = None
-    return {n: done[n] for n in wanted if done.get(n) is not None}
+    return {n: b for n in wanted if (b := done.get(n)) is not None}
 
 
 def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
