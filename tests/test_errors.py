@@ -103,3 +103,14 @@ def test_emulation_error_is_a_qoslab_error_and_a_runtime_error() -> None:
 
     assert issubclass(qoslab.EmulationError, qoslab.QoslabError)
     assert issubclass(qoslab.EmulationError, RuntimeError)
+
+
+def test_simulate_argument_errors_are_qoslab_errors() -> None:
+    import qoslab
+
+    with pytest.raises(qoslab.QoslabError, match="seed") as e:
+        qoslab.simulate("[scenario]\n", seed=-1)
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(qoslab.QoslabError, match="not int") as t:
+        qoslab.simulate(42)  # type: ignore[arg-type]
+    assert isinstance(t.value, TypeError)

@@ -27,3 +27,8 @@ class QoslabMemoryError(QoslabError, MemoryError):
 
 class QoslabRuntimeError(QoslabError, RuntimeError):
     """Base of the qoslab errors about the environment (a ``RuntimeError``)."""
+
+
+class QoslabTypeError(QoslabError, TypeError):
+    """An argument of the wrong type (a scenario that is neither a path, TOML
+    text nor a dict): a ``qoslab.QoslabError`` and a ``TypeError``."""

@@ -50,7 +50,8 @@ def simulate(
     scenario and ``qoslab.Cancelled`` when interrupted.
     """
     if seed is not None and (isinstance(seed, bool) or not 0 <= int(seed) < 2**64):
-        raise ValueError(f"seed must be an integer in 0..2**64-1, got {seed!r}")
+        # a ConfigError is a qoslab.QoslabError and still a ValueError
+        raise _core.ConfigError(f"seed: must be an integer in 0..2**64-1, got {seed!r}")
     limit = _limit_bytes(memory_limit, "memory_limit")
     text, filename = load_scenario(scenario)
     scenario_info(text, filename)  # issues its warnings, as `qoslab run` shows them

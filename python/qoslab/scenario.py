@@ -18,6 +18,7 @@ import tomli_w
 
 from qoslab import _core
 from qoslab._core import ScenarioError
+from qoslab.errors import QoslabTypeError
 
 __all__ = [
     "ScenarioError",
@@ -76,7 +77,7 @@ def load_scenario(spec: ScenarioSource) -> tuple[str, str]:
         except OSError as e:
             # A qoslab exception (issue 15), saying what the OS said.
             raise _file_error(str(spec), e.strerror or str(e)) from None
-    raise TypeError(f"a scenario is a path, TOML text or a dict, not {type(spec).__name__}")
+    raise QoslabTypeError(f"a scenario is a path, TOML text or a dict, not {type(spec).__name__}")
 
 
 def scenario_info(text: str, filename: str = "<string>", *, warn: bool = True) -> dict[str, Any]:
