@@ -210,3 +210,41 @@ def test_a_trees_queues_are_bounded_by_their_limits() -> None:
     m = _measure((SCEN / "trees" / "sfq-1-vs-many.toml").read_text())
     est = m["est"]["peak_memory_bytes"]
     assert m["rss"] <= est <= 4e6, f"estimate {est} vs measured {m['rss']}"
+
+
+LONG = """[scenario]
+duration = "1000s"
+[topology]
+access = { rate = "100gbit", delay = "1ms" }
+bottleneck = { rate = "100gbit", delay = "1ms" }
+[[traffic]]
+kind = "tcp-bulk"
+flows = 4
+"""
+
+
+def test_a_long_run_is_announced_with_its_cpu_time(tmp_path: Path, capsys) -> None:
+    from qoslab.cli import main
+
+    p = tmp_path / "long.toml"
+    p.write_text(LONG)
+    assert main(["run", str(p), "--dry-run", "--json"]) == 0
+    lo, hi = json.loads(capsys.readouterr().out)["cpu_seconds_estimate"]
+    assert run.LONG_RUN_S < lo < hi  # 1000 s at 100 Gbit/s: hours, not seconds
+    assert main(["run", str(SCEN / "example.toml"), "--dry-run", "--json"]) == 0
+    lo_small, _ = json.loads(capsys.readouterr().out)["cpu_seconds_estimate"]
+    assert lo_small < 1
+    # The real run says so on stderr before it starts; stopped after the notice.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "qoslab.cli", "run", str(p)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert "estimated at" in line and "min" in line and "--dry-run" in line, line

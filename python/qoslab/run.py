@@ -285,6 +285,26 @@ def _size(s: str) -> int:
         raise argparse.ArgumentTypeError(str(e).removeprefix("--memory-limit: ")) from None
 
 
+#: The engine's event rate on one core, slowest and fastest of the engine
+#: benchmark's cases on this project's 2-vCPU machine (docs/performance.md:
+#: 5.5 M events/s at 10 Gbit/s, 6.8 M at 100 Mbit/s; many-flow and policy-tree
+#: runs are slower): the run-time estimate is events over these.
+EVENTS_PER_CPU_S = (3_000_000, 7_000_000)
+
+#: A run estimated above this many CPU seconds is announced before it starts.
+LONG_RUN_S = 60.0
+
+
+def cpu_seconds(est: dict[str, Any]) -> tuple[float, float]:
+    """The estimated CPU time of a run, (shortest, longest), from its events."""
+    slow, fast = EVENTS_PER_CPU_S
+    return est["events"] / fast, est["events"] / slow
+
+
+def _fmt_s(s: float) -> str:
+    return f"{s / 60:.1f} min" if s >= 120 else f"{s:.2g} s" if s < 10 else f"{s:.0f} s"
+
+
 def render_estimate(est: dict[str, Any], limit: int) -> str:
     """The ``--dry-run`` text: what the run would take, and the limit."""
     lines = [
@@ -293,6 +313,9 @@ def render_estimate(est: dict[str, Any], limit: int) -> str:
         f"{est['link_directions']} link directions",
         f"  events           ~{est['events']:,}",
         f"  packet hops      ~{est['packet_hops']:,}",
+        "  CPU time         ~{} to {} (one core, {}-{} M events/s)".format(
+            *map(_fmt_s, cpu_seconds(est)), *(r // 1_000_000 for r in EVENTS_PER_CPU_S)
+        ),
     ]
     for name, rows in est["series_rows"].items():
         lines.append(f"  series {name:<9} {rows:,} rows")
@@ -372,11 +395,20 @@ def main(
     est = _core.estimate_toml(text, filename, args.seed)
     if args.dry_run:
         if fmt != "table":
-            print(json.dumps({**est, "memory_limit_bytes": limit}, indent=2))
+            lo, hi = cpu_seconds(est)
+            out = {**est, "memory_limit_bytes": limit, "cpu_seconds_estimate": [lo, hi]}
+            print(json.dumps(out, indent=2))
         else:
             print(render_estimate(est, limit))
         return 0
     check_memory(est, limit, "--memory-limit")
+    lo, hi = cpu_seconds(est)
+    if lo > LONG_RUN_S and not args.quiet:
+        print(
+            f"qoslab: this run is estimated at {_fmt_s(lo)} to {_fmt_s(hi)} of CPU "
+            f"(~{est['events']:,} events; --dry-run shows the estimate, Ctrl-C stops it)",
+            file=sys.stderr,
+        )
     # Bad --out/--report paths fail before the run, not after it.
     report = getattr(args, "report", None)
     outputs.check_run_outputs(args.out, report, inputs)
