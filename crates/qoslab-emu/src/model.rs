@@ -231,42 +231,38 @@ impl Model {
 
     /// A frame read from host node `from`'s port at `now_ns`.
     pub fn ingress(&mut self, now_ns: u64, from: u32, frame: &[u8], io: &mut dyn Io) {
+        let Some((info, dst)) = self.admit(now_ns, from, frame) else {
+            return;
+        };
+        let id = self.alloc(frame, info, dst);
+        self.forward(from, id, io);
+    }
+
+    /// Counts a frame in and routes it: its parsed headers and destination
+    /// host, or `None` (counted) when it is too long or has nowhere to go.
+    fn admit(&mut self, now_ns: u64, from: u32, frame: &[u8]) -> Option<(FrameInfo, u32)> {
         self.now_ns = self.now_ns.max(now_ns);
         self.counters.frames_in += 1;
         if frame.len() > self.frame_capacity {
             self.counters.oversize += 1;
-            return;
+            return None;
         }
-        let Some((info, dst)) = self.route(frame) else {
-            self.counters.unroutable += 1;
-            return;
-        };
-        if dst == from {
-            self.counters.unroutable += 1;
-            return;
+        match self.route(frame) {
+            Some((info, dst)) if dst != from => Some((info, dst)),
+            _ => {
+                self.counters.unroutable += 1;
+                None
+            }
         }
-        let id = self.alloc(frame, info, dst);
-        self.forward(from, id, io);
     }
 
     /// As [`Model::ingress`] for a frame the caller built in its own
     /// buffer (a GSO segment): the model takes the buffer and leaves an
     /// empty one of at least the same capacity in its place.
     pub fn ingress_owned(&mut self, now_ns: u64, from: u32, frame: &mut Vec<u8>, io: &mut dyn Io) {
-        self.now_ns = self.now_ns.max(now_ns);
-        self.counters.frames_in += 1;
-        if frame.len() > self.frame_capacity {
-            self.counters.oversize += 1;
-            return;
-        }
-        let Some((info, dst)) = self.route(frame) else {
-            self.counters.unroutable += 1;
+        let Some((info, dst)) = self.admit(now_ns, from, frame) else {
             return;
         };
-        if dst == from {
-            self.counters.unroutable += 1;
-            return;
-        }
         let id = self.alloc_owned(frame, info, dst);
         self.forward(from, id, io);
     }
