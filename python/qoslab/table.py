@@ -69,6 +69,20 @@ def _ident(ident: str, role: str | None) -> str:
     return f"[{ident:>3}]" if role is None else f"[{ident:>3}][{role}]"
 
 
+def _total_line(ident: str, flows: list[dict[str, Any]], duration: float, role: str | None) -> str:
+    """A ``[SUM]``-style line over ``flows``: their bytes and retransmits,
+    and the sum of their goodputs (iperf3's figure)."""
+    return _line(
+        ident,
+        0.0,
+        duration,
+        sum(f["bytes"] for f in flows),
+        str(sum(f["retransmits"] for f in flows)),
+        sum(f["goodput_bps"] for f in flows),
+        role=role,
+    )
+
+
 def _line(
     ident: str,
     t0: float,
@@ -235,29 +249,11 @@ def render(
         elif len(labels) > 1:
             for lab in labels:
                 grp = [f for f in flows if _label_of(f) == lab]
-                line = _line(
-                    "GRP",
-                    0.0,
-                    duration,
-                    sum(f["bytes"] for f in grp),
-                    str(sum(f["retransmits"] for f in grp)),
-                    sum(f["goodput_bps"] for f in grp),
-                    role=role,
-                )
+                line = _total_line("GRP", grp, duration, role)
                 out.append(f"{line}  {lab} ({len(grp)} flows)")
         if len(flows) > 1 or bidir or not detail:
             # The [SUM] bitrate is the sum of the flows' goodputs (iperf3's figure).
-            out.append(
-                _line(
-                    "SUM",
-                    0.0,
-                    duration,
-                    sum(f["bytes"] for f in flows),
-                    str(sum(f["retransmits"] for f in flows)),
-                    sum(f["goodput_bps"] for f in flows),
-                    role=role,
-                )
-            )
+            out.append(_total_line("SUM", flows, duration, role))
     if data:
         out.append(f"Jain's fairness index: {s['jain_fairness']:.3f}")
     out.extend(_rtt_table(s, detail))

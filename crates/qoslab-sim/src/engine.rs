@@ -105,9 +105,15 @@ impl<E: Copy> EventQueue<E> {
 
     #[inline]
     fn push(&mut self, e: Entry<E>) {
+        let i = self.heap.len();
+        self.heap.push(e);
+        self.sift_up(i, e);
+    }
+
+    /// Puts `e` into the hole at `i`, moving it up past larger parents.
+    #[inline]
+    fn sift_up(&mut self, mut i: usize, e: Entry<E>) {
         let h = &mut self.heap;
-        let mut i = h.len();
-        h.push(e);
         while i > 0 {
             let parent = (i - 1) / 2;
             if h[parent].key <= e.key {
@@ -138,15 +144,7 @@ impl<E: Copy> EventQueue<E> {
             h[i] = h[child];
             i = child;
         }
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if h[parent].key <= e.key {
-                break;
-            }
-            h[i] = h[parent];
-            i = parent;
-        }
-        h[i] = e;
+        self.sift_up(i, e);
     }
 }
 
