@@ -13,6 +13,9 @@ cases="${1:-10000}"
 echo "== scenario parser, unit parser: PROPTEST_CASES=$cases per property"
 PROPTEST_CASES="$cases" cargo test -q -p qoslab-scenario --test fuzz
 PROPTEST_CASES="$cases" cargo test -q -p qoslab-core --test fuzz_units
+echo "== tc / MQC import parsers, capture reader: PROPTEST_CASES=$cases per property"
+PROPTEST_CASES="$cases" cargo test -q --release -p qoslab-import --test fuzz
+PROPTEST_CASES="$cases" cargo test -q --release -p qoslab-capture --test capture -- never_panic
 echo "== conditioners up to the 2^62 ns horizon: PROPTEST_CASES=$((cases / 10))"
 PROPTEST_CASES="$((cases / 10))" cargo test -q -p qoslab-core --test horizon
 echo "== trace reader (whole and streamed): QOSLAB_FUZZ_TRACE_EXAMPLES=$cases"

@@ -526,8 +526,17 @@ fn corpus_files() -> Vec<Vec<u8>> {
     files.iter().map(|p| std::fs::read(p).unwrap()).collect()
 }
 
+/// `PROPTEST_CASES` when set (the fuzz campaign, benchmarks/fuzz_campaign.sh),
+/// else CI's budget `ci`.
+fn campaign_cases(ci: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ci)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(campaign_cases(256)))]
 
     /// A seed of the corpus with bytes overwritten, then cut anywhere.
     #[test]
@@ -554,7 +563,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(campaign_cases(256)))]
 
     /// Arbitrary bytes: an error or an analysis, never a panic.
     #[test]

@@ -147,8 +147,17 @@ fn the_seed_configs_import() {
     mqc::import(MQC, mqc::Platform::IosXe).unwrap();
 }
 
+/// `PROPTEST_CASES` when set (the fuzz campaign), else `ci`.
+fn campaign_cases(ci: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ci)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+    // CI's budget; the campaign (benchmarks/fuzz_campaign.sh) sets PROPTEST_CASES.
+    #![proptest_config(ProptestConfig { cases: campaign_cases(1500), ..ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_text_never_panics(s in "\\PC{0,300}") {
