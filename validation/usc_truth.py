@@ -817,8 +817,9 @@ Other misses, unchanged in kind:
   shape0.5M/1.5M-q1M (1.22, 1.11: the real runs were slower than the shaper allows, for no
   visible reason in the counts). Retransmissions through 100 kB queues at 0.5-10 Mbit/s are
   higher in the simulator (52-220 against 7-40): the slow-start overshoot again (HyStart);
-  shape0.5M-q2M lost 884 segments in the lab and none here (87 to 381 in earlier renders) (a 2 MB queue at 0.5 Mbit/s is 32 s
-  of delay: the router probably held less than the configured 2 MB).
+  shape0.5M-q2M lost 884 segments in the lab and none here (87 to 381 in earlier renders;
+  a 2 MB queue at 0.5 Mbit/s is 32 s of delay: the router probably held less than the
+  configured 2 MB).
 """
 
 
