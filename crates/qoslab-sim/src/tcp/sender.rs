@@ -1895,7 +1895,7 @@ mod tests {
             .trace
             .iter()
             .filter(|t| Some(t.at) <= last_new)
-            .last()
+            .next_back()
             .map_or(0, |t| t.cwnd);
         (at_last, h.sender.cwnd_bytes())
     }
