@@ -1894,8 +1894,7 @@ mod tests {
         let at_last = h
             .trace
             .iter()
-            .filter(|t| Some(t.at) <= last_new)
-            .next_back()
+            .rfind(|t| Some(t.at) <= last_new)
             .map_or(0, |t| t.cwnd);
         (at_last, h.sender.cwnd_bytes())
     }
