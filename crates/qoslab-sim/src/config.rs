@@ -385,6 +385,17 @@ pub struct TcpConfig {
     /// further conditions (the head's age against SRTT/2, 4.9+; not
     /// evaluated), so only the `linux-3.x` profile turns this on.
     pub tso_defer: bool,
+    /// Whether the window may grow is judged at every ACK from the packets
+    /// in flight before it, as Linux 3.12-3.15 `tcp_is_cwnd_limited(sk,
+    /// in_flight)` (net/ipv4/tcp_cong.c: in flight ≥ cwnd, or at most what
+    /// TSO deferral holds back), instead of the per-window latch of 3.16+
+    /// (`tp->is_cwnd_limited`, `tcp_cwnd_validate`, "tcp: make cwnd-limited
+    /// checks measurement-based, and gentler", N. Cardwell, 2014). Differs
+    /// when the application runs out: the latch keeps a window that was
+    /// full at its last send "limited" until the data sent then is acked,
+    /// a whole queue-drain later on a deep queue. On in `linux-3.x` only
+    /// (the USC-NSL lab's server: see validation/usc_truth.py).
+    pub cwnd_limited_by_flight: bool,
 }
 
 impl TcpConfig {
@@ -445,6 +456,13 @@ impl TcpConfig {
     ///     at least two segments (`tcp_tso_should_defer` with 3.12's TSO
     ///     autosizing); the lab's server sends new data in pairs after
     ///     99.4 % of ACKs (docs/validation.md);
+    ///   - window growth gated per ACK by the flight before it
+    ///     (`cwnd_limited_by_flight`, 3.12-3.15 `tcp_is_cwnd_limited(sk,
+    ///     in_flight)`): the lab's server starts a chunk with about the
+    ///     window its last one ended with, where 3.16+'s latch would have
+    ///     grown it through the multi-second queue drain in between
+    ///     (validation/usc_truth.py DIAGNOSIS); with 3.12's autosizing
+    ///     this narrows the lab kernel to 3.12-3.15;
     ///   - TLP on: tail loss probe since 3.10 (`tcp_early_retrans = 3`,
     ///     "tcp: Tail loss probe (TLP)", N. Dukkipati, 2013); PRR since 3.2
     ///     ("tcp: Proportional Rate Reduction", 2011); F-RTO as today
@@ -529,6 +547,7 @@ impl TcpConfig {
             quickack_on_out_of_order: false,
             mark_lost_retrans: false,
             tso_defer: false,
+            cwnd_limited_by_flight: false,
         };
         match name {
             "linux" => Some(linux),
@@ -603,6 +622,7 @@ impl TcpConfig {
                 mark_lost_retrans: true,
                 quickack_on_out_of_order: true,
                 tso_defer: true,
+                cwnd_limited_by_flight: true,
                 rcvbuf_initial_bytes: 87_380,
                 rcvbuf_max_bytes: 6 * 1024 * 1024,
                 rcv_scaling_ratio: 128,

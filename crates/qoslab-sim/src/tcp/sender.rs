@@ -104,7 +104,9 @@
 //!   Linux `tcp_is_cwnd_limited` / `tcp_cwnd_validate` (include/net/tcp.h,
 //!   net/ipv4/tcp_output.c): true when the window was what stopped sending
 //!   at any time during the last window of data, or in slow start while
-//!   cwnd < 2 × the largest flight of that window; `rate` from
+//!   cwnd < 2 × the largest flight of that window (with
+//!   [`TcpConfig::cwnd_limited_by_flight`], `linux-3.x`: Linux 3.12-3.15's
+//!   per-ACK test of the flight before the ACK instead); `rate` from
 //!   [`super::rate`].
 //! - Pacing ([`super::pacing`]) when the configuration asks for it or the
 //!   algorithm sets `pacing_rate`; retransmissions are paced too, except
@@ -909,7 +911,11 @@ impl TcpSender {
                 // Linux tcp_may_raise_cwnd (RFC 5681 too): the window grows
                 // only on ACKs of new data in sequence (FLAG_DATA_ACKED),
                 // or on any delivery once reordering was seen.
-                cwnd_limited: self.cwnd_limited() && (advanced || self.rack.reord_seen),
+                cwnd_limited: if self.cfg.cwnd_limited_by_flight {
+                    self.cwnd_limited_by_flight(prior_in_flight)
+                } else {
+                    self.cwnd_limited()
+                } && (advanced || self.rack.reord_seen),
                 rate: rs,
             };
             self.cc.on_ack(&mut self.state, &sample);
@@ -1612,16 +1618,10 @@ impl TcpSender {
         const TSO_WIN_DIVISOR: u64 = 3;
         let mss = self.mss() as u64;
         if self.skb_rem == 0 {
-            let rate_bytes_per_s = match self.rtt.srtt() {
-                Some(srtt) if srtt.as_ns() > 0 => {
-                    2 * self.state.cwnd_bytes as u128 * 1_000_000_000 / srtt.as_ns() as u128
-                }
-                _ => 0,
-            };
-            let goal = u64::try_from(rate_bytes_per_s / 2000)
-                .unwrap_or(u64::MAX)
-                .clamp(2 * mss, GSO_MAX_SIZE);
-            self.skb_rem = (goal / mss).min(self.app_remaining().div_ceil(mss)).max(1);
+            self.skb_rem = self
+                .xmit_size_goal_segs()
+                .min(self.app_remaining().div_ceil(mss))
+                .max(1);
         } else if !first {
             return None; // inside an skb already being sent
         }
@@ -1660,6 +1660,49 @@ impl TcpSender {
         } else {
             Blocked::Rwnd
         })
+    }
+
+    /// Linux 3.12+ `tcp_xmit_size_goal` in segments (`xmit_size_goal_segs`):
+    /// half a millisecond at `sk_pacing_rate` = 2·cwnd/SRTT, at least
+    /// `tcp_min_tso_segs` = 2 segments, at most 64 KB.
+    fn xmit_size_goal_segs(&self) -> u64 {
+        const GSO_MAX_SIZE: u64 = 65_536;
+        let mss = self.mss() as u64;
+        let rate_bytes_per_s = match self.rtt.srtt() {
+            Some(srtt) if srtt.as_ns() > 0 => {
+                2 * self.state.cwnd_bytes as u128 * 1_000_000_000 / srtt.as_ns() as u128
+            }
+            _ => 0,
+        };
+        let goal = u64::try_from(rate_bytes_per_s / 2000)
+            .unwrap_or(u64::MAX)
+            .clamp(2 * mss, GSO_MAX_SIZE);
+        goal / mss.max(1)
+    }
+
+    /// Linux 3.12-3.15 `tcp_is_cwnd_limited(sk, in_flight)`
+    /// (net/ipv4/tcp_cong.c), asked by `tcp_cong_avoid` with the packets in
+    /// flight before the ACK: limited when they fill cwnd, or when what is
+    /// left is what TSO deferral would hold back (`left · tcp_tso_win_divisor
+    /// < cwnd` and `left < xmit_size_goal_segs`, or `left ≤ 3`,
+    /// `tcp_max_tso_deferred_mss`). Measured at every ACK, so a sender
+    /// whose application has run out stops growing its window as soon as
+    /// its flight drains below cwnd − 3, unlike the per-window latch of
+    /// 3.16+ ([`Self::cwnd_limited`]).
+    fn cwnd_limited_by_flight(&self, prior_in_flight_bytes: u64) -> bool {
+        const TSO_WIN_DIVISOR: u64 = 3;
+        const MAX_TSO_DEFERRED_MSS: u64 = 3;
+        let mss = self.mss().max(1) as u64;
+        let cwnd = self.state.cwnd_bytes / mss;
+        let in_flight = prior_in_flight_bytes.div_ceil(mss);
+        if in_flight >= cwnd {
+            return true;
+        }
+        let left = cwnd - in_flight;
+        if left * TSO_WIN_DIVISOR < cwnd && left < self.xmit_size_goal_segs() {
+            return true;
+        }
+        left <= MAX_TSO_DEFERRED_MSS
     }
 
     /// Linux `tcp_cwnd_validate`: latch cwnd-limitedness per window.
@@ -1834,6 +1877,41 @@ mod tests {
         // Without it each ACK releases the one segment it freed.
         let eager = new_data_bursts(false);
         assert!(eager.iter().filter(|&&n| n == 1).count() > 10, "{eager:?}");
+    }
+
+    /// cwnd at the application's last new segment and at the end, for a
+    /// transfer whose flight sits in a deep bottleneck queue (1 Mbit/s,
+    /// no drops): the queue drains for many ACKs after the last send.
+    fn cwnd_growth_after_last_send(by_flight: bool) -> (u64, u64) {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.cwnd_limited_by_flight = by_flight;
+        let mut h = harness(&c, AppLimit::Bytes(200_000), Some(1_000_000));
+        h.start();
+        h.run_to_done(at_ms(60_000));
+        assert_eq!(h.receiver.delivered_bytes(), 200_000);
+        assert_eq!(h.sender.stats().retransmits, 0);
+        let last_new = h.data_sent().iter().filter(|d| !d.2).map(|d| d.0).max();
+        let at_last = h
+            .trace
+            .iter()
+            .rfind(|t| Some(t.at) <= last_new)
+            .map_or(0, |t| t.cwnd);
+        (at_last, h.sender.cwnd_bytes())
+    }
+
+    #[test]
+    fn cwnd_limited_by_flight_stops_growth_once_the_application_runs_out() {
+        // Linux 3.12-3.15 tcp_is_cwnd_limited(sk, in_flight): once the
+        // flight drains more than 3 segments below cwnd the window stops
+        // growing (the USC-NSL lab's server: a new chunk starts from the
+        // window of the last one's end).
+        let (at_last, end) = cwnd_growth_after_last_send(true);
+        assert!(at_last > 20 * MSS, "{at_last}");
+        assert!(end <= at_last + 4 * MSS, "{at_last} -> {end}");
+        // 3.16+ latch: in slow start, limited while cwnd < 2 x the largest
+        // flight of the window, so the drain's ACKs keep growing it.
+        let (at_last, end) = cwnd_growth_after_last_send(false);
+        assert!(end > at_last + 20 * MSS, "{at_last} -> {end}");
     }
 
     #[test]
