@@ -165,11 +165,15 @@ use super::rack::{Rack, TIMEOUT_MIN};
 use super::rate::{RateAccumulator, RateEstimator};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, SentSegment};
-use super::tso::tso_autosize_segs;
+use super::tso::{tso_autosize_segs, GSO_MAX_SIZE_BYTES};
 use super::{TcpHeader, TcpIo, ACK, SYN};
 use crate::cc::{AckSample, CcState, CongestionControl};
 use crate::config::{RecoveryKind, TcpConfig};
 use qoslab_core::{Duration, Instant, Rate};
+
+/// Linux sysctl `tcp_tso_win_divisor` default: a TSO skb may take at most a
+/// third of the window (tcp_tso_should_defer, tcp_is_cwnd_limited in 3.x).
+const TSO_WIN_DIVISOR: u64 = 3;
 
 /// RFC 5681 §3.2 / RFC 6675 DupThresh.
 pub const DUP_THRESH: u32 = 3;
@@ -1614,8 +1618,6 @@ impl TcpSender {
             return None;
         }
         const TICK_NS: u64 = 4_000_000; // HZ = 250
-        const GSO_MAX_SIZE: u64 = 65_536;
-        const TSO_WIN_DIVISOR: u64 = 3;
         let mss = self.mss() as u64;
         if self.skb_rem == 0 {
             self.skb_rem = self
@@ -1640,7 +1642,7 @@ impl TcpSender {
                 break 'decide true;
             }
             let limit = cong_win.min(send_win);
-            if limit >= GSO_MAX_SIZE {
+            if limit >= GSO_MAX_SIZE_BYTES {
                 break 'decide true;
             }
             let skb_len = pcount * mss;
@@ -1666,7 +1668,6 @@ impl TcpSender {
     /// half a millisecond at `sk_pacing_rate` = 2·cwnd/SRTT, at least
     /// `tcp_min_tso_segs` = 2 segments, at most 64 KB.
     fn xmit_size_goal_segs(&self) -> u64 {
-        const GSO_MAX_SIZE: u64 = 65_536;
         let mss = self.mss() as u64;
         let rate_bytes_per_s = match self.rtt.srtt() {
             Some(srtt) if srtt.as_ns() > 0 => {
@@ -1676,7 +1677,7 @@ impl TcpSender {
         };
         let goal = u64::try_from(rate_bytes_per_s / 2000)
             .unwrap_or(u64::MAX)
-            .clamp(2 * mss, GSO_MAX_SIZE);
+            .clamp(2 * mss, GSO_MAX_SIZE_BYTES);
         goal / mss.max(1)
     }
 
@@ -1690,7 +1691,6 @@ impl TcpSender {
     /// its flight drains below cwnd − 3, unlike the per-window latch of
     /// 3.16+ ([`Self::cwnd_limited`]).
     fn cwnd_limited_by_flight(&self, prior_in_flight_bytes: u64) -> bool {
-        const TSO_WIN_DIVISOR: u64 = 3;
         const MAX_TSO_DEFERRED_MSS: u64 = 3;
         let mss = self.mss().max(1) as u64;
         let cwnd = self.state.cwnd_bytes / mss;
