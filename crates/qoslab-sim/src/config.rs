@@ -396,6 +396,26 @@ pub struct TcpConfig {
     /// a whole queue-drain later on a deep queue. On in `linux-3.x` only
     /// (the USC-NSL lab's server: see validation/usc_truth.py).
     pub cwnd_limited_by_flight: bool,
+    /// Fast recovery's window reduction as Linux 2.6 did it, before PRR
+    /// replaced it in 3.2 ("tcp: Proportional Rate Reduction for TCP",
+    /// N. Dukkipati, commit a262f0cdf1f2, 2011): rate-halving
+    /// (`tcp_cwnd_down`, `tcp_complete_cwr`, `tcp_moderate_cwnd` in 2.6.32
+    /// net/ipv4/tcp_input.c; see `tcp/ratehalving.rs`). Entering recovery
+    /// leaves cwnd where it was; every second ACK that delivers data takes
+    /// one segment off it until it reaches ssthresh, and every such ACK caps
+    /// it at the packets in flight + 1; recovery ends with cwnd =
+    /// min(cwnd, ssthresh). SACK recovery only; replaces PRR.
+    pub rate_halving: bool,
+    /// FACK loss marking (Mathis & Mahdavi, SIGCOMM 1996; Linux `tcp_fack`,
+    /// on by default until 4.15, `tcp_update_scoreboard` /
+    /// `tcp_mark_head_lost` / `tcp_time_to_recover` / `tcp_timeout_skbs` in
+    /// 2.6.32 net/ipv4/tcp_input.c; see `Scoreboard::mark_lost_fack`):
+    /// every un-SACKed segment more than `reordering` (3) segments below
+    /// the highest SACKed one is lost, instead of RFC 6675's three SACKed
+    /// segments above it; with it, a segment sent more than an RTO ago
+    /// is lost too. Off once reordering is seen (`tcp_disable_fack`). SACK
+    /// recovery without RACK only.
+    pub fack: bool,
 }
 
 impl TcpConfig {
@@ -477,6 +497,42 @@ impl TcpConfig {
     ///     change tcp_adv_win_scale and tcp_rmem\[2\]", E. Dumazet, 2012);
     ///     modelled with the 6.18 autotuning functions.
     ///
+    /// - `linux-2.6`: Linux 2.6.32 (December 2009, the long-term kernel of
+    ///   RHEL 6, Debian 6 and Ubuntu 10.04, under many published
+    ///   experiments of 2010–2013), before PRR, early retransmit, TLP and
+    ///   RACK. As `linux` except:
+    ///   - `rate_halving` instead of PRR (PRR: 3.2, commit a262f0cdf1f2);
+    ///   - `fack` (`sysctl_tcp_fack` = 1, FACK marking in
+    ///     `tcp_update_scoreboard`; off by default from 4.15);
+    ///   - `mark_lost_retrans` (`tcp_mark_lost_retrans`, 2.6.22–4.3);
+    ///   - no RACK (4.4), no TLP (3.10, `tcp_early_retrans`); early
+    ///     retransmit (3.5, RFC 5827) does not exist either (not modelled
+    ///     anywhere);
+    ///   - initial window 3 (`tcp_init_cwnd`, RFC 3390: 3 segments for an
+    ///     MSS of 1096–1460 B; IW10 came in 2.6.39, commit 442b9635c569
+    ///     "tcp: increase the initial congestion window to 10");
+    ///   - initial RTO 3 s (`TCP_TIMEOUT_INIT` = 3·HZ; 1 s from 3.1, commit
+    ///     9ad7c049f0f7 "tcp: RFC2988bis + taking RTT sample from 3WHS for
+    ///     the passive open side", J. Chu, 2011); RTO min 200 ms and max
+    ///     120 s as today, with Linux's estimator (`tcp_rtt_estimator`);
+    ///   - CUBIC (default since 2.6.19) with HyStart (2.6.29, on,
+    ///     `hystart_detect` = 3): the same `cubic` as `linux` — the
+    ///     3.x-era CUBIC/HyStart fixes are not told apart;
+    ///   - the receiver quick-acks every out-of-order segment (until 4.18);
+    ///   - window growth judged per ACK from the flight before it
+    ///     (`cwnd_limited_by_flight`: 2.6.32 `tcp_is_cwnd_limited(sk,
+    ///     in_flight)`, net/ipv4/tcp_cong.c, whose TSO clause is `left ·
+    ///     mss < sk_gso_max_size` (64 KB) before 3.12's autosizing);
+    ///   - F-RTO on (`sysctl_tcp_frto` = 2, the SACK-enhanced variant since
+    ///     2.6.24; modelled with today's F-RTO);
+    ///   - receive-buffer autotuning from `tcp_rmem` = 4096 87380 4194304
+    ///     (`tcp_init`: max 4 MiB) with `tcp_adv_win_scale` = 2 (three
+    ///     quarters of the buffer is window: scaling ratio 192/256; 1 from
+    ///     3.4, commit b49960a05e32); modelled with the 6.18 autotuning
+    ///     functions;
+    ///   - no TSO deferral (`tso_defer` is the 3.12-autosizing variant; a
+    ///     2.6 TSO sender defers too, with 64 KB skbs, not modelled).
+    ///
     /// `linux_rto`: true for `linux` (net/ipv4/tcp_input.c), false for the
     /// Windows profiles (RFC 6298 with MinRto 300 ms; Windows' estimator is
     /// not published).
@@ -548,6 +604,8 @@ impl TcpConfig {
             mark_lost_retrans: false,
             tso_defer: false,
             cwnd_limited_by_flight: false,
+            rate_halving: false,
+            fack: false,
         };
         match name {
             "linux" => Some(linux),
@@ -628,12 +686,34 @@ impl TcpConfig {
                 rcv_scaling_ratio: 128,
                 ..linux
             }),
+            "linux-2.6" => Some(TcpConfig {
+                profile: "linux-2.6".into(),
+                rate_halving: true,
+                fack: true,
+                rack: false,
+                tlp: false,
+                mark_lost_retrans: true,
+                quickack_on_out_of_order: true,
+                cwnd_limited_by_flight: true,
+                initial_window_segments: 3,
+                initial_rto: Duration::from_secs(3),
+                rcvbuf_initial_bytes: 87_380,
+                rcvbuf_max_bytes: 4 * 1024 * 1024,
+                rcv_scaling_ratio: 192,
+                ..linux
+            }),
             _ => None,
         }
     }
 
-    pub const PROFILES: [&'static str; 5] =
-        ["linux", "linux-3.x", "windows10", "windows7", "windows-xp"];
+    pub const PROFILES: [&'static str; 6] = [
+        "linux",
+        "linux-3.x",
+        "linux-2.6",
+        "windows10",
+        "windows7",
+        "windows-xp",
+    ];
 }
 
 /// What to record besides the always-present summaries. Nothing else is

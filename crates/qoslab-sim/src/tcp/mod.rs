@@ -22,6 +22,7 @@ mod harness;
 mod pacing;
 mod rack;
 mod rate;
+mod ratehalving;
 mod rcvbuf;
 mod receiver;
 mod rtt;

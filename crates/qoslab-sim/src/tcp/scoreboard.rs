@@ -442,6 +442,81 @@ impl Scoreboard {
         found
     }
 
+    /// Linux `fackets_out`: the segments from SND.UNA up to and including
+    /// the highest SACKed one, SACKed or not (FACK's "forward-most" point,
+    /// counted in segments).
+    pub fn fackets_out(&self) -> u64 {
+        if self.sacked_bytes == 0 {
+            return 0;
+        }
+        self.segs
+            .partition_point(|s| s.end() <= self.highest_sacked_end) as u64
+    }
+
+    /// FACK loss marking, Linux 2.6.32 `tcp_update_scoreboard` (FACK
+    /// branch) → `tcp_mark_head_lost(sk, fackets_out − reordering)`
+    /// (net/ipv4/tcp_input.c): counting every segment from the head, SACKed
+    /// or not, the first max(fackets_out − `reordering`, 1) — those more
+    /// than `reordering` segments below the highest SACKed one — are lost
+    /// if not SACKed (`tcp_skb_mark_lost`: a segment already marked, a
+    /// retransmission in flight included, stays as it is). Never past
+    /// `high_seq`, the recovery point. Nothing while fackets_out ≤
+    /// `reordering` (`tcp_time_to_recover`'s "classic rule" is not met
+    /// and the caller does not ask). RFC 6675 instead needs `reordering`
+    /// SACKed segments above a hole; under a burst of drops FACK marks the
+    /// whole burst at the first SACK. Returns the bytes newly marked lost.
+    pub fn mark_lost_fack(&mut self, reordering: u64, high_seq: u64) -> u64 {
+        let fackets = self.fackets_out();
+        if fackets <= reordering {
+            return 0;
+        }
+        let count = (fackets - reordering).max(1) as usize;
+        let mut newly = 0;
+        for i in 0..count.min(self.segs.len()) {
+            let seg = self.segs[i];
+            if seg.end() > high_seq {
+                break;
+            }
+            if !seg.sacked && !seg.lost {
+                self.segs[i].lost = true;
+                self.lost_bytes += seg.len as u64;
+                self.retransmit_hint = self.retransmit_hint.min(seg.seq);
+                newly += seg.len as u64;
+            }
+        }
+        newly
+    }
+
+    /// Linux 2.6.32 `tcp_timeout_skbs` (with FACK, from
+    /// `tcp_update_scoreboard`): from the head, every segment whose latest
+    /// transmission is more than `rto` old is lost (if neither SACKed nor
+    /// marked already); the walk stops at the first that is not. Returns
+    /// the bytes newly marked lost.
+    pub fn mark_lost_timed_out(&mut self, now: Instant, rto: Duration) -> u64 {
+        let mut newly = 0;
+        for i in 0..self.segs.len() {
+            let seg = self.segs[i];
+            if now.saturating_since(seg.sent_at) <= rto {
+                break;
+            }
+            if !seg.sacked && !seg.lost {
+                self.segs[i].lost = true;
+                self.lost_bytes += seg.len as u64;
+                self.retransmit_hint = self.retransmit_hint.min(seg.seq);
+                newly += seg.len as u64;
+            }
+        }
+        newly
+    }
+
+    /// `tcp_head_timedout`: the head segment's latest transmission is more
+    /// than `rto` old.
+    pub fn head_timed_out(&self, now: Instant, rto: Duration) -> bool {
+        self.segs
+            .front()
+            .is_some_and(|s| now.saturating_since(s.sent_at) > rto)
+    }
+
     /// Record the SND.NXT of segment `idx`'s latest retransmission.
     pub fn note_retrans_snd_nxt(&mut self, idx: usize, snd_nxt: u64) {
         self.segs[idx].retrans_snd_nxt = snd_nxt;
@@ -507,6 +582,56 @@ mod tests {
             vec![(1, false), (1001, true), (2001, true), (3001, true)]
         );
         assert_eq!((b.pipe(), b.sacked_bytes(), b.lost_bytes()), (6000, 0, 0));
+    }
+
+    /// A burst of drops (segments 0..=7) then one SACKed segment (8):
+    /// FACK marks the first fackets_out − 3 = 6 segments lost at that first
+    /// SACK; RFC 6675 marks nothing until three segments are SACKed.
+    #[test]
+    fn fack_marks_a_burst_at_the_first_sack_rfc6675_does_not() {
+        let mut b = board(12);
+        b.sack(8001, 9001, |_| {}); // segment 8
+        assert_eq!(b.fackets_out(), 9);
+        let mut rfc = b.clone();
+        assert_eq!(rfc.mark_lost_by_sack(3, 1000), 0, "one SACKed segment");
+        assert_eq!(b.mark_lost_fack(3, u64::MAX), 6000, "segments 0..=5");
+        assert_eq!((0..12).filter(|&i| b.get(i).unwrap().lost).count(), 6);
+        // The three below the highest SACK are not lost (reordering room).
+        assert!(!b.get(6).unwrap().lost && !b.get(7).unwrap().lost);
+        // Idempotent; more SACKs move the point up.
+        assert_eq!(b.mark_lost_fack(3, u64::MAX), 0);
+        b.sack(9001, 10_001, |_| {});
+        assert_eq!(b.mark_lost_fack(3, u64::MAX), 1000, "segment 6");
+    }
+
+    /// Nothing at fackets_out ≤ 3, nothing past the recovery point, and
+    /// SACKed segments inside the count are skipped but counted.
+    #[test]
+    fn fack_threshold_recovery_point_and_sacked_segments() {
+        let mut b = board(10);
+        b.sack(2001, 3001, |_| {}); // segment 2: fackets_out = 3
+        assert_eq!(b.mark_lost_fack(3, u64::MAX), 0);
+        b.sack(3001, 4001, |_| {}); // segment 3: fackets_out = 4
+        assert_eq!(b.mark_lost_fack(3, 1000), 0, "segment 0 ends past 1000");
+        assert_eq!(b.mark_lost_fack(3, u64::MAX), 1000, "segment 0 only");
+        b.sack(6001, 7001, |_| {}); // fackets_out = 7: count 4 = 0..=3
+        assert_eq!(b.mark_lost_fack(3, u64::MAX), 1000, "segment 1");
+        assert!(!b.get(2).unwrap().lost && !b.get(3).unwrap().lost);
+    }
+
+    /// `tcp_timeout_skbs`: from the head while older than the RTO.
+    #[test]
+    fn timed_out_segments_from_the_head_are_lost() {
+        let mut b = board(4);
+        for (i, t) in [0u64, 10, 300, 20].iter().enumerate() {
+            b.segs[i].sent_at = Instant::from_ns(t * 1_000_000);
+        }
+        let now = Instant::from_ns(250_000_000);
+        let rto = Duration::from_ms(200);
+        assert!(b.head_timed_out(now, rto));
+        assert_eq!(b.mark_lost_timed_out(now, rto), 2000, "0 and 1, not 3");
+        assert!(!b.get(3).unwrap().lost);
+        assert!(!b.head_timed_out(Instant::from_ns(200_000_000), rto));
     }
 
     #[test]

@@ -163,12 +163,13 @@
 use super::pacing::{default_pacing_rate, Pacer};
 use super::rack::{Rack, TIMEOUT_MIN};
 use super::rate::{RateAccumulator, RateEstimator};
+use super::ratehalving::{self, RateHalving};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, SentSegment};
 use super::tso::{tso_autosize_segs, GSO_MAX_SIZE_BYTES};
 use super::{TcpHeader, TcpIo, ACK, SYN};
 use crate::cc::{AckSample, CcState, CongestionControl};
-use crate::config::{RecoveryKind, TcpConfig};
+use crate::config::{CcKind, RecoveryKind, TcpConfig};
 use qoslab_core::{Duration, Instant, Rate};
 
 /// Linux sysctl `tcp_tso_win_divisor` default: a TSO skb may take at most a
@@ -283,6 +284,10 @@ pub struct TcpSender {
     prr_delivered: u64,
     prr_out: u64,
     recover_fs: u64,
+    /// Rate-halving ([`TcpConfig::rate_halving`], `linux-2.6`).
+    rh: RateHalving,
+    /// With rate-halving: this ACK ends with `tcp_moderate_cwnd`.
+    rh_moderate: bool,
     /// Peer's TSval to echo.
     ts_recent: u64,
     /// F-RTO under way (Linux `tp->frto`).
@@ -338,6 +343,10 @@ struct AckFlags {
     /// (s)acked (`FLAG_ORIG_SACK_ACKED`).
     orig_acked: bool,
     ts_ecr: u64,
+    /// Linux 2.6 `tcp_ack_is_dubious`: a duplicate ACK (no data, no window
+    /// update, nothing acked), or one that SACKed data (`FLAG_CA_ALERT`);
+    /// any ACK outside the Open state is dubious too (checked there).
+    dubious: bool,
 }
 
 impl TcpSender {
@@ -385,6 +394,8 @@ impl TcpSender {
             prr_delivered: 0,
             prr_out: 0,
             recover_fs: 0,
+            rh: RateHalving::default(),
+            rh_moderate: false,
             ts_recent: 0,
             frto: false,
             frto_new_only: false,
@@ -859,10 +870,16 @@ impl TcpSender {
             !advanced && h.payload_len == 0 && !window_changed && self.snd_nxt > self.snd_una
         };
         self.rack.reord_seen |= reordered;
+        let pure_dup = !advanced && !window_changed && h.payload_len == 0;
         let newly_lost = if self.rack_on() {
             self.rack_detect_loss(now, false)
         } else if self.sack_recovery() {
-            let mut lost = self.sb.mark_lost_by_sack(DUP_THRESH, self.mss());
+            let dubious = self.ca != CaState::Open || newly_sacked > 0 || pure_dup;
+            let mut lost = if self.fack_on() {
+                self.fack_mark_lost(now, dubious)
+            } else {
+                self.sb.mark_lost_by_sack(DUP_THRESH, self.mss())
+            };
             if self.cfg.mark_lost_retrans && self.ca == CaState::Recovery {
                 lost += self.sb.mark_lost_retrans(self.sb.highest_sacked_end());
             }
@@ -877,6 +894,7 @@ impl TcpSender {
             sacked: newly_sacked > 0,
             orig_acked,
             ts_ecr: h.ts_ecr,
+            dubious: newly_sacked > 0 || (pure_dup && newly_sacked == 0),
         };
         self.update_loss_state(now, &flags, io);
         let pure_dupack = !advanced && !window_changed && h.payload_len == 0 && newly_sacked == 0;
@@ -884,6 +902,22 @@ impl TcpSender {
         let delivered = newly_acked + newly_sacked;
         if self.ca == CaState::Recovery && self.prr_active() && delivered > 0 {
             self.prr_reduce(delivered, advanced && newly_lost == 0);
+        }
+        if self.ca == CaState::Recovery && self.rh_active() {
+            // tcp_cwnd_down: FLAG_ANY_PROGRESS or FLAG_DSACKING_ACK.
+            let progress = delivered > 0 || advanced || dsack.is_some();
+            let cwnd_min = match self.cfg.cc {
+                // tcp_reno_min_cwnd; CUBIC (2.6.29+) has no min_cwnd.
+                CcKind::Reno | CcKind::NewReno => self.state.ssthresh_bytes / 2,
+                _ => self.state.ssthresh_bytes,
+            };
+            self.state.cwnd_bytes = self.rh.cwnd_down(
+                self.state.cwnd_bytes,
+                cwnd_min,
+                self.sb.pipe(),
+                self.mss() as u64,
+                progress,
+            );
         }
 
         if advanced || newly_sacked > 0 {
@@ -924,6 +958,14 @@ impl TcpSender {
             };
             self.cc.on_ack(&mut self.state, &sample);
             self.state.cwnd_bytes = self.state.cwnd_bytes.max(1);
+        }
+        if std::mem::take(&mut self.rh_moderate) && self.rh_active() {
+            // After tcp_cong_avoid, as in 2.6 tcp_ack.
+            self.state.cwnd_bytes = ratehalving::moderate_cwnd(
+                self.state.cwnd_bytes,
+                self.sb.pipe(),
+                self.mss() as u64,
+            );
         }
         if advanced {
             // RFC 6298 5.2 / 5.3, as Linux times it.
@@ -1107,9 +1149,13 @@ impl TcpSender {
         let mss = self.mss() as u64;
         let owns = self.cc.owns_cwnd();
         let (is_dupack, advanced, acked_bytes) = (a.is_dupack, a.advanced, a.acked_bytes);
+        let ca_before = self.ca;
         if self.ca == CaState::Loss {
             self.process_loss(now, a);
             if self.ca == CaState::Loss {
+                // 2.6 tcp_fastretrans_alert, Loss not undone (F-RTO, a
+                // separate path in 2.6, left alone).
+                self.rh_moderate |= !self.frto;
                 return;
             }
         }
@@ -1168,7 +1214,11 @@ impl TcpSender {
                 let dupthresh = self.dupacks >= DUP_THRESH && !self.rack_on();
                 if dupthresh || lost {
                     self.enter_recovery(now, io);
-                } else if self.dupacks > 0 || self.sb.sacked_bytes() > 0 {
+                    return;
+                }
+                // 2.6 tcp_try_to_open: dubious ACKs moderate the window.
+                self.rh_moderate |= a.dubious || ca_before != CaState::Open;
+                if self.dupacks > 0 || self.sb.sacked_bytes() > 0 {
                     self.ca = CaState::Disorder;
                 } else {
                     self.ca = CaState::Open;
@@ -1273,6 +1323,7 @@ impl TcpSender {
             self.cc.undo(&mut self.state, cwnd, ssthresh, now);
         }
         self.stats.spurious_rtos += 1;
+        self.rh_moderate = true; // tcp_undo_cwr
         self.rto_streak = 0;
         self.frto = false;
         self.frto_new_only = false;
@@ -1333,6 +1384,7 @@ impl TcpSender {
             self.cc.undo(&mut self.state, cwnd, ssthresh, now);
         }
         self.stats.recovery_undos += 1;
+        self.rh_moderate = true; // tcp_undo_cwr
         self.dupacks = 0;
         self.ca = if self.sb.sacked_bytes() > 0 {
             CaState::Disorder
@@ -1360,7 +1412,8 @@ impl TcpSender {
         self.state.ssthresh_bytes = ssthresh;
         self.prr_delivered = 0;
         self.prr_out = 0;
-        if !self.cc.owns_cwnd() {
+        self.rh.start();
+        if !self.cc.owns_cwnd() && !self.rh_active() {
             let mss = self.mss() as u64;
             self.state.cwnd_bytes = if self.sack_recovery() {
                 ssthresh.max(mss) // RFC 6675 §5 (4.2)
@@ -1374,6 +1427,11 @@ impl TcpSender {
         // RFC 5681 §3.2 step 3 / RFC 6675 §5 (4.3): retransmit now;
         // (4.3) also sets RescueRxt to its end.
         self.rescue_rxt = None;
+        if self.rh_active() {
+            // 2.6: tcp_cwnd_down first, then tcp_xmit_retransmit_queue
+            // sends the retransmission under the reduced window (try_send).
+            return;
+        }
         if let Some(idx) = self.sb.first_lost_unsent() {
             self.rescue_rxt = self.sb.get(idx).map(|s| s.end());
             self.retransmit(now, idx, io, false);
@@ -1381,7 +1439,42 @@ impl TcpSender {
     }
 
     fn prr_active(&self) -> bool {
-        self.prr && self.sack_recovery() && !self.cc.owns_cwnd()
+        self.prr && !self.cfg.rate_halving && self.sack_recovery() && !self.cc.owns_cwnd()
+    }
+
+    /// Rate-halving replaces PRR ([`TcpConfig::rate_halving`]).
+    fn rh_active(&self) -> bool {
+        self.cfg.rate_halving && self.sack_recovery() && !self.cc.owns_cwnd()
+    }
+
+    /// FACK marking ([`TcpConfig::fack`]): SACK recovery without RACK,
+    /// until reordering is seen (2.6 `tcp_update_reordering` →
+    /// `tcp_disable_fack`).
+    fn fack_on(&self) -> bool {
+        self.cfg.fack && self.sack_recovery() && !self.rack_on() && !self.rack.reord_seen
+    }
+
+    /// 2.6.32 `tcp_fastretrans_alert` → `tcp_update_scoreboard` with FACK
+    /// (see [`Scoreboard::mark_lost_fack`]), never in the Loss state (it
+    /// returns before). The recovery point bounds the marking; an ACK that
+    /// will start a recovery sets it to SND.NXT first. A dubious ACK whose
+    /// head segment is older than the RTO marks the timed-out segments
+    /// (`tcp_time_to_recover` trick 3, `tcp_timeout_skbs`).
+    fn fack_mark_lost(&mut self, now: Instant, dubious: bool) -> u64 {
+        if self.ca == CaState::Loss {
+            return 0;
+        }
+        let bound = if self.ca == CaState::Recovery {
+            self.high_seq
+        } else {
+            self.snd_nxt
+        };
+        let mut lost = self.sb.mark_lost_fack(DUP_THRESH as u64, bound);
+        let rto = self.rtt.rto();
+        if dubious && self.sb.head_timed_out(now, rto) {
+            lost += self.sb.mark_lost_timed_out(now, rto);
+        }
+        lost
     }
 
     /// RFC 6937 §3 PRR, with Linux's `tcp_cwnd_reduction` choices: the
@@ -1408,7 +1501,14 @@ impl TcpSender {
     }
 
     fn exit_recovery(&mut self, now: Instant) {
-        self.cc.on_recovery_exit(&mut self.state, now);
+        if self.rh_active() {
+            // 2.6 tcp_complete_cwr, then tcp_try_to_open's moderation.
+            self.state.cwnd_bytes =
+                ratehalving::complete_cwr(self.state.cwnd_bytes, self.state.ssthresh_bytes);
+            self.rh_moderate = true;
+        } else {
+            self.cc.on_recovery_exit(&mut self.state, now);
+        }
         self.dupacks = 0;
         self.ca = if self.sb.sacked_bytes() > 0 {
             CaState::Disorder
@@ -1699,7 +1799,14 @@ impl TcpSender {
             return true;
         }
         let left = cwnd - in_flight;
-        if left * TSO_WIN_DIVISOR < cwnd && left < self.xmit_size_goal_segs() {
+        // 3.12+: the autosized skb; 2.6.32 (no autosizing): `left · mss <
+        // sk_gso_max_size`.
+        let tso_segs = if self.cfg.tso_defer {
+            self.xmit_size_goal_segs()
+        } else {
+            GSO_MAX_SIZE_BYTES.div_ceil(mss)
+        };
+        if left * TSO_WIN_DIVISOR < cwnd && left < tso_segs {
             return true;
         }
         left <= MAX_TSO_DEFERRED_MSS
@@ -1885,6 +1992,7 @@ mod tests {
     fn cwnd_growth_after_last_send(by_flight: bool) -> (u64, u64) {
         let mut c = cfg(RecoveryKind::Sack);
         c.cwnd_limited_by_flight = by_flight;
+        c.tso_defer = by_flight; // 3.12-3.15: with TSO autosizing
         let mut h = harness(&c, AppLimit::Bytes(200_000), Some(1_000_000));
         h.start();
         h.run_to_done(at_ms(60_000));
@@ -1912,6 +2020,112 @@ mod tests {
         // flight of the window, so the drain's ACKs keep growing it.
         let (at_last, end) = cwnd_growth_after_last_send(false);
         assert!(end > at_last + 20 * MSS, "{at_last} -> {end}");
+    }
+
+    /// A 150-segment transfer through a 10 Mbit/s bottleneck that loses a
+    /// burst of `n` segments from segment 30 (cwnd 40) once, with the 2.6
+    /// rules on or off.
+    fn burst_loss(rate_halving: bool, fack: bool, n: u64) -> Harness {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.rate_halving = rate_halving;
+        c.fack = fack;
+        (c.rack, c.tlp) = (false, false);
+        let mut h = harness(&c, AppLimit::Bytes(150 * MSS), Some(10_000_000));
+        h.drops = (30..30 + n).map(|k| (seg(k), 1)).collect();
+        h.start();
+        h.run_to_done(at_ms(20_000));
+        assert_eq!(h.receiver.delivered_bytes(), 150 * MSS);
+        assert_eq!(h.sender.stats().timeouts, 0, "repaired by fast recovery");
+        h
+    }
+
+    /// cwnd and ssthresh at the first sender event after the recovery.
+    fn after_recovery(h: &Harness) -> (u64, u64) {
+        let first = h.trace.iter().position(|t| t.ca == 2).expect("a recovery");
+        let t = h.trace[first..].iter().find(|t| t.ca != 2).unwrap();
+        (t.cwnd, t.ssthresh)
+    }
+
+    #[test]
+    fn rate_halving_follows_the_collapsed_flight_prr_rebuilds_to_ssthresh() {
+        // 2.6 tcp_cwnd_down caps cwnd at in flight + 1 on every ACK, and
+        // the flight collapsed (40 − 26) when the losses were marked: the
+        // recovery ends far below ssthresh (tcp_complete_cwr only lowers).
+        let (cwnd, ssthresh) = after_recovery(&burst_loss(true, false, 26));
+        assert!(
+            cwnd + 4 * MSS <= ssthresh,
+            "rate-halving: {cwnd} vs {ssthresh}"
+        );
+        // PRR-SSRB slow-starts back up to ssthresh within the recovery.
+        let (cwnd, ssthresh) = after_recovery(&burst_loss(false, false, 26));
+        assert_eq!(cwnd, ssthresh, "PRR");
+    }
+
+    #[test]
+    fn rate_halving_keeps_cwnd_on_entry_and_lowers_it_one_segment_per_two_acks() {
+        let h = burst_loss(true, false, 8);
+        let first = h.trace.iter().position(|t| t.ca == 2).unwrap();
+        let before = h.trace[first - 1].cwnd;
+        let at = h.trace[first];
+        // Not ssthresh at once (RFC 6675 §5 step 4.2): 8 of 40 lost, so
+        // the window is the flight (32) and comes down from there.
+        assert!(at.cwnd > at.ssthresh && at.cwnd < before, "{at:?}");
+        assert_eq!(at.cwnd, at.pipe, "{at:?}");
+        let cwnds: Vec<u64> = h.trace[first..]
+            .iter()
+            .take_while(|t| t.ca == 2)
+            .map(|t| t.cwnd)
+            .collect();
+        assert!(
+            cwnds.windows(2).all(|w| w[1] <= w[0]),
+            "never grows: {cwnds:?}"
+        );
+    }
+
+    #[test]
+    fn fack_starts_recovery_at_the_first_sack_above_a_burst() {
+        // FACK: the first SACK (segment 38) puts fackets_out at 9 > 3, so
+        // segments 30..=35 are lost at once; RFC 6675 waits for three
+        // SACKed segments (38, 39, 40), two segment times later at 10
+        // Mbit/s (0.8 ms each).
+        let first_rtx = |h: &Harness| {
+            h.data_sent()
+                .into_iter()
+                .find(|d| d.2)
+                .map(|d| d.0)
+                .unwrap()
+        };
+        let fack = first_rtx(&burst_loss(true, true, 8));
+        let rfc = first_rtx(&burst_loss(true, false, 8));
+        let gap = rfc.saturating_since(fack);
+        assert!(
+            gap >= Duration::from_us(1_500) && gap <= Duration::from_us(1_700),
+            "FACK {fack:?} vs RFC 6675 {rfc:?}"
+        );
+    }
+
+    #[test]
+    fn rate_halving_moderates_the_window_on_dubious_acks() {
+        // A loss near the end of a transfer: the SACKs that follow leave
+        // little in flight, and 2.6 tcp_try_to_open / tcp_moderate_cwnd
+        // caps cwnd at in flight + 3 segments on each of them.
+        let run = |rh: bool| {
+            let mut c = cfg(RecoveryKind::Sack);
+            c.rate_halving = rh;
+            let mut h = harness(&c, AppLimit::Bytes(60 * MSS), Some(10_000_000));
+            h.drops = vec![(seg(55), 1)];
+            h.start();
+            h.run_to_done(at_ms(20_000));
+            assert_eq!(h.receiver.delivered_bytes(), 60 * MSS);
+            h.trace
+                .iter()
+                .filter(|t| t.ca == 1)
+                .map(|t| t.cwnd.saturating_sub(t.pipe))
+                .max()
+                .expect("a Disorder phase")
+        };
+        assert!(run(true) <= 3 * MSS, "{}", run(true));
+        assert!(run(false) > 10 * MSS, "{}", run(false));
     }
 
     #[test]
