@@ -182,7 +182,7 @@ def kinds() -> dict[str, Any]:
 def profiles() -> dict[str, list[tuple[str, str]]]:
     from qoslab import _core
 
-    names = ["linux", "windows10", "windows7", "windows-xp"]
+    names = ["linux", "linux-3.x", "linux-2.6", "windows10", "windows7", "windows-xp"]
     return {p: _core.tcp_profile_defaults(p) for p in names}
 
 

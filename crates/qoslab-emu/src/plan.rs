@@ -337,6 +337,10 @@ pub fn linux_tcp(sc: &Scenario, ti: usize, c: &TcpConfig) -> Result<TcpPlan, Sce
     same!(mark_lost_retrans, "mark_lost_retrans", flag);
     same!(tso_defer, "tso_defer", flag);
     same!(cwnd_limited_by_flight, "cwnd_limited_by_flight", flag);
+    // Linux 2.6 (the linux-2.6 profile): PRR replaced rate-halving in 3.2 and
+    // FACK was removed in 4.15; no sysctl brings either back.
+    same!(rate_halving, "rate_halving", flag);
+    same!(fack, "fack", flag);
     // iperf3 -w sets SO_SNDBUF and SO_RCVBUF together: a sender buffer is
     // only possible equal to the receive window.
     if let Some(b) = c.send_buffer_bytes {
@@ -491,6 +495,16 @@ to = "a"
         assert!(e.message.contains("linux-3.x"), "{e}");
         let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nmark_lost_retrans = true\n");
         assert_eq!(plan(&s).unwrap_err().path, "traffic[0].mark_lost_retrans");
+        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nprofile = \"linux-2.6\"\n");
+        let e = plan(&s).unwrap_err();
+        assert_eq!(e.path, "traffic[0].profile");
+        assert!(e.message.contains("linux-2.6"), "{e}");
+        for key in ["rate_halving", "fack"] {
+            let s = sc(&format!("[[traffic]]\nkind = \"tcp-bulk\"\n{key} = true\n"));
+            let e = plan(&s).unwrap_err();
+            assert_eq!(e.path, format!("traffic[0].{key}"), "{e}");
+            assert_eq!(e.line, 13, "{e}");
+        }
         let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nmax_rto = \"60s\"\n");
         let e = plan(&s).unwrap_err();
         assert_eq!(e.path, "traffic[0].max_rto");

@@ -545,3 +545,6 @@ mod tests_fetch;
 
 #[cfg(test)]
 mod tests_embedded;
+
+#[cfg(test)]
+mod tests_profiles;

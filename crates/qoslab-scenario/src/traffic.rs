@@ -458,6 +458,8 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
         ("linux_rto", &mut c.linux_rto),
         ("quickack_on_out_of_order", &mut c.quickack_on_out_of_order),
         ("mark_lost_retrans", &mut c.mark_lost_retrans),
+        ("rate_halving", &mut c.rate_halving),
+        ("fack", &mut c.fack),
     ] {
         if let Some(f) = t.get(cx, key) {
             *slot = f.bool(cx)?;
@@ -559,6 +561,8 @@ pub fn tcp_profile_defaults(profile: &str) -> Option<Vec<(&'static str, String)>
         ("linux_rto", b(c.linux_rto)),
         ("quickack_on_out_of_order", b(c.quickack_on_out_of_order)),
         ("mark_lost_retrans", b(c.mark_lost_retrans)),
+        ("rate_halving", b(c.rate_halving)),
+        ("fack", b(c.fack)),
     ])
 }
 
