@@ -894,7 +894,7 @@ impl TcpSender {
             sacked: newly_sacked > 0,
             orig_acked,
             ts_ecr: h.ts_ecr,
-            dubious: newly_sacked > 0 || (pure_dup && newly_sacked == 0),
+            dubious: newly_sacked > 0 || pure_dup,
         };
         self.update_loss_state(now, &flags, io);
         let pure_dupack = !advanced && !window_changed && h.payload_len == 0 && newly_sacked == 0;
