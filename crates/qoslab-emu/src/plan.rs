@@ -337,6 +337,7 @@ pub fn linux_tcp(sc: &Scenario, ti: usize, c: &TcpConfig) -> Result<TcpPlan, Sce
     same!(mark_lost_retrans, "mark_lost_retrans", flag);
     same!(tso_defer, "tso_defer", flag);
     same!(cwnd_limited_by_flight, "cwnd_limited_by_flight", flag);
+    same!(rcvbuf_fixup, "rcvbuf_fixup", flag);
     // iperf3 -w sets SO_SNDBUF and SO_RCVBUF together: a sender buffer is
     // only possible equal to the receive window.
     if let Some(b) = c.send_buffer_bytes {

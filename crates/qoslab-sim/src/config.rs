@@ -396,6 +396,16 @@ pub struct TcpConfig {
     /// a whole queue-drain later on a deep queue. On in `linux-3.x` only
     /// (the USC-NSL lab's server: see validation/usc_truth.py).
     pub cwnd_limited_by_flight: bool,
+    /// The receive buffer of Linux 3.4-4.19 at establishment
+    /// (`tcp_init_buffer_space` → `tcp_fixup_rcvbuf`, net/ipv4/tcp_input.c,
+    /// removed in 4.20 by a337531b942b "tcp: up initial rmem to 128KB and
+    /// SYN rwin to around 64KB", Y. Cheng, 2018): `sk_rcvbuf` is raised to
+    /// 4 · 2 · `tcp_default_init_rwnd` (20) segments' truesize, whatever
+    /// `tcp_rmem[1]`, so the window may grow two segments per segment
+    /// received (`tcp_grow_window`) up to about 185 kB from the first
+    /// round trip; the SYN offers 20 segments (`tcp_select_initial_window`
+    /// with `tcp_default_init_rwnd`). On in `linux-3.x` only.
+    pub rcvbuf_fixup: bool,
 }
 
 impl TcpConfig {
@@ -471,6 +481,12 @@ impl TcpConfig {
     ///     of 3.5 (RFC 5827) is not modelled;
     ///   - the receiver quick-acks after every out-of-order segment
     ///     ([`TcpConfig::quickack_on_out_of_order`], until 4.18);
+    ///   - the receive buffer raised at establishment to 20 segments'
+    ///     truesize × 8 (`rcvbuf_fixup`, `tcp_fixup_rcvbuf`, 3.4-4.19) and
+    ///     a 20-segment SYN window: the lab client's SYN offers 29200 B =
+    ///     20 × 1460 and its window then grows two segments per segment to
+    ///     a 184832 B plateau (shape10M-q100k, 1.29 s), where the 6.18
+    ///     functions alone would hold it at 42 kB for two round trips;
     ///   - receive-buffer autotuning from `tcp_rmem` = 4096 87380 6291456
     ///     with `tcp_adv_win_scale = 1` (half the buffer is window: scaling
     ///     ratio 128/256), the defaults since 3.4 (commit b49960a05e32 "tcp:
@@ -548,6 +564,7 @@ impl TcpConfig {
             mark_lost_retrans: false,
             tso_defer: false,
             cwnd_limited_by_flight: false,
+            rcvbuf_fixup: false,
         };
         match name {
             "linux" => Some(linux),
@@ -623,6 +640,7 @@ impl TcpConfig {
                 quickack_on_out_of_order: true,
                 tso_defer: true,
                 cwnd_limited_by_flight: true,
+                rcvbuf_fixup: true,
                 rcvbuf_initial_bytes: 87_380,
                 rcvbuf_max_bytes: 6 * 1024 * 1024,
                 rcv_scaling_ratio: 128,
@@ -716,6 +734,7 @@ mod tests {
         assert!(l3.mark_lost_retrans && !linux.mark_lost_retrans);
         assert!(!linux.quickack_on_out_of_order);
         assert!(l3.tso_defer && !linux.tso_defer);
+        assert!(l3.rcvbuf_fixup && !linux.rcvbuf_fixup);
         assert_eq!(
             (l3.rcvbuf_initial_bytes, l3.rcv_scaling_ratio),
             (87_380, 128)
