@@ -373,6 +373,9 @@ pub struct TcpConfig {
     /// once data sent after the retransmission is SACKed, retransmit it
     /// again instead of waiting for the RTO. Removed in 4.4, where RACK
     /// (`rack`) detects lost retransmissions; RFC 6675 has no such rule.
+    /// Only while FACK is on: reordering of more than three packets turns
+    /// it off for the connection (`tcp_update_reordering` →
+    /// `tcp_disable_fack`), and lost retransmissions then wait for the RTO.
     pub mark_lost_retrans: bool,
     /// Defer new data as Linux 3.x-4.1 `tcp_tso_should_defer`
     /// (net/ipv4/tcp_output.c, "TSO Nagle", J. Heffner) with TSO
