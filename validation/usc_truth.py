@@ -773,9 +773,9 @@ and `qoslab run --capture s0->r1`, both read with `qoslab analyze`):
   1.074 s: segments 40-45 acknowledged after SACKs up to 57, never retransmitted before),
   and the same segments are written to the server-side capture after later ones (earlier
   time stamps, later in the file; IP IDs in send order). Counting data segments written
-  out of time-stamp order: 4-39 in 17 of the 20 single-connection policer captures, 0 in
+  out of time-stamp order: 1-39 in 16 of the 20 single-connection policer captures, 0 in
   all 16 shaper captures, the same server. Linux 3.x answers such reordering (more than
-  `tp->reordering` = 3 packets; 2-189 events per capture, distances up to 27) in
+  `tp->reordering` = 3 packets; up to 189 such events per capture, distances up to 27) in
   `tcp_update_reordering`: FACK goes off for the connection, so `tcp_mark_lost_retrans`
   stops and lost retransmissions wait for the RTO, and `tp->reordering` (the DupThresh)
   rises to the distance seen. The first is modelled (`TcpSender::note_reordering`, unit
