@@ -925,8 +925,11 @@ Other misses, unchanged in kind:
   counted by sequence on both sides, are now near or below the lab's (53 vs 76, 20 vs 35,
   225 vs 184, 259 vs 329 at 1.5, 3, 0.5, 10 Mbit/s; "52-220 against 7-40" before was the
   counting difference above); shape0.5M-q2M lost 884 segments in the lab and none here
-  (87 to 381 in earlier renders; a 2 MB queue at 0.5 Mbit/s is 32 s of delay: the router
-  probably held less than the configured 2 MB).
+  (87 to 381 in earlier renders). The lab's flights say the router did not hold what it was
+  configured to, nor the same amount twice: shape0.5M-q2M first dropped at 52 s with 429
+  segments in flight (0.62 MB, about 10 s of queue), later ones at 572-598, while
+  shape0.5M-q1M, same rate, carried 869 segments (1.26 MB) in flight before its first
+  loss. Neither a byte nor a packet limit fits both; nothing modelled.
 """
 
 
