@@ -121,3 +121,22 @@ def test_render_marks_hits_and_misses() -> None:
     case = ut.case_row(c, truth, sim)
     assert case["rto_ok"] is True  # 0 vs 2: within ±3
     assert not ut.count_ok(20, 10) and ut.count_ok(13, 10) and ut.count_ok(4, 1)
+
+
+def test_retransmissions_are_counted_by_sequence_in_send_order() -> None:
+    """A segment below the highest one sent is a retransmission whatever Wireshark's
+    classes say (out-of-order included); the order is the time stamps', not the file's."""
+    import numpy as np
+
+    seg = {
+        "flow": np.array([0, 0, 0, 0, 0, 1, 0]),
+        "len": np.array([100, 100, 100, 100, 100, 100, 0]),
+        # file order: the segment at seq 200 is written after 300, stamped before it
+        "seq": np.array([0, 100, 300, 200, 100, 0, 400]),
+        "time_ns": np.array([10, 20, 40, 30, 50, 60, 70]),
+    }
+    # 0, 100, 200 (sent at 30), 300, then 100 again: one retransmission, at 50 ns; the
+    # other flow and the empty segment do not count.
+    assert ut.retransmission_times(seg, 0).tolist() == [50]
+    assert ut.retransmission_times(seg, 1).tolist() == []
+    assert ut.retransmission_times(seg, 7).tolist() == []

@@ -65,7 +65,7 @@ CASES = [
     ),
 ]
 
-# What we found when a sim–emu gap exceeded 10 %: the diagnosis, per case and figure.
+# What we found when a sim-emu gap exceeded 10 %: the diagnosis, per case and figure.
 # Written after reading the runs (captures, nstat, the simulator's traces), never a
 # reason to tune a parameter.
 DIAGNOSES: dict[str, str] = {
@@ -130,7 +130,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def _fmt(v: Any, nd: int = 2) -> str:
     if v is None:
-        return "–"
+        return "–"  # noqa: RUF001 (the en dash of an empty table cell, on purpose)
     if isinstance(v, float):
         return f"{v:.{nd}f}"
     return str(v)
@@ -141,7 +141,8 @@ def render(doc: dict[str, Any]) -> str:
         BEGIN,
         "## Simulated vs emulated vs kernel qdisc (`qoslab emulate`)",
         "",
-        "Regenerate (root, ~6 min): `.venv/bin/python validation/emulate_compare.py`; the simulated column alone (after a simulator change, no root): `... --resim`."
+        "Regenerate (root, ~6 min): `.venv/bin/python validation/emulate_compare.py`;"
+        " the simulated column alone (after a simulator change, no root): `... --resim`."
         f" Measured {doc['date']} on kernel {doc['kernel']}, {doc['cpus']} CPUs, iperf3"
         f" {doc['iperf3']}. Frames are wire-sized (TSO/GSO/GRO off); the emulated links"
         " and delays are qoslab's forwarder in every emu column; **emu** runs the policy in"
@@ -169,19 +170,19 @@ def render(doc: dict[str, Any]) -> str:
         gap = "" if r is None or abs(r - 1) <= 0.10 else " **gap**"
         gk = _ratio(e["goodput_mbps"], k.get("goodput_mbps"))
         gk_s = (
-            "–"
+            "–"  # noqa: RUF001
             if gk is None
             else f"{(gk - 1) * 100:+.1f} % " + ("**ok**" if abs(gk - 1) <= 0.03 else "**MISS**")
         )
         pk = _ratio(e["ping_median_ms"], k.get("ping_median_ms"))
         pk_s = (
-            "–"
+            "–"  # noqa: RUF001
             if pk is None
             else f"{(pk - 1) * 100:+.1f} % " + ("**ok**" if abs(pk - 1) <= 0.10 else "**MISS**")
         )
 
-        def three(key: str, nd: int = 2) -> str:
-            return " / ".join(_fmt(x.get(key) if x else None, nd) for x in (s, e, row["kernel"]))
+        def three(key: str, nd: int = 2, cols: tuple[Any, ...] = (s, e, row["kernel"])) -> str:
+            return " / ".join(_fmt(x.get(key) if x else None, nd) for x in cols)
 
         lines.append(
             f"| `{Path(row['case']).stem}` {row['what']} | {three('goodput_mbps')} |"

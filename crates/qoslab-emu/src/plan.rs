@@ -341,6 +341,7 @@ pub fn linux_tcp(sc: &Scenario, ti: usize, c: &TcpConfig) -> Result<TcpPlan, Sce
     // FACK was removed in 4.15; no sysctl brings either back.
     same!(rate_halving, "rate_halving", flag);
     same!(fack, "fack", flag);
+    same!(rcvbuf_fixup, "rcvbuf_fixup", flag);
     // iperf3 -w sets SO_SNDBUF and SO_RCVBUF together: a sender buffer is
     // only possible equal to the receive window.
     if let Some(b) = c.send_buffer_bytes {

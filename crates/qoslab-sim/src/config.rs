@@ -373,6 +373,9 @@ pub struct TcpConfig {
     /// once data sent after the retransmission is SACKed, retransmit it
     /// again instead of waiting for the RTO. Removed in 4.4, where RACK
     /// (`rack`) detects lost retransmissions; RFC 6675 has no such rule.
+    /// Only while FACK is on: reordering of more than three packets turns
+    /// it off for the connection (`tcp_update_reordering` →
+    /// `tcp_disable_fack`), and lost retransmissions then wait for the RTO.
     pub mark_lost_retrans: bool,
     /// Defer new data as Linux 3.x-4.1 `tcp_tso_should_defer`
     /// (net/ipv4/tcp_output.c, "TSO Nagle", J. Heffner) with TSO
@@ -416,6 +419,16 @@ pub struct TcpConfig {
     /// is lost too. Off once reordering is seen (`tcp_disable_fack`). SACK
     /// recovery without RACK only.
     pub fack: bool,
+    /// The receive buffer of Linux 3.4-4.19 at establishment
+    /// (`tcp_init_buffer_space` → `tcp_fixup_rcvbuf`, net/ipv4/tcp_input.c,
+    /// removed in 4.20 by a337531b942b "tcp: up initial rmem to 128KB and
+    /// SYN rwin to around 64KB", Y. Cheng, 2018): `sk_rcvbuf` is raised to
+    /// 4 · 2 · `tcp_default_init_rwnd` (20) segments' truesize, whatever
+    /// `tcp_rmem[1]`, so the window may grow two segments per segment
+    /// received (`tcp_grow_window`) up to about 185 kB from the first
+    /// round trip; the SYN offers 20 segments (`tcp_select_initial_window`
+    /// with `tcp_default_init_rwnd`). On in `linux-3.x` only.
+    pub rcvbuf_fixup: bool,
 }
 
 impl TcpConfig {
@@ -491,6 +504,12 @@ impl TcpConfig {
     ///     of 3.5 (RFC 5827) is not modelled;
     ///   - the receiver quick-acks after every out-of-order segment
     ///     ([`TcpConfig::quickack_on_out_of_order`], until 4.18);
+    ///   - the receive buffer raised at establishment to 20 segments'
+    ///     truesize × 8 (`rcvbuf_fixup`, `tcp_fixup_rcvbuf`, 3.4-4.19) and
+    ///     a 20-segment SYN window: the lab client's SYN offers 29200 B =
+    ///     20 × 1460 and its window then grows two segments per segment to
+    ///     a 184832 B plateau (shape10M-q100k, 1.29 s), where the 6.18
+    ///     functions alone would hold it at 42 kB for two round trips;
     ///   - receive-buffer autotuning from `tcp_rmem` = 4096 87380 6291456
     ///     with `tcp_adv_win_scale = 1` (half the buffer is window: scaling
     ///     ratio 128/256), the defaults since 3.4 (commit b49960a05e32 "tcp:
@@ -606,6 +625,7 @@ impl TcpConfig {
             cwnd_limited_by_flight: false,
             rate_halving: false,
             fack: false,
+            rcvbuf_fixup: false,
         };
         match name {
             "linux" => Some(linux),
@@ -681,6 +701,7 @@ impl TcpConfig {
                 quickack_on_out_of_order: true,
                 tso_defer: true,
                 cwnd_limited_by_flight: true,
+                rcvbuf_fixup: true,
                 rcvbuf_initial_bytes: 87_380,
                 rcvbuf_max_bytes: 6 * 1024 * 1024,
                 rcv_scaling_ratio: 128,
@@ -796,6 +817,7 @@ mod tests {
         assert!(l3.mark_lost_retrans && !linux.mark_lost_retrans);
         assert!(!linux.quickack_on_out_of_order);
         assert!(l3.tso_defer && !linux.tso_defer);
+        assert!(l3.rcvbuf_fixup && !linux.rcvbuf_fixup);
         assert_eq!(
             (l3.rcvbuf_initial_bytes, l3.rcv_scaling_ratio),
             (87_380, 128)

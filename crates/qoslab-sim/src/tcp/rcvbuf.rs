@@ -64,6 +64,20 @@ const INIT_CWND: u64 = 10;
 const MIN_RCVMSS: u64 = 536;
 /// `TCP_MAX_WSCALE`.
 const MAX_WSCALE: u32 = 14;
+/// `tcp_default_init_rwnd` of Linux 3.x-4.19 (2 · `TCP_INIT_CWND`, for an
+/// MSS up to 1460): the segments the SYN's window offers and
+/// `tcp_fixup_rcvbuf` sizes the first buffer by.
+const INIT_RWND_SEGS: u64 = 20;
+/// `SKB_TRUESIZE(x)` overhead of Linux 3.x on x86_64: the sk_buff and
+/// skb_shared_info structures, each aligned to the 64 B cache line
+/// (256 + 320 B), plus `MAX_TCP_HEADER` = 128 + `MAX_HEADER` (176 B with
+/// tunnels configured, as distribution kernels are). For a 1460 B MSS this
+/// gives 2340 B per segment, hence a 374400 B buffer and a window clamp of
+/// 185740 B from `tcp_fixup_rcvbuf`; the USC-NSL lab's client offered at
+/// most 184832 B before its first autotuning step (shape10M-q100k, 1.29 s).
+const SKB_OVERHEAD_3X: u64 = 256 + 320 + 128 + 176;
+/// The TCP timestamp option, aligned (`TCPOLEN_TSTAMP_ALIGNED`).
+const TSTAMP_ALIGNED: u64 = 12;
 /// `net.core.rmem_max` default (`SK_RMEM_MAX`, 212992 B): enters the
 /// scale choice only when above `tcp_rmem[2]`, which it never is here.
 const RMEM_MAX: u64 = 212_992;
@@ -93,6 +107,9 @@ pub struct RcvBuf {
     rtt_time: Option<Instant>,
     timestamps: bool,
     established: bool,
+    /// Linux 3.4-4.19's establishment-time buffer (`TcpConfig::rcvbuf_fixup`),
+    /// with receive-buffer moderation on (`tcp_moderate_rcvbuf`).
+    fixup: Option<bool>,
     /// `tp->tcp_mstamp`: when the last segment was processed. The DRS
     /// measure is timed with it, not with the read ("We do not refresh
     /// tp->tcp_mstamp here", tcp_rcv_space_adjust).
@@ -128,6 +145,7 @@ impl RcvBuf {
             rtt_time: None,
             timestamps,
             established: false,
+            fixup: cfg.rcvbuf_fixup.then_some(cfg.rcvbuf_autotune),
             mstamp: Instant::ZERO,
         };
         // tcp_select_initial_window (tcp_output.c), called with
@@ -137,6 +155,10 @@ impl RcvBuf {
             space -= space % mss;
         }
         b.rcv_wnd = space;
+        if b.fixup.is_some() {
+            // 3.x: at most `tcp_default_init_rwnd` segments in the SYN.
+            b.rcv_wnd = b.rcv_wnd.min(INIT_RWND_SEGS * b.mss_3x());
+        }
         if cfg.window_scaling {
             let s = space.max(b.rcvbuf_max).max(RMEM_MAX);
             b.wscale = (s.ilog2().saturating_sub(15)).min(MAX_WSCALE);
@@ -147,6 +169,29 @@ impl RcvBuf {
         // tcp_create_openreq_child: rcv_ssthresh = rcv_wnd.
         b.rcv_ssthresh = b.rcv_wnd;
         b
+    }
+
+    /// The MSS Linux 3.x's active opener sizes its first window and buffer
+    /// with: `tp->advmss`, the route's MSS without the timestamp option
+    /// (`tcp_connect_init` deducts it only once `ts_recent_stamp` is set):
+    /// 1460 on Ethernet, as the lab client's SYN window 29200 = 20 × 1460.
+    fn mss_3x(&self) -> u64 {
+        self.advmss + if self.timestamps { TSTAMP_ALIGNED } else { 0 }
+    }
+
+    /// Linux 3.4-4.19 `tcp_fixup_rcvbuf`: `sk_rcvbuf` at least
+    /// 2 · `SKB_TRUESIZE(advmss + MAX_TCP_HEADER)` · `tcp_default_init_rwnd`,
+    /// four times that with `tcp_moderate_rcvbuf` ("Dynamic Right Sizing
+    /// (DRS) has 2 to 3 RTT latency"), at most `tcp_rmem[2]`.
+    fn fixup_rcvbuf(&mut self, moderate: bool) {
+        let mss = self.mss_3x();
+        let mut rcvmem = 2 * (mss + SKB_OVERHEAD_3X) * INIT_RWND_SEGS;
+        if moderate {
+            rcvmem <<= 2;
+        }
+        if self.rcvbuf < rcvmem {
+            self.rcvbuf = rcvmem.min(self.rcvbuf_max);
+        }
     }
 
     /// Window-scale shift.
@@ -181,6 +226,9 @@ impl RcvBuf {
             return;
         }
         self.established = true;
+        if let Some(moderate) = self.fixup {
+            self.fixup_rcvbuf(moderate);
+        }
         let maxwin = self.win_from_space(self.rcvbuf);
         if self.window_clamp >= maxwin {
             // tcp_app_win = 31: maxwin >> 31 is 0 for any real buffer.
@@ -458,6 +506,38 @@ mod tests {
             80896,
             "the 131072 B buffer's cap"
         );
+    }
+
+    /// Linux 3.x (`linux-3.x`): the SYN offers 20 segments of 1460 B
+    /// (`tcp_default_init_rwnd`; the USC-NSL lab client's 29200 B), and
+    /// `tcp_fixup_rcvbuf` lets the window grow two segments per segment far
+    /// past what `tcp_rmem[1]` = 87380 B alone allows (42 kB, where the
+    /// window stopped for two round trips before this rule).
+    #[test]
+    fn linux_3x_fixup_rcvbuf_lets_slow_start_run_on_the_first_buffer() {
+        let l3 = TcpConfig::profile("linux-3.x").unwrap();
+        let mut b = RcvBuf::new(&l3);
+        assert_eq!(b.syn_window(), 29200);
+        b.establish(Instant::ZERO, 1);
+        let (rcvbuf, clamp, ssthresh, _) = b.state();
+        // 2 · (1460 + 880) · 20 · 4 and its half less one segment (1448).
+        assert_eq!((rcvbuf, clamp, ssthresh), (374_400, 185_752, 29200));
+        b.on_data(Instant::from_ns(1), 1448, 0);
+        for i in 0..30u64 {
+            b.on_in_order(Instant::from_ns(2 + i), 1448, 1449 + 1448 * i, 0);
+        }
+        // 30 segments in: 29200 + 30 · 2896 B, past the 43690 B a 87380 B
+        // buffer gives, still below the clamp.
+        assert_eq!(b.select_window(1 + 1448 * 30, 0), 116_096);
+        let mut without = l3.clone();
+        without.rcvbuf_fixup = false;
+        let mut b = RcvBuf::new(&without);
+        b.establish(Instant::ZERO, 1);
+        b.on_data(Instant::from_ns(1), 1448, 0);
+        for i in 0..30u64 {
+            b.on_in_order(Instant::from_ns(2 + i), 1448, 1449 + 1448 * i, 0);
+        }
+        assert!(b.select_window(1 + 1448 * 30, 0) < 43_690);
     }
 
     /// One RTT of `n` segments, each read either as it comes (spread

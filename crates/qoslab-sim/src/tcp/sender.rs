@@ -311,6 +311,10 @@ pub struct TcpSender {
     undo_retrans: i64,
     /// Segments reported duplicate by D-SACKs (Linux `dsack_dups`).
     dsack_dups: u64,
+    /// Linux ≤ 4.3 `tcp_disable_fack` happened: FACK, and with it
+    /// `tcp_mark_lost_retrans`, is off for the rest of the connection
+    /// (see [`TcpSender::note_reordering`]).
+    fack_disabled: bool,
     /// First retransmission of the current episode (Linux `retrans_stamp`).
     retrans_stamp: Option<Instant>,
     rack: Rack,
@@ -405,6 +409,7 @@ impl TcpSender {
             undo_marker: 0,
             undo_retrans: -1,
             dsack_dups: 0,
+            fack_disabled: false,
             retrans_stamp: None,
             rack: Rack::default(),
             reo_at: None,
@@ -751,6 +756,9 @@ impl TcpSender {
         let mut newly_sacked = 0u64;
         let mut orig_acked = false;
         let mut reordered = false;
+        // Lowest original segment newly delivered below the highest SACK
+        // (Linux `state.reord` / `reord`, as a sequence number).
+        let mut reord_from = u64::MAX;
         let mut sack_rtt_from: Option<Instant> = None;
         // Newest original transmission newly SACKed / cumulatively acked
         // (Linux `last_sackt` / `last_ackt`, the source of `ca_rtt_us`).
@@ -780,6 +788,7 @@ impl TcpSender {
                         }
                         if !seg.ever_retransmitted && seg.seq < prior_fack {
                             reordered = true;
+                            reord_from = reord_from.min(seg.seq);
                         }
                         let rtx = seg.ever_retransmitted;
                         rack.on_delivered(seg.sent_at, seg.end(), rtx, now, min_rtt, ts_ecr);
@@ -824,6 +833,7 @@ impl TcpSender {
                     }
                     if !seg.ever_retransmitted && seg.seq < prior_fack {
                         reordered = true;
+                        reord_from = reord_from.min(seg.seq);
                     }
                     let rtx = seg.ever_retransmitted;
                     rack.on_delivered(seg.sent_at, seg.end(), rtx, now, min_rtt, ts_ecr);
@@ -871,6 +881,9 @@ impl TcpSender {
         };
         self.rack.reord_seen |= reordered;
         let pure_dup = !advanced && !window_changed && h.payload_len == 0;
+        if reord_from < prior_fack {
+            self.note_reordering(prior_fack - reord_from);
+        }
         let newly_lost = if self.rack_on() {
             self.rack_detect_loss(now, false)
         } else if self.sack_recovery() {
@@ -880,7 +893,7 @@ impl TcpSender {
             } else {
                 self.sb.mark_lost_by_sack(DUP_THRESH, self.mss())
             };
-            if self.cfg.mark_lost_retrans && self.ca == CaState::Recovery {
+            if self.cfg.mark_lost_retrans && !self.fack_disabled && self.ca == CaState::Recovery {
                 lost += self.sb.mark_lost_retrans(self.sb.highest_sacked_end());
             }
             lost
@@ -1448,10 +1461,10 @@ impl TcpSender {
     }
 
     /// FACK marking ([`TcpConfig::fack`]): SACK recovery without RACK,
-    /// until reordering is seen (2.6 `tcp_update_reordering` →
+    /// until reordering beyond 3 segments is seen (`note_reordering`: 2.6 `tcp_update_reordering` →
     /// `tcp_disable_fack`).
     fn fack_on(&self) -> bool {
-        self.cfg.fack && self.sack_recovery() && !self.rack_on() && !self.rack.reord_seen
+        self.cfg.fack && self.sack_recovery() && !self.rack_on() && !self.fack_disabled
     }
 
     /// 2.6.32 `tcp_fastretrans_alert` → `tcp_update_scoreboard` with FACK
@@ -1883,6 +1896,26 @@ impl TcpSender {
             self.tlp_at = None;
         }
         self.after_send(now, len, true);
+    }
+
+    /// Linux ≤ 4.3 `tcp_update_reordering` (net/ipv4/tcp_input.c, called
+    /// from `tcp_sacktag_write_queue` and `tcp_clean_rtx_queue`): an
+    /// original segment delivered `span_bytes` below the highest SACKed
+    /// byte is reordering of `span_bytes / mss` packets (`fackets_out -
+    /// reord`); above `tp->reordering` (3, `sysctl_tcp_reordering`) it
+    /// calls `tcp_disable_fack`, which nothing turns back on for the
+    /// connection. `tcp_mark_lost_retrans` then returns at once
+    /// (`!tcp_is_fack(tp)`), so a lost retransmission waits for the RTO.
+    /// With three SACK blocks per ACK (timestamps on), a receiver holding
+    /// more holes than that reports old ranges late, which is the same
+    /// event to the sender. Only with [`TcpConfig::mark_lost_retrans`] or [`TcpConfig::fack`]
+    /// (the profile of those kernels); the raised `tp->reordering`
+    /// (DupThresh) itself is not modelled.
+    fn note_reordering(&mut self, span_bytes: u64) {
+        let metric = span_bytes.div_ceil(self.mss().max(1) as u64);
+        if (self.cfg.mark_lost_retrans || self.cfg.fack) && metric > DUP_THRESH as u64 {
+            self.fack_disabled = true;
+        }
     }
 
     fn retransmit(&mut self, now: Instant, idx: usize, io: &mut dyn TcpIo, paced: bool) {
@@ -2830,6 +2863,25 @@ mod tests {
         assert_eq!((s.timeouts, s.retransmits, s.fast_recoveries), (0, 2, 1));
         assert_eq!(sent60, 3);
         assert_eq!(run(false).0.timeouts, 1, "RFC 6675 alone: an RTO");
+    }
+
+    /// Linux ≤ 4.3: once reordering of more than `tp->reordering` (3)
+    /// packets was seen, `tcp_update_reordering` has turned FACK off and
+    /// `tcp_mark_lost_retrans` no longer finds the lost retransmission:
+    /// the same episode as above ends in an RTO. Reordering of 3 packets
+    /// leaves FACK on.
+    #[test]
+    fn reordering_beyond_three_turns_fack_and_mark_lost_retrans_off() {
+        let run = |span_segs: u64| {
+            let mut c = cfg(RecoveryKind::Sack);
+            (c.rack, c.mark_lost_retrans) = (false, true);
+            let mut h = harness(&c, AppLimit::Bytes(300_000), Some(8_000_000));
+            h.sender.note_reordering(span_segs * h.sender.mss() as u64);
+            h.drops = vec![(seg(60), 2)];
+            completed(h, 300_000).sender.stats()
+        };
+        assert_eq!(run(3).timeouts, 0, "FACK still on: found by SACKs");
+        assert_eq!(run(4).timeouts, 1, "FACK off: the RTO repairs it");
     }
 
     /// Two SACKed segments are not DupThresh, but RACK's reordering
