@@ -1042,6 +1042,20 @@ def render_jobs() -> int:
         return 1
 
 
+def _warm(results: Results) -> None:
+    """Everything the figures load lazily, loaded once before the fork: the
+    pandas frames of each result (importing pandas, ~0.4 s, in each forked
+    process otherwise) and the Agg canvas with its font, so the processes
+    only draw."""
+    import matplotlib.backends.backend_agg  # noqa: F401 -- the canvas savefig loads
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+
+    for _, r in labelled(results):
+        for frame in ("flows", "policies", "classes", *r.series()):
+            getattr(r, frame)  # cached properties: built here once, shared by the fork
+    get_font(findfont(FontProperties()))
+
+
 def render(
     results: Results, names: Sequence[str] | None = None, jobs: int | None = None
 ) -> dict[str, bytes]:
@@ -1057,6 +1071,7 @@ def render(
         return {n: png_bytes(f) for n, f in figures(results, wanted).items()}
     import multiprocessing
 
+    _warm(results)
     _FORKED = results
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
