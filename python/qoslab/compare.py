@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qoslab import outputs
+from qoslab.progress import TimeBar
 from qoslab.results import SimulationResult
-from qoslab.run import ProgressBar, simulate
+from qoslab.run import simulate
 from qoslab.scenario import ScenarioError, load_scenario
 
 if TYPE_CHECKING:
@@ -333,9 +334,9 @@ def _labels(paths: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _progress_bar(label: str, i: int, n: int) -> ProgressBar:
+def _progress_bar(label: str, i: int, n: int) -> TimeBar:
     """On a terminal: which run is going, and how far it has got."""
-    return ProgressBar(sys.stderr, delay_s=0.0, label=f"[{i + 1}/{n}] {label} ")
+    return TimeBar(f"[{i + 1}/{n}] {label}", delay_s=0.0)
 
 
 def main(args: argparse.Namespace) -> int:
