@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -191,24 +192,22 @@ def comparison_table(results: Mapping[str, SimulationResult]) -> tuple[list[str]
     return cols, rows
 
 
-def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table, first column left-aligned."""
-    cells = [[str(c) for c in columns]] + [
+def render_table(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    width: int | None = None,
+    color: bool = False,
+) -> str:
+    """The table as text (:func:`qoslab.table.rich_tables`), first column
+    left-aligned; ``width``: squeezed/cut to it (a terminal's width)."""
+    from qoslab.table import rich_tables
+
+    cells = [
         ["-" if v is None else (f"{v:g}" if isinstance(v, float) else str(v)) for v in r]
         for r in rows
     ]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
-    lines = []
-    for n, r in enumerate(cells):
-        lines.append(
-            "  ".join(
-                v.ljust(w) if i == 0 else v.rjust(w)
-                for i, (v, w) in enumerate(zip(r, widths, strict=True))
-            ).rstrip()
-        )
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    cols = [(str(c), "left" if i == 0 else "right") for i, c in enumerate(columns)]
+    return rich_tables([("", cols, cells)], width, color).lstrip("\n")
 
 
 def compare_report(
@@ -384,6 +383,8 @@ def _finish(
         }
         print(json.dumps(doc, indent=2))
     else:
-        print(render_table(cols, rows))
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if tty else None
+        print(render_table(cols, rows, width=width, color=tty))
         print(f"wrote {args.report}")
     return 0

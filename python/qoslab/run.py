@@ -439,8 +439,12 @@ def main(
     elif fmt == "iperf3":
         print(json.dumps(result.to_iperf3(), indent=2))
     elif not args.quiet:
-        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-        print(render_table(result, per_flow=args.per_flow, width=width, warnings=warnings))
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if tty else None
+        table = render_table(
+            result, per_flow=args.per_flow, width=width, warnings=warnings, color=tty
+        )
+        print(table)
         if args.out:
             print(f"wrote {args.out}")
         return 0
