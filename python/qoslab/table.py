@@ -307,6 +307,7 @@ def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool =
             box=box.SIMPLE_HEAD,
             show_edge=False,
             pad_edge=False,
+            padding=(0, 1, 0, 0),  # two spaces between columns (with the box's one)
             header_style="bold" if color else "",
         )
         for k, (name, align) in enumerate(columns):
