@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
-# Wall time of `qoslab ARGS` (default: --help), median of 5 runs, in seconds.
-# Usage: bash benchmarks/cli_startup.sh [ARGS...]   (after scripts/setup.sh)
+# Wall time of qoslab commands, median of 5 runs each, in seconds, with the
+# load average before each line (a loaded machine gives ratios, not speeds).
+# Usage: bash benchmarks/cli_startup.sh            (the issue-14 set, below)
+#        bash benchmarks/cli_startup.sh ARGS...    (one command: qoslab ARGS)
+# The set: `--help` (target <= 0.3 s), `run` of the ISR 4000 police case
+# without figures (<= 0.3 s) and with its HTML report (<= 1.5 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -gt 0 ] || set -- --help
-python3 -c 'import statistics as s, subprocess as p, sys, time
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+bench() {
+  python3 -c 'import os, statistics as s, subprocess as p, sys, time
 def t():
     t0 = time.perf_counter(); p.run(sys.argv[1:], stdout=p.DEVNULL, check=True); return time.perf_counter() - t0
-print("qoslab", *sys.argv[2:], end=": "); print(f"median of 5 = {s.median(t() for _ in range(5)):.3f} s")' \
-  "${QOSLAB:-$PWD/.venv/bin/qoslab}" "$@"
+load = os.getloadavg()[0]
+print("qoslab", *sys.argv[2:], end=": "); print(f"median of 5 = {s.median(t() for _ in range(5)):.3f} s (load {load:.1f})")' \
+    "${QOSLAB:-$PWD/.venv/bin/qoslab}" "$@"
+}
+if [ $# -gt 0 ]; then
+  bench "$@"
+else
+  bench --help
+  bench run scenarios/isr4000-police.toml
+  bench run scenarios/isr4000-police.toml --report "$tmp/report.html" --quiet
+fi

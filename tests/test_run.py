@@ -432,6 +432,8 @@ def test_cancel_during_a_cli_run_leaves_no_output(
     scen.write_text(LONG_UDP)
 
     class Interrupting:
+        enabled = True
+
         def __init__(self, *_: object, **__: object) -> None:
             pass
 
@@ -441,7 +443,7 @@ def test_cancel_during_a_cli_run_leaves_no_output(
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr("qoslab.run.ProgressBar", Interrupting)
+    monkeypatch.setattr("qoslab.progress.TimeBar", Interrupting)
     rc, _, err = run(capsys, "run", scen, "--out", tmp_path / "o", "--progress")
     assert rc == 130
     assert err == "qoslab: cancelled\n"

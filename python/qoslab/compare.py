@@ -19,14 +19,16 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qoslab import outputs
+from qoslab.progress import TimeBar
 from qoslab.results import SimulationResult
-from qoslab.run import ProgressBar, simulate
+from qoslab.run import simulate
 from qoslab.scenario import ScenarioError, load_scenario
 
 if TYPE_CHECKING:
@@ -190,24 +192,22 @@ def comparison_table(results: Mapping[str, SimulationResult]) -> tuple[list[str]
     return cols, rows
 
 
-def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table, first column left-aligned."""
-    cells = [[str(c) for c in columns]] + [
+def render_table(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    width: int | None = None,
+    color: bool = False,
+) -> str:
+    """The table as text (:func:`qoslab.table.rich_tables`), first column
+    left-aligned; ``width``: squeezed/cut to it (a terminal's width)."""
+    from qoslab.table import rich_tables
+
+    cells = [
         ["-" if v is None else (f"{v:g}" if isinstance(v, float) else str(v)) for v in r]
         for r in rows
     ]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
-    lines = []
-    for n, r in enumerate(cells):
-        lines.append(
-            "  ".join(
-                v.ljust(w) if i == 0 else v.rjust(w)
-                for i, (v, w) in enumerate(zip(r, widths, strict=True))
-            ).rstrip()
-        )
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    cols = [(str(c), "left" if i == 0 else "right") for i, c in enumerate(columns)]
+    return rich_tables([("", cols, cells)], width, color).lstrip("\n")
 
 
 def compare_report(
@@ -333,9 +333,9 @@ def _labels(paths: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _progress_bar(label: str, i: int, n: int) -> ProgressBar:
+def _progress_bar(label: str, i: int, n: int) -> TimeBar:
     """On a terminal: which run is going, and how far it has got."""
-    return ProgressBar(sys.stderr, delay_s=0.0, label=f"[{i + 1}/{n}] {label} ")
+    return TimeBar(f"[{i + 1}/{n}] {label}", delay_s=0.0)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -383,6 +383,8 @@ def _finish(
         }
         print(json.dumps(doc, indent=2))
     else:
-        print(render_table(cols, rows))
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if tty else None
+        print(render_table(cols, rows, width=width, color=tty))
         print(f"wrote {args.report}")
     return 0

@@ -1042,25 +1042,50 @@ def render_jobs() -> int:
         return 1
 
 
+def _warm(results: Results) -> None:
+    """Everything the figures load lazily, loaded once before the fork: the
+    pandas frames of each result (importing pandas, ~0.4 s, in each forked
+    process otherwise) and the Agg canvas with its font, so the processes
+    only draw."""
+    import matplotlib.backends.backend_agg  # noqa: F401 -- the canvas savefig loads
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+
+    for _, r in labelled(results):
+        for frame in ("flows", "policies", "classes", *r.series()):
+            getattr(r, frame)  # cached properties: built here once, shared by the fork
+    get_font(findfont(FontProperties()))
+
+
 def render(
-    results: Results, names: Sequence[str] | None = None, jobs: int | None = None
+    results: Results,
+    names: Sequence[str] | None = None,
+    jobs: int | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> dict[str, bytes]:
     """PNG bytes of every figure of :data:`FIGURES` that has data (or of
     ``names``), by name in report order, each drawn once. With ``jobs`` > 1
     (default :func:`render_jobs`) the figures are drawn in that many forked
     processes: matplotlib is single-threaded and a report's figures are
-    independent, so this divides a report's drawing time on a free core."""
+    independent, so this divides a report's drawing time on a free core.
+    ``meanwhile`` is called while the processes draw (the report's template
+    is compiled then, instead of after them), or first when drawing here."""
     global _FORKED
     wanted = [n for n in FIGURES if names is None or n in names]
     jobs = render_jobs() if jobs is None else jobs
     if jobs <= 1 or len(wanted) < 3:
+        if meanwhile is not None:
+            meanwhile()
         return {n: png_bytes(f) for n, f in figures(results, wanted).items()}
     import multiprocessing
 
+    _warm(results)
     _FORKED = results
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            done = dict(pool.map(_render_one, wanted, chunksize=1))
+            pending = pool.map_async(_render_one, wanted, chunksize=1)
+            if meanwhile is not None:
+                meanwhile()
+            done = dict(pending.get())
     finally:
         _FORKED = None
     return {n: b for n in wanted if (b := done.get(n)) is not None}

@@ -17,6 +17,7 @@ of ``qoslab run --report`` and ``qoslab analyze --report``.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import platform
 import sys
@@ -34,22 +35,24 @@ from qoslab.results import SimulationResult
 __all__ = ["Report", "figure_uri", "flow_rows", "policy_rows", "run_report", "versions"]
 
 
+@functools.cache
 def versions() -> dict[str, str]:
     """The versions a report was made with."""
-    import jinja2
-    import matplotlib
-    import numpy
-    import pandas
+    from importlib.metadata import PackageNotFoundError, version
 
     from qoslab import __version__
+
+    def installed(dist: str) -> str:
+        # the installed distribution's metadata: no import of pandas (~0.4 s) to read a string
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return "not installed"
 
     return {
         "qoslab": __version__,
         "python": sys.version.split()[0],
-        "numpy": numpy.__version__,
-        "pandas": pandas.__version__,
-        "matplotlib": matplotlib.__version__,
-        "jinja2": jinja2.__version__,
+        **{d: installed(d) for d in ("numpy", "pandas", "matplotlib", "jinja2")},
         "platform": platform.platform(),
     }
 
@@ -67,6 +70,7 @@ def figure_uri(fig: Figure | bytes) -> tuple[str, str]:
     return "image/png", "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
+@functools.cache
 def _template() -> Any:
     import jinja2  # only when a report is written: `qoslab run --help` stays fast
 
@@ -77,6 +81,13 @@ def _template() -> Any:
         keep_trailing_newline=True,
     )
     return env.get_template("report.html.j2")
+
+
+def _prepare() -> None:
+    """What :meth:`Report.html` needs besides the figures, made while the
+    figure processes draw: the compiled template, the versions."""
+    _template()
+    versions()
 
 
 class Report:
@@ -137,7 +148,7 @@ class Report:
         """Every figure of :data:`qoslab.plots.FIGURES` that has data (or of
         ``names``), each drawn once (:func:`qoslab.plots.render`: in two
         processes when a second CPU is there)."""
-        for name, png in plots.render(results, names).items():
+        for name, png in plots.render(results, names, meanwhile=_prepare).items():
             self.figure(prefix + name, png, caption_prefix + plots.FIGURES[name][0])
         return self
 
@@ -148,7 +159,7 @@ class Report:
     def html(self) -> str:
         made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         return _template().render(
-            title=self.title, made=made, versions=versions(), blocks=self.parts
+            title=self.title, made=made, versions=dict(versions()), blocks=self.parts
         )
 
     def write(self, path: str | os.PathLike[str]) -> Path:

@@ -14,12 +14,12 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from qoslab import _core, outputs
+from qoslab import progress as _progress
 from qoslab import table as _table
 from qoslab.results import SimulationResult, write_results
 from qoslab.scenario import ScenarioSource, load_scenario, scenario_info, with_seed
@@ -27,7 +27,7 @@ from qoslab.scenario import ScenarioSource, load_scenario, scenario_info, with_s
 #: ``qoslab run --format``: what stdout carries.
 FORMATS = ("table", "json", "iperf3")
 
-__all__ = ["FORMATS", "ProgressBar", "default_memory_limit", "estimate", "main", "simulate"]
+__all__ = ["FORMATS", "default_memory_limit", "estimate", "main", "simulate"]
 
 #: ``progress(sim_time_ns, duration_ns, events)``; return ``False`` to cancel.
 ProgressFn = Callable[[int, int, int], Any]
@@ -115,44 +115,6 @@ def check_memory(est: dict[str, Any], limit: int, knob: str) -> None:
             f"the limit of {fmt_bytes(limit)}: raise {knob} (if the machine has it), or shorten "
             "the run, record fewer series or raise [record] interval"
         )
-
-
-class ProgressBar:
-    """A one-line progress bar on ``stream``, shown only once a run has taken
-    more than ``delay_s`` of wall time, redrawn at most 10 times a second."""
-
-    def __init__(
-        self, stream: TextIO, delay_s: float = 1.0, width: int = 30, label: str = ""
-    ) -> None:
-        self.stream = stream
-        self.label = label
-        self.delay_s = delay_s
-        self.width = width
-        self.t0 = time.monotonic()
-        self.last = 0.0
-        self.shown = False
-
-    def __call__(self, sim_ns: int, duration_ns: int, events: int) -> bool:
-        now = time.monotonic()
-        if now - self.t0 < self.delay_s or now - self.last < 0.1:
-            return True
-        self.last = now
-        frac = min(1.0, sim_ns / duration_ns) if duration_ns else 1.0
-        filled = int(frac * self.width)
-        bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(
-            f"\r{self.label}[{bar}] {frac * 100:5.1f}%"
-            f"  {sim_ns / 1e9:.1f}/{duration_ns / 1e9:.1f} s"
-            f"  {events / 1e6:.1f}M events  {now - self.t0:.0f}s"
-        )
-        self.stream.flush()
-        self.shown = True
-        return True
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
 
 
 # The iperf3-style table lives in qoslab.table (re-exported: analyze, emulate use it).
@@ -425,8 +387,9 @@ def main(
     if len(to_stdout) > 1:
         raise ValueError(f"{' and '.join(to_stdout)} both want stdout ('-'); give one a file")
     snaplen = info["capture"]["snaplen"] if args.snaplen is None else args.snaplen
-    show = not args.quiet and (args.progress or sys.stderr.isatty())
-    bar = ProgressBar(sys.stderr, delay_s=0.0 if args.progress else 1.0) if show else None
+    bar = _progress.TimeBar(
+        delay_s=0.0 if args.progress else 1.0, quiet=args.quiet, force=args.progress
+    )
     # Captures bound for --out (or stdout) are written to a scratch directory
     # and copied in with the results (one unit), so --out stays
     # complete-or-untouched.
@@ -451,10 +414,10 @@ def main(
     try:
         try:
             extra = {} if captures is None else {"captures": captures, "snaplen": snaplen}
-            raw = _core.simulate_toml(text, filename, args.seed, bar, **extra)
+            cb = bar if bar.enabled else None  # no callback at all: the engine runs unhindered
+            raw = _core.simulate_toml(text, filename, args.seed, cb, **extra)
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
         result = SimulationResult(raw)
         as_run = text if args.seed is None else with_seed(text, args.seed)
         if args.out:
@@ -476,8 +439,12 @@ def main(
     elif fmt == "iperf3":
         print(json.dumps(result.to_iperf3(), indent=2))
     elif not args.quiet:
-        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-        print(render_table(result, per_flow=args.per_flow, width=width, warnings=warnings))
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if tty else None
+        table = render_table(
+            result, per_flow=args.per_flow, width=width, warnings=warnings, color=tty
+        )
+        print(table)
         if args.out:
             print(f"wrote {args.out}")
         return 0

@@ -6,8 +6,13 @@ Flows in both directions are shown as ``iperf3 --bidir`` shows them: a
 ``[Role]`` column, ``TX-C`` for uploads (the client sends) and ``RX-C`` for
 downloads, and a ``[SUM]`` per direction. Above :data:`SUMMARY_FLOWS` data
 flows (or with ``per_flow=False``) only the totals are printed: one line per
-direction and traffic label, and the ``[SUM]`` lines. Lines are cut to the
-terminal's width (``width``), never wrapped.
+direction and traffic label, and the ``[SUM]`` lines. Those iperf3 lines are
+kept as iperf3 prints them (fixed columns a reader and a script know) and cut
+to the terminal's width (``width``). The summary tables after them (RTT,
+policies, policy-tree classes; ``qoslab compare``'s side-by-side table) are
+rich tables (:func:`rich_tables`): columns sized to their contents, squeezed
+or cut to ``width``, bold headers on a colour terminal only (never with
+``NO_COLOR`` or off a terminal). rich is imported only when a table is drawn.
 
 Built on the summary dict and the raw NumPy series only: printing a run's
 table never imports pandas.
@@ -192,11 +197,13 @@ def render(
     per_flow: bool | None = None,
     width: int | None = None,
     warnings: Iterable[str] = (),
+    color: bool = False,
 ) -> str:
     """The ``qoslab run`` table. ``per_flow``: per-flow and per-second lines
     (default: when there are at most :data:`SUMMARY_FLOWS` data flows);
     ``width``: cut lines to this many columns; ``warnings``: printed in the
-    header (e.g. :func:`rate_unit_warnings`)."""
+    header (e.g. :func:`rate_unit_warnings`); ``color``: bold headers
+    (a terminal's escape codes; rich drops them when ``NO_COLOR`` is set)."""
     s = r.summary
     out: list[str] = []
     data = [f for f in s["flows"] if f["protocol"] != "ping"]
@@ -256,63 +263,145 @@ def render(
             out.append(_total_line("SUM", flows, duration, role))
     if data:
         out.append(f"Jain's fairness index: {s['jain_fairness']:.3f}")
-    out.extend(_rtt_table(s, detail))
-    out.extend(_policy_table(s))
-    return "\n".join(_fit(out, width))
+    tables = [*_rtt_table(s, detail), *_policy_table(s)]
+    text = "\n".join(_fit(out, width))
+    if tables:
+        text += "\n" + rich_tables(tables, width, color)
+    return text
 
 
-def _rtt_table(s: dict[str, Any], detail: bool) -> list[str]:
+#: A summary table: (title line or "", [(column, "left"|"right")], rows of cells).
+Table = tuple[str, list[tuple[str, str]], list[list[str]]]
+
+
+def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool = False) -> str:
+    """``tables`` drawn by rich, each after a blank line and its title line:
+    a header underlined, columns as wide as their contents, text columns
+    cut with an ellipsis (numbers never) when ``width`` is too narrow. Plain
+    text unless ``color``."""
+    import io
+    import os
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    color = color and not os.environ.get("NO_COLOR")  # https://no-color.org: plain text
+    buf = io.StringIO()
+    # Off a terminal the width is unbounded: a pipe gets whole lines, as before.
+    console = Console(
+        file=buf,
+        width=width if width and width >= 20 else 100_000,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        soft_wrap=False,
+    )
+    for title, columns, rows in tables:
+        console.print()
+        if title:
+            console.print(title)
+        t = RichTable(
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 1, 0, 0),  # two spaces between columns (with the box's one)
+            header_style="bold" if color else "",
+        )
+        for k, (name, align) in enumerate(columns):
+            text = align == "left"
+            # numbers keep every digit: only text columns give way to the width
+            widest = max([len(name), *(len(r[k]) for r in rows)])
+            t.add_column(
+                name,
+                justify="left" if text else "right",
+                no_wrap=True,
+                overflow="ellipsis",
+                min_width=None if text else widest,
+            )
+        for row in rows:
+            t.add_row(*row)
+        console.print(t)
+    return "\n".join(ln.rstrip() for ln in buf.getvalue().splitlines())
+
+
+def _rtt_table(s: dict[str, Any], detail: bool) -> list[Table]:
     rtt_flows = [f for f in s["flows"] if f["rtt_ms"]["samples"]]
     if not rtt_flows:
         return []
+    num = [(c, "right") for c in ("min", "mean", "p50", "p95", "max")]
     if detail:
-        out = ["", f"RTT (ms) {'min':>9}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}{'samples':>9}"]
+        rows = []
         for f in rtt_flows:
             m = f["rtt_ms"]
-            out.append(
-                f"[{f['id']:>3}] {f['protocol']:<4}"
-                f"{m['min']:>9.2f}{m['mean']:>9.2f}{m['p50']:>9.2f}{m['p95']:>9.2f}"
-                f"{m['max']:>9.2f}{m['samples']:>9}"
+            rows.append(
+                [
+                    f"[{f['id']:>3}] {f['protocol']}",
+                    *(f"{m[k]:.2f}" for k in ("min", "mean", "p50", "p95", "max")),
+                    str(m["samples"]),
+                ]
             )
-        return out
+        return [("", [("RTT (ms)", "left"), *num, ("samples", "right")], rows)]
     # Percentiles do not add up across flows: min, sample-weighted mean, max.
-    out = ["", f"RTT (ms) by label {'flows':>7}{'min':>9}{'mean':>9}{'max':>9}{'samples':>9}"]
+    rows = []
     for lab in sorted({_label_of(f) for f in rtt_flows}, key=_natural):
         grp = [f["rtt_ms"] for f in rtt_flows if _label_of(f) == lab]
         n = sum(m["samples"] for m in grp)
         mean = sum(m["mean"] * m["samples"] for m in grp) / n
-        out.append(
-            f"{lab:<18}{len(grp):>7}{min(m['min'] for m in grp):>9.2f}{mean:>9.2f}"
-            f"{max(m['max'] for m in grp):>9.2f}{n:>9}"
+        rows.append(
+            [
+                lab,
+                str(len(grp)),
+                f"{min(m['min'] for m in grp):.2f}",
+                f"{mean:.2f}",
+                f"{max(m['max'] for m in grp):.2f}",
+                str(n),
+            ]
         )
-    return out
+    cols = [("RTT (ms) by label", "left"), ("flows", "right")]
+    return [
+        (
+            "",
+            [*cols, ("min", "right"), ("mean", "right"), ("max", "right"), ("samples", "right")],
+            rows,
+        )
+    ]
 
 
-def _policy_table(s: dict[str, Any]) -> list[str]:
+def _policy_table(s: dict[str, Any]) -> list[Table]:
     if not s["policies"]:
         return []
-    out = [
-        "",
-        f"{'policy':<22}{'kind':<10}{'packets':>10}{'dropped':>10}{'drop%':>7}"
-        f"{'green':>10}{'yellow':>10}{'red':>10}{'maxq pkts':>10}",
+    cols = [("policy", "left"), ("kind", "left")] + [
+        (c, "right") for c in ("packets", "dropped", "drop%", "green", "yellow", "red", "maxq pkts")
     ]
+    rows = []
     for p in s["policies"]:
         n = p["packets_in"]
         d = p["drops"]["packets"]
-        pct = f"{100 * d / n:.1f}" if n else "-"
         c = p["colors"]
-        out.append(
-            f"{p['name']:<22}{p['kind']:<10}{n:>10}{d:>10}{pct:>7}"
-            f"{c['green']['packets']:>10}{c['yellow']['packets']:>10}{c['red']['packets']:>10}"
-            f"{p['max_queue_packets']:>10}"
+        rows.append(
+            [
+                p["name"],
+                p["kind"],
+                str(n),
+                str(d),
+                f"{100 * d / n:.1f}" if n else "-",
+                str(c["green"]["packets"]),
+                str(c["yellow"]["packets"]),
+                str(c["red"]["packets"]),
+                str(p["max_queue_packets"]),
+            ]
         )
+    out: list[Table] = [("", cols, rows)]
     for p in s["policies"]:
         if len(p["classes"]) > 1:
-            out.extend(_class_table(p))
+            out.append(_class_table(p))
     return out
 
 
-def _class_table(p: dict[str, Any]) -> list[str]:
+def _class_table(p: dict[str, Any]) -> Table:
     """One line per class of a policy tree, indented under its parent, with
     the user's class ids (``tc -s class show``): its rate, what it sent
     (bit/s over the run), packets in/sent/dropped and its largest queue."""
@@ -321,25 +410,27 @@ def _class_table(p: dict[str, Any]) -> list[str]:
     for i, c in enumerate(classes):
         if c["parent"] is not None:
             depth[i] = depth[c["parent"]] + 1
-    names = [f"{'  ' * d}{c['name']}" for d, c in zip(depth, classes, strict=True)]
-    w = max(8, *(len(n) for n in names))
-    out = [
-        "",
-        f"{p['name']} classes",
-        f"{'class':<{w}}  {'kind':<9}{'rate':>10}{'bit/s out':>17}{'in':>9}{'out':>9}"
-        f"{'dropped':>9}{'drop%':>7}{'maxq pkts':>10}",
+    cols = [("class", "left"), ("kind", "left")] + [
+        (c, "right") for c in ("rate", "bit/s out", "in", "out", "dropped", "drop%", "maxq pkts")
     ]
-    for n, c in zip(names, classes, strict=True):
-        rate = c["params"].get("rate", "")
-        bps = c["throughput_bps"]
+    rows = []
+    for d, c in zip(depth, classes, strict=True):
         pin = c["packets_in"]
         drop = c["drops"]["packets"]
-        pct = f"{100 * drop / pin:.1f}" if pin else "-"
-        out.append(
-            f"{n:<{w}}  {c['kind']:<9}{rate:>10}{fmt_rate(bps):>17}{pin:>9}{c['packets_out']:>9}"
-            f"{drop:>9}{pct:>7}{c['max_queue_packets']:>10}"
+        rows.append(
+            [
+                f"{'  ' * d}{c['name']}",
+                c["kind"],
+                str(c["params"].get("rate", "")),
+                fmt_rate(c["throughput_bps"]).strip(),
+                str(pin),
+                str(c["packets_out"]),
+                str(drop),
+                f"{100 * drop / pin:.1f}" if pin else "-",
+                str(c["max_queue_packets"]),
+            ]
         )
-    return out
+    return (f"{p['name']} classes", cols, rows)
 
 
 #: A rate written with tc's ``bps`` unit (bytes per second), any prefix/case.

@@ -334,7 +334,12 @@ def _run(
         sampler.thread.start()
     fwd_result: dict[str, Any] | None = None
     try:
-        _drive(programs, netns, work, t0, duration_ns, fwd, progress)
+        try:
+            _drive(programs, netns, work, t0, duration_ns, fwd, progress)
+        finally:
+            close = getattr(progress, "close", None)  # a bar's line is cleared, also on Ctrl-C
+            if close is not None:
+                close()
         if sampler is not None:
             sampler.stop.set()
             sampler.thread.join(timeout=5)
@@ -848,23 +853,9 @@ def _iperf_version() -> str:
 
 
 def stderr_progress(quiet: bool) -> ProgressFn | None:
-    """A one-line progress display on a terminal: elapsed/duration and frames."""
-    if quiet or not sys.stderr.isatty():
-        return None
-    last = [0.0]
+    """The bar on a terminal (:func:`qoslab.progress.emulation_bar`):
+    elapsed/duration, frames forwarded and dropped; ``None`` when quiet or
+    off a terminal."""
+    from qoslab.progress import emulation_bar
 
-    def show(elapsed_ns: int, duration_ns: int, stats: dict[str, Any]) -> bool:
-        now = time.monotonic()
-        if now - last[0] < 0.2:
-            return True
-        last[0] = now
-        frac = min(1.0, elapsed_ns / duration_ns) if duration_ns else 1.0
-        bar = "#" * int(frac * 30) + "-" * (30 - int(frac * 30))
-        sys.stderr.write(
-            f"\r[{bar}] {elapsed_ns / 1e9:5.1f}/{duration_ns / 1e9:.1f} s"
-            f"  {stats.get('frames_in', 0)} frames  {stats.get('dropped', 0)} dropped"
-        )
-        sys.stderr.flush()
-        return True
-
-    return show
+    return emulation_bar(quiet)

@@ -75,7 +75,7 @@ def run_all(
 ) -> list[Reproduction]:
     """Reproduces each experiment in turn, saying on ``log`` which one starts
     and how it ended; with ``bar``, a progress bar per run (a terminal)."""
-    from qoslab.run import ProgressBar
+    from qoslab.progress import TimeBar
 
     reps = []
     for i, name in enumerate(names):
@@ -88,8 +88,8 @@ def run_all(
             flush=True,
         )
 
-        def case_bar(tag: str, j: int, m: int, name: str = name) -> ProgressBar:
-            return ProgressBar(log, delay_s=0.0, label=f"{name} [{j + 1}/{m}] {tag} ")
+        def case_bar(tag: str, j: int, m: int, name: str = name) -> TimeBar:
+            return TimeBar(f"{name} [{j + 1}/{m}] {tag}", stream=log, delay_s=0.0, force=True)
 
         t0 = time.monotonic()
         rep = registry.reproduce(name, quick=quick, seeds=seeds, progress=case_bar if bar else None)

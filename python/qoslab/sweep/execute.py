@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -206,28 +205,17 @@ def run_emulate(runs: list[Run], sink: Sink, backend: str = "userspace") -> None
 
 
 class Progress:
-    """done/total, rate, ETA and failures on stderr (tqdm; off when quiet or
-    when stderr is not a terminal)."""
+    """done/total, rate, ETA and failures on stderr
+    (:class:`qoslab.progress.RunCounter`; off when quiet or when stderr is
+    not a terminal)."""
 
     def __init__(self, total: int, quiet: bool) -> None:
-        from tqdm import tqdm
+        from qoslab.progress import RunCounter
 
-        self.bar = tqdm(
-            total=total,
-            unit="run",
-            disable=True if quiet else None,
-            file=sys.stderr,
-            dynamic_ncols=True,
-            smoothing=0.1,
-        )
-        self.failed = 0
-        self.t0 = time.monotonic()
+        self.counter = RunCounter(total, quiet)
 
     def update(self, o: Outcome) -> None:
-        if o.error is not None:
-            self.failed += 1
-            self.bar.set_postfix(failed=self.failed, refresh=False)
-        self.bar.update(1)
+        self.counter.update(failed=o.error is not None)
 
     def close(self) -> None:
-        self.bar.close()
+        self.counter.close()
