@@ -745,8 +745,26 @@ impl Sim {
 /// up; it becomes the one live `TxDone` of `d` (any other pending one is
 /// stale from now on). Debug builds check that stale ones never pile up:
 /// at most the live one and one stale one due now are ever pending.
+///
+/// A `TxDone` that this makes stale is taken out of the heap when it is
+/// due now (the usual case: another event at the instant the transmitter
+/// freed up ran first and restarted it), so it costs no event (issue 12:
+/// 1.6 % of the events at 10 Gbit/s). It would have done nothing, and the
+/// other events keep their order, so the run is otherwise the same.
 #[inline]
 fn arm_tx_done(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) {
+    let old = l.tx_done_at_ns;
+    // (`old` = the new time, a zero-length transmission, keeps the old
+    // one live and the new one stale, as before.)
+    if old != NEVER_NS
+        && old != l.busy_until_ns
+        && q.remove_due_now(old, |e| matches!(e, Ev::TxDone(x) if *x == d))
+    {
+        #[cfg(debug_assertions)]
+        {
+            l.tx_done_pending -= 1;
+        }
+    }
     l.tx_done_at_ns = l.busy_until_ns;
     q.schedule(l.busy_until_ns, Ev::TxDone(d));
     #[cfg(debug_assertions)]
