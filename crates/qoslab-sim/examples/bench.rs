@@ -9,6 +9,10 @@
 //! the table between the `<!-- scaling:begin -->` / `<!-- scaling:end -->`
 //! markers of FILE (docs/performance.md), atomically.
 //!
+//! `cargo run --release -p qoslab-sim --example bench -- events [CASE …]`:
+//! events per bottleneck data packet by kind, for the cases above and the
+//! scaling table's points (deterministic: any machine gives the same table).
+//!
 //! Each run happens in its own child process so that its peak RSS
 //! (getrusage `ru_maxrss`) and CPU time are its own.
 
@@ -335,10 +339,47 @@ fn run_case(name: &str) {
         "RESULT {} {} {} {} {} {} {}",
         m.wall_s, m.cpu_s, m.events, m.stale, m.packets, m.rss_mb, m.goodput_bps
     );
+    // Directions come in pairs (a → b, b → a): the bottleneck's reverse
+    // carries the receivers' ACKs.
+    let (bn, _) = r
+        .link_tx_packets
+        .iter()
+        .enumerate()
+        .max_by_key(|x| x.1)
+        .unwrap_or((0, &0));
+    let acks = r.link_tx_packets.get(bn ^ 1).copied().unwrap_or(0);
+    let kinds: Vec<String> = r
+        .events_by_kind
+        .named()
+        .iter()
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect();
+    println!("KINDS acks={acks} {}", kinds.join(" "));
+}
+
+/// The events of one run by kind (`KINDS` line of a child), plus the ACKs
+/// (packets on the bottleneck's reverse direction).
+fn parse_kinds(line: &str) -> Option<Vec<(String, u64)>> {
+    line.strip_prefix("KINDS ")?
+        .split(' ')
+        .map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
 }
 
 /// Runs `name` in a child process; echoes its report, returns its figures.
 fn spawn(me: &std::path::Path, name: &str, echo: bool) -> Option<Measured> {
+    spawn_kinds(me, name, echo).map(|x| x.0)
+}
+
+/// [`spawn`], with the events by kind.
+fn spawn_kinds(
+    me: &std::path::Path,
+    name: &str,
+    echo: bool,
+) -> Option<(Measured, Vec<(String, u64)>)> {
     let out = Command::new(me).arg(name).output().expect("spawn a case");
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
@@ -348,28 +389,65 @@ fn spawn(me: &std::path::Path, name: &str, echo: bool) -> Option<Measured> {
         );
         return None;
     }
-    let mut m = None;
+    let (mut m, mut kinds) = (None, Vec::new());
     for line in text.lines() {
+        if let Some(k) = parse_kinds(line) {
+            kinds = k;
+            continue;
+        }
         match Measured::parse(line) {
             Some(x) => m = Some(x),
             None if echo => println!("{line}"),
             None => {}
         }
     }
-    m
+    m.map(|m| (m, kinds))
+}
+
+/// Events per bottleneck data packet by kind, one row per benchmark case
+/// (markdown; event counts are deterministic, so any machine gives the
+/// same table).
+fn events_table(me: &std::path::Path, cases: &[String]) -> String {
+    let mut md = String::new();
+    let mut header = false;
+    for name in cases {
+        eprintln!("running {name}");
+        let Some((m, kinds)) = spawn_kinds(me, name, false) else {
+            md.push_str(&format!("| {name} | failed |\n"));
+            continue;
+        };
+        // The kinds come in a fixed order, so the rows line up.
+        if !header {
+            md.push_str("| case | bottleneck packets | ACKs / packet | events / packet |");
+            for (k, _) in kinds.iter().skip(1) {
+                md.push_str(&format!(" {k} |"));
+            }
+            md.push_str("\n|---|---|---|---|");
+            md.push_str(&"---|".repeat(kinds.len().saturating_sub(1)));
+            md.push('\n');
+            header = true;
+        }
+        let per = |n: u64| n as f64 / m.packets.max(1) as f64;
+        md.push_str(&format!(
+            "| {name} | {} | {:.3} | {:.3} |",
+            m.packets,
+            per(kinds.first().map_or(0, |x| x.1)),
+            m.events_per_packet()
+        ));
+        for (_, n) in kinds.iter().skip(1) {
+            md.push_str(&format!(" {:.3} |", per(*n)));
+        }
+        md.push('\n');
+    }
+    md
 }
 
 /// (bottleneck bit/s, simulated s, flows).
 type GridPoint = (u64, u64, u64);
 
-/// The scaling table (markdown): each axis varied with the others fixed.
-fn scaling(me: &std::path::Path) -> String {
-    let (_, load) = (
-        0,
-        std::fs::read_to_string("/proc/loadavg").unwrap_or_default(),
-    );
-    let load = load.split(' ').next().unwrap_or("?").to_string();
-    let axes: [(&str, Vec<GridPoint>); 3] = [
+/// The scaling table's points: each axis varied with the others fixed.
+fn scaling_points() -> [(&'static str, Vec<GridPoint>); 3] {
+    [
         (
             "rate (4 flows, 10 s)",
             [10_000_000, 100_000_000, 1_000_000_000, 10_000_000_000]
@@ -388,14 +466,23 @@ fn scaling(me: &std::path::Path) -> String {
                 .map(|n| (1_000_000_000, 10, n))
                 .to_vec(),
         ),
-    ];
+    ]
+}
+
+/// The scaling table (markdown), one row per point of [`scaling_points`].
+fn scaling(me: &std::path::Path) -> String {
+    let (_, load) = (
+        0,
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default(),
+    );
+    let load = load.split(' ').next().unwrap_or("?").to_string();
     let mut md = format!(
         "Generated by `cargo run --release -p qoslab-sim --example bench -- scaling --write docs/performance.md` \
          (load average {load} when it started; one run per row, each in its own process).\n\n\
          | axis | rate | simulated | flows | bottleneck packets | events / packet | stale | ns CPU / packet | wall s | peak RSS MB | goodput Mbit/s |\n\
          |---|---|---|---|---|---|---|---|---|---|---|\n"
     );
-    for (axis, points) in axes {
+    for (axis, points) in scaling_points() {
         for (bps, secs, flows) in points {
             let name = format!("grid:{bps}:{secs}:{flows}");
             eprintln!("running {name}");
@@ -444,6 +531,26 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let me = std::env::current_exe().expect("own path");
     match args.first().map(String::as_str) {
+        Some("events") => {
+            // `events [CASE …]`: events per bottleneck packet by kind.
+            let mut cases: Vec<String> = args[1..].to_vec();
+            if cases.is_empty() {
+                cases = ["a", "b", "c", "r100m", "r1g", "r10g"]
+                    .map(String::from)
+                    .to_vec();
+                for (bps, secs, flows) in scaling_points().into_iter().flat_map(|x| x.1) {
+                    let g = format!("grid:{bps}:{secs}:{flows}");
+                    if !cases.contains(&g) {
+                        cases.push(g);
+                    }
+                }
+            }
+            if let Some(bad) = cases.iter().find(|c| lookup(c).is_none()) {
+                eprintln!("bench: unknown case {bad}");
+                std::process::exit(2);
+            }
+            println!("{}", events_table(&me, &cases));
+        }
         Some("scaling") => {
             let table = scaling(&me);
             match args.get(1).map(String::as_str) {

@@ -93,6 +93,55 @@ impl<E: Copy> EventQueue<E> {
         Some((time_ns, top.ev))
     }
 
+    /// Removes one pending event due at `time_ns` for which `is` holds;
+    /// returns whether there was one. Only events due now are searched
+    /// for: they are the top of the heap (a node due later has no
+    /// descendant due earlier), so the search visits the events due now
+    /// and their children, not the whole heap. The other events keep their
+    /// order (the keys are unique).
+    pub fn remove_due_now(&mut self, time_ns: u64, is: impl Fn(&E) -> bool) -> bool {
+        if time_ns != self.now_ns {
+            return false;
+        }
+        let mut stack = [0usize; 64];
+        let mut top = 0;
+        let mut found = None;
+        if !self.heap.is_empty() {
+            stack[0] = 0;
+            top = 1;
+        }
+        while top > 0 {
+            top -= 1;
+            let i = stack[top];
+            let e = &self.heap[i];
+            if (e.key >> 64) as u64 != time_ns {
+                continue;
+            }
+            if is(&e.ev) {
+                found = Some(i);
+                break;
+            }
+            for c in [2 * i + 1, 2 * i + 2] {
+                if c < self.heap.len() && top < stack.len() {
+                    stack[top] = c;
+                    top += 1;
+                }
+            }
+        }
+        let Some(i) = found else {
+            return false;
+        };
+        let last = self.heap.pop().expect("not empty");
+        if i < self.heap.len() {
+            if i > 0 && self.heap[(i - 1) / 2].key > last.key {
+                self.sift_up(i, last);
+            } else {
+                self.sift_down_from(i, last);
+            }
+        }
+        true
+    }
+
     /// When the earliest pending event is due.
     #[inline]
     pub fn peek_time(&self) -> Option<u64> {
@@ -130,10 +179,17 @@ impl<E: Copy> EventQueue<E> {
     /// from the bottom, so it rarely rises far).
     #[inline]
     fn sift_from_root(&mut self, e: Entry<E>) {
+        self.sift_down_from(0, e)
+    }
+
+    /// Puts `e` into the hole at `i`, whose parent is not larger than `e`:
+    /// the hole goes down to a leaf, then `e` rises from there (never above
+    /// `i`).
+    #[inline]
+    fn sift_down_from(&mut self, mut i: usize, e: Entry<E>) {
         let h = &mut self.heap;
         let n = h.len();
-        let mut i = 0;
-        let mut child = 1;
+        let mut child = 2 * i + 1;
         while child + 1 < n {
             let c = child + (h[child + 1].key < h[child].key) as usize;
             h[i] = h[c];
@@ -213,6 +269,60 @@ mod tests {
         q.schedule_seq(10, s, 'b');
         let out: Vec<char> = std::iter::from_fn(|| q.pop_until(u64::MAX).map(|e| e.1)).collect();
         assert_eq!(out, ['a', 'b', 'c']);
+    }
+
+    #[test]
+    fn removing_an_event_due_now_keeps_the_others_in_order() {
+        // Against a sorted reference: random pushes, pops and removals of
+        // an event due now (as the engine removes a stale `TxDone`).
+        let mut q = EventQueue::new();
+        let mut reference: Vec<(u64, u64)> = Vec::new();
+        let mut x = 987654321u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut id, mut removed) = (0u64, 0);
+        for _ in 0..30_000 {
+            match next() % 4 {
+                0 | 1 => {
+                    let t = q.now_ns + next() % 8;
+                    q.schedule(t, id);
+                    reference.push((t, id));
+                    id += 1;
+                }
+                2 => {
+                    if let Some((t, e)) = q.pop_until(u64::MAX) {
+                        reference.sort();
+                        assert_eq!(reference.remove(0), (t, e));
+                    }
+                }
+                _ => {
+                    let now = q.now_ns;
+                    let due: Vec<u64> = reference
+                        .iter()
+                        .filter(|r| r.0 == now)
+                        .map(|r| r.1)
+                        .collect();
+                    let want = due.get(next() as usize % due.len().max(1)).copied();
+                    let got = q.remove_due_now(now, |&e| Some(e) == want);
+                    assert_eq!(got, want.is_some());
+                    if let Some(w) = want {
+                        reference.retain(|r| r.1 != w);
+                        removed += 1;
+                    }
+                    assert!(!q.remove_due_now(now + 1, |_| true), "only now");
+                }
+            }
+        }
+        assert!(removed > 1000, "{removed}");
+        reference.sort();
+        for want in reference {
+            assert_eq!(q.pop_until(u64::MAX), Some(want));
+        }
+        assert!(q.is_empty());
     }
 
     #[test]

@@ -159,9 +159,69 @@ pub struct SimResult {
     /// Of those, `TxDone` events that were stale (another event had already
     /// restarted the transmitter at that instant) and did nothing.
     pub stale_events: u64,
+    /// The same events by kind (issue 12: where the events per bottleneck
+    /// packet go). Not part of the JSON result: an engine change may alter
+    /// it with the results identical.
+    pub events_by_kind: EventCounts,
     /// Packets each link direction put on the wire, by direction index
     /// (for events per bottleneck packet in the benchmark).
     pub link_tx_packets: Vec<u64>,
+}
+
+/// Events the engine ran, by kind; the fields sum to [`SimResult::events`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventCounts {
+    /// A packet reached the far end of a wire.
+    pub arrive: u64,
+    /// A transmitter freed up and started its next packet.
+    pub tx_done: u64,
+    /// A `TxDone` found another one live and did nothing
+    /// ([`SimResult::stale_events`]).
+    pub tx_done_stale: u64,
+    /// A shaper's timer woke its transmitter.
+    pub wake: u64,
+    /// A shaper wake-up replaced by an earlier one (did nothing).
+    pub wake_stale: u64,
+    /// A UDP or ping source sent.
+    pub source: u64,
+    /// A TCP connection started or was stopped.
+    pub tcp_start_stop: u64,
+    /// A TCP sender's timer ran (RTO, loss probe, reordering, pacing).
+    pub tcp_timer_sender: u64,
+    /// A TCP receiver's timer ran (delayed ACK, application read).
+    pub tcp_timer_receiver: u64,
+    /// A TCP timer event that found its endpoint's deadline later (or
+    /// gone) and only re-armed: the cost of arming lazily.
+    pub tcp_timer_early: u64,
+    /// `tcp-fetch` requests and their retries.
+    pub fetch: u64,
+    /// Series samples.
+    pub sample: u64,
+}
+
+impl EventCounts {
+    /// The kinds as (name, count), in a fixed order.
+    pub fn named(&self) -> [(&'static str, u64); 12] {
+        [
+            ("arrive", self.arrive),
+            ("tx_done", self.tx_done),
+            ("tx_done_stale", self.tx_done_stale),
+            ("wake", self.wake),
+            ("wake_stale", self.wake_stale),
+            ("source", self.source),
+            ("tcp_start_stop", self.tcp_start_stop),
+            ("tcp_timer_sender", self.tcp_timer_sender),
+            ("tcp_timer_receiver", self.tcp_timer_receiver),
+            ("tcp_timer_early", self.tcp_timer_early),
+            ("fetch", self.fetch),
+            ("sample", self.sample),
+        ]
+    }
+
+    /// All events.
+    pub fn total(&self) -> u64 {
+        self.named().iter().map(|x| x.1).sum()
+    }
 }
 
 /// Jain's fairness index (Σx)² / (n·Σx²); 1.0 for fewer than two values or
