@@ -410,6 +410,14 @@ def _span(m: dict[str, Any], key: str) -> str:
     return f" ({min(vals)}-{max(vals)})"
 
 
+def _gspan(t: dict[str, Any]) -> str:
+    """The real goodput's range over repeated runs."""
+    vals = [r["goodput_mbps"] for r in t.get("runs", [])]
+    if not vals:
+        return ""
+    return f" ({min(vals):.2f}-{max(vals):.2f}, {len(vals)} runs)"
+
+
 def _mark(ok: bool) -> str:
     return "" if ok else " ✗"
 
@@ -440,10 +448,30 @@ def simulate_all(
     return out
 
 
+REPEAT_KEYS = ("goodput_mbps", "retransmits", "rtos", "loss_episodes", "policer_drops")
+
+
+def truth_of(c: dict[str, Any]) -> dict[str, Any]:
+    """The stored run, or with repeated runs (`--repeat`) the median of each compared
+    figure over all of them (an odd count kept: the first run and its repeats), with
+    every run's figures under "runs" for the ranges in the table."""
+    reps = c.get("repeats") or []
+    if not reps:
+        return c["truth"]
+    runs = [{k: c["truth"][k] for k in REPEAT_KEYS}] + [
+        {k: r[k] for k in REPEAT_KEYS} for r in reps
+    ]
+    out = dict(c["truth"])
+    for k in REPEAT_KEYS:
+        out[k] = statistics.median_low(r[k] for r in runs)
+    out["runs"] = runs
+    return out
+
+
 def build_rows(data: dict[str, Any], sims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for name, c in data["cases"].items():
-        truth, sim = c["truth"], sims[name]
+        truth, sim = truth_of(c), sims[name]
         rows.append(
             {
                 "name": name,
@@ -551,7 +579,7 @@ def render(
         lines.append(
             f"| `{r['name']}` | {p['cir_mbps']:g} | {p['bc']} ({bc} B)"
             f" | {p['rtt_ms']} | {p['window']} | {p['flows']} | {p['cc']}"
-            f" | {m['goodput_mbps']:.2f} / {t['goodput_mbps']:.2f}"
+            f" | {m['goodput_mbps']:.2f} / {t['goodput_mbps']:.2f}{_gspan(t)}"
             f" | {_ratio(m['goodput_mbps'], t['goodput_mbps'])}{_mark(ok['goodput'])}"
             f" | {m['retransmits']} / {t['retransmits']}"
             f" | {_ratio(m['retransmits'], t['retransmits'])}{_mark(ok['retransmits'])}"
@@ -734,7 +762,9 @@ def meta() -> dict[str, Any]:
     }
 
 
-def run_cases(names: Iterable[str] | None, path: Path, rescreen: bool = False) -> None:
+def run_cases(
+    names: Iterable[str] | None, path: Path, rescreen: bool = False, repeat: bool = False
+) -> None:
     from qoslab.emulate import preflight
 
     preflight()
@@ -756,7 +786,11 @@ def run_cases(names: Iterable[str] | None, path: Path, rescreen: bool = False) -
         print(f"[{i}/{len(wanted)}] {n} ...", file=sys.stderr, flush=True)
         truth, screen = measure(cases[n])
         old = data["cases"].get(n)
-        if rescreen and old and old["truth"]["forwarder_p99_ns"] <= truth["forwarder_p99_ns"]:
+        if repeat and old:
+            # another run of a stored case: kept beside the first (the figures only)
+            rep = {k: truth[k] for k in (*REPEAT_KEYS, "forwarder_p99_ns")}
+            old.setdefault("repeats", []).append({**rep, **screen, "date": meta()["date"]})
+        elif rescreen and old and old["truth"]["forwarder_p99_ns"] <= truth["forwarder_p99_ns"]:
             old["screen"]["rescreened"] = screen["p99_ns_tries"]
         else:
             if old:
@@ -787,7 +821,9 @@ def main(argv: list[str] | None = None) -> int:
         "  .venv/bin/python validation/policer_truth.py --render\n"
         "  .venv/bin/python validation/policer_truth.py --list\n"
         "  sudo .venv/bin/python validation/policer_truth.py \\\n"
-        "      --trains c10-bc10ms-rtt50-wauto-f1-cubic",
+        "      --trains c10-bc10ms-rtt50-wauto-f1-cubic\n"
+        "  sudo .venv/bin/python validation/policer_truth.py --repeat \\\n"
+        "      --case c100-bc10ms-rtt50-wauto-f1-cubic",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--case", action="append", help="measure only this case (repeatable)")
@@ -797,6 +833,11 @@ def main(argv: list[str] | None = None) -> int:
         "--rescreen", action="store_true", help="measure again the runs whose forwarder starved"
     )
     ap.add_argument("--trains", metavar="CASE", help="(root) burstiness of one case, truth vs sim")
+    ap.add_argument(
+        "--repeat",
+        action="store_true",
+        help="(root) measure the --case cases again and keep the runs beside the first",
+    )
     ap.add_argument(
         "--nominal",
         action="store_true",
@@ -813,7 +854,9 @@ def main(argv: list[str] | None = None) -> int:
         trains(args.trains)
         return 0
     if not args.render:
-        run_cases(args.case, args.results, args.rescreen)
+        if args.repeat and not args.case:
+            raise SystemExit("--repeat needs --case (the cases to measure again)")
+        run_cases(args.case, args.results, args.rescreen, args.repeat)
     data = load(args.results)
     sims = simulate_all(data["cases"], (0.0,) if args.nominal else PERTURB_US)
     write_doc(render(data, sims, sim_revision(), nominal=args.nominal), args.doc)
