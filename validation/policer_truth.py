@@ -252,8 +252,8 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
 # tcp_info cwnd traces, captures with --trains) against the simulator of that day. Written
 # by hand, re-read when the simulator changes; never a reason to tune a parameter.
 DIAGNOSIS = [
-    "Written from the runs of 2026-11-24 against the simulator of that day (items 1-4, 6"
-    " and 9 revised in the third pass: the `rcvbuf` mapping, the ACK-at-read rules, the"
+    "Written from the runs of 2026-11-24 against the simulator of that day (items 1-4"
+    " and 6 revised in the third pass: the `rcvbuf` mapping, the ACK-at-read rules, the"
     " perturbed medians, the repeated 100 Mbit/s runs); the counts above are recomputed"
     " at every `--render`, this text is not. Hit rates goodput / retransmits / RTOs: 34 /"
     " 30 / 41 of 50 before the pass; 36 / 30 / 41 with `rcvbuf` alone and one unperturbed"
