@@ -82,7 +82,7 @@ const SOCK_MIN_RCVBUF: u64 = 2048 + 232;
 
 /// The largest window Linux advertises for a locked `SO_RCVBUF` of
 /// `so_rcvbuf` bytes once the ratio is measured: what a fixed-buffer
-/// connection's window settles at (see [`RcvBuf`]), for the estimates and
+/// connection's window settles at (see this module), for the estimates and
 /// captures that want one number.
 pub fn locked_window_bytes(cfg: &TcpConfig, so_rcvbuf: u64) -> u64 {
     let rcvbuf = (2 * so_rcvbuf.min(RMEM_MAX)).max(SOCK_MIN_RCVBUF);
