@@ -257,7 +257,7 @@ def test_plan_lists_hosts_flows_and_the_tc_form_of_the_policy() -> None:
     assert plan["hosts"] == ["s0", "d0"]
     (flow,) = plan["flows"]
     assert flow["id"] == 0 and (flow["from"], flow["to"]) == ("s0", "d0")
-    assert flow["tcp"]["cc"] == "cubic" and flow["tcp"]["receive_window_bytes"] is None
+    assert flow["tcp"]["cc"] == "cubic" and flow["tcp"]["socket_buffer_bytes"] is None
     (pol,) = plan["policies"]
     assert pol["link"] == "r1->r2"
     assert pol["kernel"] == {

@@ -69,7 +69,7 @@ pub(crate) fn emu_plan<'py>(
                 y.set_item("sack", t.sack)?;
                 y.set_item("timestamps", t.timestamps)?;
                 y.set_item("window_scaling", t.window_scaling)?;
-                y.set_item("receive_window_bytes", t.receive_window_bytes)?;
+                y.set_item("socket_buffer_bytes", t.socket_buffer_bytes)?;
                 y.set_item("mss", t.mss)?;
                 y.set_item("initial_window_segments", t.initial_window_segments)?;
                 y.set_item("initial_ssthresh_bytes", t.initial_ssthresh_bytes)?;
