@@ -9,6 +9,7 @@ test process has imported everything already."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -219,3 +220,25 @@ def test_ctrl_c_during_imports_is_no_traceback(argv: list[str], first_heavy: str
     assert p.stdout.strip() != "not fired", f"{first_heavy} was never imported"
     assert p.stderr.strip() == "qoslab: cancelled", p.stderr
     assert p.returncode == 130
+
+
+def _complete(words: str, cword: int) -> list[str]:
+    """What the bash completion script asks the real entry point for."""
+    exe = Path(sys.executable).with_name("qoslab")
+    env = {**os.environ, "_QOSLAB_COMPLETE": "bash_complete", "COMP_WORDS": words}
+    env["COMP_CWORD"] = str(cword)
+    p = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.splitlines()
+
+
+def test_shell_completion_of_commands_options_and_files() -> None:
+    assert _complete("qoslab ru", 1) == ["plain,run"]
+    assert "plain,--memory-limit" in _complete("qoslab run x.toml --mem", 3)
+    assert _complete("qoslab run scen", 2) == ["file,scen"]  # bash completes the file names
+    exe = Path(sys.executable).with_name("qoslab")
+    env = {**os.environ, "_QOSLAB_COMPLETE": "bash_source"}
+    script = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60)
+    assert script.returncode == 0 and "complete -o nosort -F _qoslab_completion qoslab" in (
+        script.stdout
+    ), script.stdout[-300:]
