@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from qoslab import _core, outputs
+from qoslab import _core
 from qoslab._core import ConfigError
 from qoslab.cli._click import CONTEXT_SETTINGS, PATH, Command, UsageError, namespace
 
@@ -141,6 +141,8 @@ def _make(name: str, helptext: str, epilog: str) -> click.Command:
 
 
 def _conditioner(command: str, values: dict[str, Any], extras: Sequence[str]) -> int:
+    from qoslab import outputs
+
     args = namespace(command, values)
     kinds = _core.meter_kinds() if command == "meter" else _core.shaper_kinds()
     if args.list:
@@ -230,6 +232,7 @@ def _print_params(kind: str, params: dict[str, Any]) -> None:
 
 
 def _run_meter(args: argparse.Namespace, params: dict[str, str]) -> int:
+    from qoslab import outputs
     from qoslab.api import COLOR_NAMES
     from qoslab.tracecmd import run_meter
 
@@ -254,6 +257,7 @@ def _run_meter(args: argparse.Namespace, params: dict[str, str]) -> int:
 
 
 def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
+    from qoslab import outputs
     from qoslab.tracecmd import run_shape
 
     s, classes, described = run_shape(
