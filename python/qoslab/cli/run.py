@@ -163,7 +163,7 @@ SIZE = Checked("size", _size)
     "'-': stdout)",
 )
 def command(**params: Any) -> int:
-    """simulate a scenario file"""
+    """The options as the namespace ``qoslab.run.main`` reads; ``--report`` adds the report."""
     per_flow, summary = params.pop("per_flow"), params.pop("summary")
     if per_flow and summary:
         raise click.UsageError("--per-flow and --summary exclude each other; give one")
