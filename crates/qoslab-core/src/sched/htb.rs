@@ -691,7 +691,10 @@ impl Htb {
                     // an ancestor of `c`, never `c`, so the two sets of
                     // `sub` are disjoint.
                     let (src, d) = if to_row {
-                        (&sets.sub[c * w..(c + 1) * w], &mut sets.row[dst * w..(dst + 1) * w])
+                        (
+                            &sets.sub[c * w..(c + 1) * w],
+                            &mut sets.row[dst * w..(dst + 1) * w],
+                        )
                     } else if dst < c {
                         let (lo, hi) = sets.sub.split_at_mut(c * w);
                         (&hi[..w], &mut lo[dst * w..(dst + 1) * w])
