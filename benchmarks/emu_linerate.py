@@ -71,12 +71,14 @@ def proc_stat() -> tuple[int, int]:
 
 
 class ThreadCpu:
-    """Polls this process's threads for the forwarder (``qoslab-emu``) and keeps its
-    last utime/stime (the thread exits when the run stops)."""
+    """Polls this process's threads for the forwarder's (``qoslab-emu``, or
+    ``qoslab-emu-N`` when it runs one thread per group of ports) and keeps their last
+    utime/stime, summed (the threads exit when the run stops)."""
 
     def __init__(self) -> None:
         self.user_s = 0.0
         self.sys_s = 0.0
+        self._last: dict[str, tuple[int, int]] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
 
@@ -93,15 +95,16 @@ class ThreadCpu:
         while not self._stop.wait(0.05):
             for task in base.iterdir():
                 try:
-                    if (task / "comm").read_text().strip() != "qoslab-emu":
+                    if not (task / "comm").read_text().startswith("qoslab-emu"):
                         continue
                     stat = (task / "stat").read_text()
                 except OSError:
                     continue
                 fields = stat.rsplit(")", 1)[1].split()
                 # fields[11], [12] = utime, stime (stat fields 14, 15)
-                self.user_s = int(fields[11]) / CLK_TCK
-                self.sys_s = int(fields[12]) / CLK_TCK
+                self._last[task.name] = (int(fields[11]), int(fields[12]))
+            self.user_s = sum(u for u, _ in self._last.values()) / CLK_TCK
+            self.sys_s = sum(s for _, s in self._last.values()) / CLK_TCK
 
 
 @dataclass
@@ -168,14 +171,16 @@ def scenario(
     return "\n".join(lines) + "\n"
 
 
-def run_emulate(text: str, backend: str, work: Path, offload: bool = False) -> Sample:
+def run_emulate(
+    text: str, backend: str, work: Path, offload: bool = False, threads: int = 0
+) -> Sample:
     from qoslab.emulate.run import emulate
 
     path = work / "scenario.toml"
     path.write_text(text, encoding="utf-8")
     s0, t0 = proc_stat()
     with ThreadCpu() as cpu:
-        res = emulate(str(path), backend=backend, offload=offload)
+        res = emulate(str(path), backend=backend, offload=offload, threads=threads)
     s1, t1 = proc_stat()
     raw = res.raw
     fwd = raw["emulation"]["forwarder"]
@@ -307,7 +312,7 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         cases[key] = repeat(key, fn, args.runs, args.tries, args.max_steal, not args.quiet)
 
     def emu(text: str, backend: str = "userspace", offload: bool = False) -> Callable[[], Sample]:
-        return lambda: run_emulate(text, backend, work, offload)
+        return lambda: run_emulate(text, backend, work, offload, args.threads)
 
     gbit = 1_000_000_000
     for policy in ("tbf", "police"):
@@ -496,6 +501,12 @@ def main() -> int:
     ap.add_argument("--max-steal", type=float, default=0.05, help="steal share refused")
     ap.add_argument("--label", default="quiet machine", help="how loaded the machine was")
     ap.add_argument("--only", action="append", help="run only cases with this key prefix")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="forwarder threads (default 0: one per independent group of ports; 1: one)",
+    )
     ap.add_argument("--write", metavar="FILE", help="put the tables into FILE between markers")
     ap.add_argument("--json", action="store_true", help="print every sample as JSON")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -52,6 +52,18 @@ pub fn realtime_priority() -> bool {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
 }
 
+/// Pins this thread to CPU `cpu` (sched_setaffinity(2)); `false` when not
+/// allowed or no such CPU (the thread then runs wherever it is put).
+pub fn pin_to_cpu(cpu: usize) -> bool {
+    // SAFETY: all-zero is an empty cpu_set_t; CPU_SET and the syscall act
+    // on this local set and this thread (tid 0 = caller).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
 /// An AF_PACKET SOCK_RAW socket bound to one interface.
 pub struct PacketSocket {
     fd: OwnedFd,
@@ -86,6 +98,13 @@ impl PacketSocket {
     /// (PACKET_IGNORE_OUTGOING), with `buf_bytes` receive and send buffers
     /// (SO_RCVBUFFORCE / SO_SNDBUFFORCE: root may exceed rmem_max).
     pub fn open(ifname: &str, buf_bytes: i32) -> Result<PacketSocket, String> {
+        Self::open_as(ifname, buf_bytes, true)
+    }
+
+    /// As [`PacketSocket::open`]; `receive = false` binds with protocol 0
+    /// (packet(7): no frame is queued to it), for a socket that only sends
+    /// — a forwarder thread's transmit ring on a port another thread reads.
+    pub fn open_as(ifname: &str, buf_bytes: i32, receive: bool) -> Result<PacketSocket, String> {
         let err = |what: &str, e: io::Error| format!("interface '{ifname}': {what}: {e}");
         let c = CString::new(ifname).map_err(|_| format!("bad interface name {ifname:?}"))?;
         // SAFETY: `c` is a valid C string.
@@ -131,7 +150,7 @@ impl PacketSocket {
         // SAFETY: all-zero is a valid sockaddr_ll.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETH_P_ALL.to_be();
+        sll.sll_protocol = if receive { ETH_P_ALL.to_be() } else { 0 };
         sll.sll_ifindex = ifindex as i32;
         // SAFETY: `sll` is a valid sockaddr_ll of the given length.
         cvt(unsafe {
