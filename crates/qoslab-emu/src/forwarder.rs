@@ -34,6 +34,7 @@ use qoslab_sim::net::Net;
 use qoslab_sim::result::{PolicyResult, Series};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -529,6 +530,14 @@ pub fn start(sc: &Scenario, spec: EmuSpec) -> Result<Handle, EmuError> {
     drop(cond);
     let stop = Arc::new(AtomicBool::new(false));
     let activity = Arc::new(AtomicU64::new(0));
+    let mut peers = Vec::new();
+    for _ in &plan.groups {
+        peers.push(Peer {
+            sleeping: AtomicBool::new(false),
+            wake: sys::eventfd().map_err(EmuError)?,
+        });
+    }
+    let peers = Arc::new(peers);
     let (tx, rx) = mpsc::channel::<Result<(), EmuError>>();
     let n = plan.groups.len();
     let mut h = Handle {
@@ -568,6 +577,8 @@ pub fn start(sc: &Scenario, spec: EmuSpec) -> Result<Handle, EmuError> {
             stop: stop.clone(),
             live: live.clone(),
             activity: activity.clone(),
+            me: g,
+            peers: peers.clone(),
         };
         let tx = tx.clone();
         let stop2 = stop.clone();
@@ -631,6 +642,20 @@ struct Job {
     live: Arc<LiveStats>,
     /// When any thread last read a frame (CLOCK_MONOTONIC ns).
     activity: Arc<AtomicU64>,
+    /// This thread's index in `peers`.
+    me: usize,
+    peers: Arc<Vec<Peer>>,
+}
+
+/// A thread as the others see it: asleep in ppoll or not, and the eventfd
+/// in its poll set that wakes it. A thread that reads a frame wakes the
+/// sleeping others at once, so that the reply to it (a ping's, an ACK
+/// after idle), which comes back on a port another thread reads, finds
+/// that thread awake and spinning ([`IDLE_SPIN_NS`]): its wake-up runs
+/// alongside the forwarding instead of after it.
+struct Peer {
+    sleeping: AtomicBool,
+    wake: std::os::fd::OwnedFd,
 }
 
 /// The [`Io`] of the real sockets.
@@ -709,6 +734,8 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
         stop,
         live,
         activity,
+        me,
+        peers,
     } = job;
     let setup = || -> Result<_, String> {
         sys::enter_netns(&spec.netns)?;
@@ -794,6 +821,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
         .iter()
         .map(|(_, r)| r.raw_fd())
         .chain(kernel_rx.iter().map(|(_, s)| s.raw_fd()))
+        .chain((peers.len() > 1).then(|| peers[me].wake.as_raw_fd()))
         .map(|fd| libc::pollfd {
             fd,
             events: libc::POLLIN,
@@ -871,6 +899,14 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
                 rx_ring_drops += rx.drops();
             }
         }
+        if got > 0 && peers.len() > 1 {
+            activity.fetch_max(monotonic_ns(), Ordering::Relaxed);
+            for (j, p) in peers.iter().enumerate() {
+                if j != me && p.sleeping.swap(false, Ordering::AcqRel) {
+                    sys::eventfd_kick(p.wake.as_raw_fd());
+                }
+            }
+        }
         for (d, sock) in &kernel_rx {
             for _ in 0..4 {
                 let n = sock
@@ -920,12 +956,21 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
             std::hint::spin_loop();
             continue;
         }
-        match model.next_due() {
+        let sleep_ns = match model.next_due() {
             Some(d) if d <= now.saturating_add(SPIN_NS) => {
                 std::hint::spin_loop();
+                continue;
             }
-            Some(d) => sys::wait_readable(&mut fds, (d - SPIN_NS - now).min(MAX_SLEEP_NS)),
-            None => sys::wait_readable(&mut fds, MAX_SLEEP_NS),
+            Some(d) => (d - SPIN_NS - now).min(MAX_SLEEP_NS),
+            None => MAX_SLEEP_NS,
+        };
+        let mine = &peers[me];
+        mine.sleeping.store(true, Ordering::Release);
+        sys::wait_readable(&mut fds, sleep_ns);
+        mine.sleeping.store(false, Ordering::Release);
+        if fds.last().is_some_and(|f| f.revents != 0) && peers.len() > 1 {
+            // Kicked: clear the eventfd (the last fd polled).
+            sys::eventfd_drain(mine.wake.as_raw_fd());
         }
     }
     for (_, rx) in &rx_rings {

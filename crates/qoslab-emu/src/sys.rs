@@ -378,3 +378,26 @@ pub fn wait_readable(fds: &mut [libc::pollfd], timeout_ns: u64) {
         )
     };
 }
+
+/// A non-blocking eventfd(2): one forwarder thread wakes another with it.
+pub fn eventfd() -> Result<OwnedFd, String> {
+    // SAFETY: plain syscall; the fd is owned below.
+    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })
+        .map_err(|e| format!("eventfd: {e}"))?;
+    // SAFETY: `fd` is a fresh descriptor owned here.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Makes eventfd `fd` readable (wakes a thread polling it).
+pub fn eventfd_kick(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from `one`; a full counter (EAGAIN) is fine.
+    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+}
+
+/// Clears eventfd `fd` (non-blocking).
+pub fn eventfd_drain(fd: RawFd) {
+    let mut v: u64 = 0;
+    // SAFETY: reads at most 8 bytes into `v`; EAGAIN when not kicked.
+    unsafe { libc::read(fd, &mut v as *mut u64 as *mut libc::c_void, 8) };
+}
