@@ -12,15 +12,16 @@
 //! softirq) is then spread over two cores instead of one. Every thread
 //! writes to any port through a transmit ring of its own.
 //!
-//! Loop: read every port's receive ring (up to [`BATCH`] frames per port
+//! Loop (per thread): read each of its ports' receive rings (up to [`BATCH`] frames per port
 //! per round, each stamped with its kernel receive time, after running the
 //! events due by then so the model's time never goes backwards) and every
 //! kernel-backend socket (recvmmsg), run the events due, write what they
 //! released into the ports' transmit rings and flush each ring with one
-//! `send()` ([`crate::ring`]), then sleep in ppoll until
-//! [`SPIN_NS`] before the next due event — or until a frame arrives —
-//! and spin the last stretch. Each event's lateness (clock when run −
-//! due time) goes into a histogram; conditioners never see it.
+//! `send()` ([`crate::ring`]); spin while any thread read a frame in the
+//! last [`IDLE_SPIN_NS`], else sleep in ppoll until [`SPIN_NS`] before the
+//! next due event — or until a frame arrives or a peer kicks it — and spin
+//! the last stretch. Each event's lateness (clock when run − due time) goes
+//! into a histogram; conditioners never see it.
 
 use crate::capture::Capture;
 use crate::conditioner;
@@ -837,10 +838,6 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
     let mut rx_ring_drops = 0u64;
     let mut seg = Vec::with_capacity(max_frame);
     let mut shown = Shown::default();
-    let idle_spin_ns: u64 = std::env::var("QOSLAB_EMU_SPIN_NS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(IDLE_SPIN_NS);
     // Kernel receive stamps are CLOCK_REALTIME: shift them by the offset
     // taken now (NTP slews it by parts per million at most during a run).
     let real_minus_mono = i128::from(realtime_ns()) - i128::from(monotonic_ns());
@@ -951,7 +948,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
         if now
             < activity
                 .load(Ordering::Relaxed)
-                .saturating_add(idle_spin_ns)
+                .saturating_add(IDLE_SPIN_NS)
         {
             std::hint::spin_loop();
             continue;
