@@ -830,6 +830,9 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
         })
         .collect();
     let _ = ready.send(Ok(()));
+    // `start` waits for every thread's word: a thread that panicked before
+    // sending it must leave the channel with no sender, not this one.
+    drop(ready);
 
     let mut bufs = vec![vec![0u8; max_frame]; BATCH];
     let mut lens = vec![0usize; BATCH];
