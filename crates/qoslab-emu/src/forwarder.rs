@@ -2,7 +2,7 @@
 //! open the ports (and the kernel-backend veth pairs), and run the
 //! [`Model`] against `CLOCK_MONOTONIC`.
 //!
-//! One thread per independent group of ports ([`plan_threads`]): ports whose
+//! One thread per independent group of ports (`plan_threads`): ports whose
 //! frames share no link direction, no ingress policer and no capture file
 //! are read by different threads, each with its own copy of the model, of
 //! which it only ever touches its own directions — so no model state is
