@@ -17,8 +17,8 @@
 //! events due by then so the model's time never goes backwards) and every
 //! kernel-backend socket (recvmmsg), run the events due, write what they
 //! released into the ports' transmit rings and flush each ring with one
-//! `send()` ([`crate::ring`]); spin while any thread read a frame in the
-//! last [`IDLE_SPIN_NS`], else sleep in ppoll until [`SPIN_NS`] before the
+//! `send()` ([`crate::ring`]); with several threads, spin while any of them
+//! read a frame in the last [`IDLE_SPIN_NS`]; else sleep in ppoll until [`SPIN_NS`] before the
 //! next due event — or until a frame arrives or a peer kicks it — and spin
 //! the last stretch. Each event's lateness (clock when run − due time) goes
 //! into a histogram; conditioners never see it.
@@ -48,9 +48,10 @@ pub const BATCH: usize = 64;
 pub const SPIN_NS: u64 = 50_000;
 /// Longest sleep (so a stop request is seen quickly).
 const MAX_SLEEP_NS: u64 = 20_000_000;
-/// After any thread forwarded a frame, spin (instead of sleeping in ppoll)
-/// this long: a reply or the next frame of a burst is then read without
-/// the wake-up of a sleeping thread on an idle virtual CPU (tens of µs).
+/// With several threads: after any of them read a frame, spin (instead of
+/// sleeping in ppoll) this long: a reply or the next frame of a burst is
+/// then read without the wake-up of a sleeping thread on an idle virtual
+/// CPU (tens of µs).
 pub const IDLE_SPIN_NS: u64 = 200_000;
 /// Socket buffers: large enough that socket accounting never drops before
 /// a qdisc's own limit does.
@@ -948,11 +949,12 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
             activity.fetch_max(now, Ordering::Relaxed);
             continue;
         }
-        if now
-            < activity
-                .load(Ordering::Relaxed)
-                .saturating_add(IDLE_SPIN_NS)
-        {
+        // One thread alone gets a reply back inside its own `send()` (the
+        // receiving host answers in softirq): spinning would only burn CPU.
+        let recent = activity
+            .load(Ordering::Relaxed)
+            .saturating_add(IDLE_SPIN_NS);
+        if peers.len() > 1 && now < recent {
             std::hint::spin_loop();
             continue;
         }
