@@ -184,7 +184,18 @@ def test_bare_qoslab_with_stray_option_is_a_usage_error(capsys) -> None:
         (["run", "scenarios/example.toml", "--out", "/tmp/qoslab-ctrl-c-never-written"], "pandas"),
         # `analyze --help` needs no NumPy any more: the analysis does.
         (["analyze", "/nonexistent/x.pcap"], "numpy"),
-        (["compare", "scenarios/example.toml", "scenarios/example.toml"], "matplotlib"),
+        # --report outside the checkout: a run that is not cancelled (a
+        # failure) must not leave compare-report.html in the repository.
+        (
+            [
+                "compare",
+                "scenarios/example.toml",
+                "scenarios/example.toml",
+                "--report",
+                "/tmp/qoslab-ctrl-c-never-written.html",
+            ],
+            "matplotlib",
+        ),
     ],
 )
 def test_ctrl_c_during_imports_is_no_traceback(argv: list[str], first_heavy: str) -> None:
