@@ -41,6 +41,7 @@ examples:
   sudo qoslab emulate scenarios/trees/linux-htb-pfifo.toml --backend kernel
   sudo qoslab emulate scenarios/example.toml --capture 'r1->r2=/tmp/r1r2.pcap'
   sudo qoslab emulate scenarios/example.toml --offload on
+  sudo qoslab emulate scenarios/example.toml --threads 1
   qoslab emulate scenarios/example.toml --plan
   sudo qoslab emulate --cleanup
 """
@@ -68,6 +69,15 @@ examples:
     type=click.Choice(("on", "off")),
     default="off",
     help="on: hosts send GSO super-packets, split into wire segments by the forwarder",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=0, max=64),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="forwarder threads: 0 = one per independent group of ports (data and ACKs of a"
+    " two-host path apart, at most one per CPU), 1 = a single thread",
 )
 @click.option("--out", type=PATH, metavar="DIR", help="write results.json, series CSV/Parquet here")
 @click.option("--json", is_flag=True, help="print the summary as JSON")

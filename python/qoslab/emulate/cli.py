@@ -65,6 +65,7 @@ def main(args: argparse.Namespace) -> int:
         capture=captures,
         progress=stderr_progress(args.quiet or args.json),
         offload=args.offload == "on",
+        threads=args.threads,
     )
     if sys.stderr.isatty() and not (args.quiet or args.json):
         sys.stderr.write("\r\x1b[K")
