@@ -82,6 +82,37 @@ class PathText(click.ParamType):
 PATH = PathText()
 
 
+def report_option(help: str, flag_value: str = "") -> Callable[[Any], Any]:
+    """``--report [HTML]``: the option alone takes ``flag_value`` (the
+    command's default place), with a value that file."""
+    return click.option(
+        "--report",
+        type=PATH,
+        is_flag=False,
+        flag_value=flag_value,
+        default=None,
+        metavar="HTML",
+        help=help,
+    )
+
+
+def int_in(lo: int, hi: int, what: str, expected: str | None = None) -> Callable[[str], int]:
+    """A check for ``Checked``: a decimal integer in ``lo..hi``; ``what`` names
+    it in the message for text that is no integer ("a port number"),
+    ``expected`` replaces the range in the message for one out of range."""
+
+    def check(s: str) -> int:
+        try:
+            v = int(s, 10)
+        except ValueError:
+            raise ValueError(f"expected {what}, got '{s}'") from None
+        if not lo <= v <= hi:
+            raise ValueError(f"expected {expected or f'{lo}..{hi}'}, got {v}")
+        return v
+
+    return check
+
+
 def namespace(command: str, params: dict[str, Any]) -> argparse.Namespace:
     """The attributes a command module's ``main(args)`` reads: click's
     parameters by name, repeatable options and variadic arguments as lists

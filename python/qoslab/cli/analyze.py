@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from qoslab.cli._click import PATH, Checked, Command, call, namespace
+from qoslab.cli._click import PATH, Checked, Command, call, int_in, namespace, report_option
 
 EPILOG = """\
 CAPTURE: a pcap or pcapng file (optionally .xz), or '-' for standard input.
@@ -21,16 +21,6 @@ examples:
   qoslab analyze examples/policed-1.5mbit.pcap.xz --port 10047 --policing --format flach-csv
   xz -dc examples/policed-1.5mbit.pcap.xz | qoslab analyze - --port 10047 --policing
 """
-
-
-def _port(s: str) -> int:
-    try:
-        v = int(s, 10)
-    except ValueError:
-        raise ValueError(f"expected a port number, got '{s}'") from None
-    if not 0 <= v <= 65535:
-        raise ValueError(f"expected a port in 0..65535, got {v}")
-    return v
 
 
 def _bin(s: str) -> int:
@@ -59,7 +49,10 @@ def _bin(s: str) -> int:
     help="pcap/pcapng file (.xz too), '-' for stdin",
 )
 @click.option(
-    "--port", type=Checked("port", _port), metavar="PORT", help="keep connections with this port"
+    "--port",
+    type=Checked("port", int_in(0, 65535, "a port number", "a port in 0..65535")),
+    metavar="PORT",
+    help="keep connections with this port",
 )
 @click.option(
     "--bin", type=Checked("time", _bin), default=100_000_000, metavar="TIME", help="IO-graph bin"
@@ -78,15 +71,7 @@ def _bin(s: str) -> int:
 )
 @click.option("--json", is_flag=True, help="print the summary as JSON")
 @click.option("--out", type=PATH, metavar="DIR", help="write results.json and the series here")
-@click.option(
-    "--report",
-    type=PATH,
-    is_flag=False,
-    flag_value="",
-    default=None,
-    metavar="HTML",
-    help="write an HTML report (default: DIR/report.html with --out, else report.html)",
-)
+@report_option("write an HTML report (default: DIR/report.html with --out, else report.html)")
 def command(**params: Any) -> int:
     from qoslab import analyze
 

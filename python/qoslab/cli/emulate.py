@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from qoslab.cli._click import PATH, Command, call, namespace
+from qoslab.cli._click import PATH, Command, call, namespace, report_option
 
 #: Where policies run (qoslab.emulate.run.BACKENDS; a test keeps them equal).
 BACKENDS = ("userspace", "kernel")
@@ -81,15 +81,7 @@ examples:
 )
 @click.option("--out", type=PATH, metavar="DIR", help="write results.json, series CSV/Parquet here")
 @click.option("--json", is_flag=True, help="print the summary as JSON")
-@click.option(
-    "--report",
-    type=PATH,
-    is_flag=False,
-    flag_value="",
-    default=None,
-    metavar="HTML",
-    help="write an HTML report (default: DIR/report.html with --out, else report.html)",
-)
+@report_option("write an HTML report (default: DIR/report.html with --out, else report.html)")
 @click.option("--seed", metavar="N", type=int, help="override the scenario's seed")
 @click.option(
     "--capture",

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from qoslab.cli._click import PATH, Command, call, namespace
+from qoslab.cli._click import PATH, Command, call, namespace, report_option
 
 #: Seeds per case unless --seeds (qoslab.reproduce.registry.DEFAULT_SEEDS; tested equal).
 DEFAULT_SEEDS = 8
@@ -52,14 +52,8 @@ examples:
 @click.argument("names", nargs=-1, metavar="[NAME]...", help="experiments to run")
 @click.option("--all", is_flag=True, help="run every experiment")
 @click.option("--json", is_flag=True, help="print the rows as a JSON list")
-@click.option(
-    "--report",
-    type=PATH,
-    is_flag=False,
-    flag_value="reproduce-report.html",
-    default=None,
-    metavar="HTML",
-    help="write an HTML report (default: reproduce-report.html)",
+@report_option(
+    "write an HTML report (default: reproduce-report.html)", flag_value="reproduce-report.html"
 )
 @click.option(
     "--markdown", type=PATH, metavar="MD", help="write the tables and figures as Markdown"

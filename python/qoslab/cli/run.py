@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from qoslab.cli._click import PATH, Checked, Command, call, namespace
+from qoslab.cli._click import PATH, Checked, Command, call, int_in, namespace, report_option
 
 #: ``--format``: what stdout carries (qoslab.run.FORMATS; a test keeps them equal).
 FORMATS = ("table", "json", "iperf3")
@@ -63,26 +63,6 @@ examples:
 """
 
 
-def _seed(s: str) -> int:
-    try:
-        v = int(s, 10)
-    except ValueError:
-        raise ValueError(f"expected a non-negative integer, got '{s}'") from None
-    if not 0 <= v < 2**64:
-        raise ValueError(f"expected an integer in 0..2**64-1, got {v}")
-    return v
-
-
-def _snaplen(s: str) -> int:
-    try:
-        v = int(s, 10)
-    except ValueError:
-        raise ValueError(f"expected a byte count, got '{s}'") from None
-    if not 0 <= v <= 262144:
-        raise ValueError(f"expected 0..262144 (0: headers only), got {v}")
-    return v
-
-
 def _size(s: str) -> int:
     from qoslab.run import _limit_bytes
 
@@ -92,8 +72,8 @@ def _size(s: str) -> int:
         raise ValueError(str(e).removeprefix("--memory-limit: ")) from None
 
 
-SEED = Checked("seed", _seed)
-SNAPLEN = Checked("snaplen", _snaplen)
+SEED = Checked("seed", int_in(0, 2**64 - 1, "a non-negative integer", "an integer in 0..2**64-1"))
+SNAPLEN = Checked("snaplen", int_in(0, 262144, "a byte count", "0..262144 (0: headers only)"))
 SIZE = Checked("size", _size)
 
 
@@ -152,15 +132,8 @@ SIZE = Checked("size", _size)
     type=SIZE,
     help="refuse a run estimated to need more memory (default: half of physical RAM)",
 )
-@click.option(
-    "--report",
-    type=PATH,
-    is_flag=False,
-    flag_value="",
-    default=None,
-    metavar="HTML",
-    help="write an HTML report (default: DIR/report.html with --out, else report.html; "
-    "'-': stdout)",
+@report_option(
+    "write an HTML report (default: DIR/report.html with --out, else report.html; '-': stdout)"
 )
 def command(**params: Any) -> int:
     """The options as the namespace ``qoslab.run.main`` reads; ``--report`` adds the report."""

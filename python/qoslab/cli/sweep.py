@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from qoslab.cli._click import PATH, Checked, Command, call, namespace
+from qoslab.cli._click import PATH, Checked, Command, call, namespace, report_option
 
 #: Local workers (qoslab.sweep.execute.EXECUTORS; a test keeps them equal).
 EXECUTORS = ("processes", "threads")
@@ -146,15 +146,7 @@ POSITIVE = Checked("count", _positive)
     metavar="FILE",
     help="where to write the figure (.png or .svg; default DIR/METRIC.png)",
 )
-@click.option(
-    "--report",
-    type=PATH,
-    is_flag=False,
-    flag_value="",
-    default=None,
-    metavar="HTML",
-    help="write the report page of a results DIR (default DIR/report.html)",
-)
+@report_option("write the report page of a results DIR (default DIR/report.html)")
 @click.option("--json", is_flag=True, help="print the summary / query result as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 def command(**params: Any) -> int:
