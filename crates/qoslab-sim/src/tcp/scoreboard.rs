@@ -219,12 +219,7 @@ impl Scoreboard {
             if seg.seq >= point {
                 break;
             }
-            if !seg.sacked && !seg.lost {
-                self.segs[i].lost = true;
-                self.lost_bytes += seg.len as u64;
-                self.retransmit_hint = self.retransmit_hint.min(seg.seq);
-                newly += seg.len as u64;
-            }
+            newly += self.mark_lost_if_unsacked(i);
         }
         self.lost_floor = point;
         newly
@@ -233,15 +228,24 @@ impl Scoreboard {
     /// Mark the first segment lost (fast retransmit without SACK: the
     /// duplicate ACKs name it). Returns the bytes newly marked.
     pub fn mark_head_lost(&mut self) -> u64 {
-        match self.segs.front().copied() {
-            Some(seg) if !seg.sacked && !seg.lost => {
-                self.segs[0].lost = true;
-                self.lost_bytes += seg.len as u64;
-                self.retransmit_hint = self.retransmit_hint.min(seg.seq);
-                seg.len as u64
-            }
-            _ => 0,
+        if self.segs.is_empty() {
+            return 0;
         }
+        self.mark_lost_if_unsacked(0)
+    }
+
+    /// Marks segment `i` lost unless it is SACKed or marked already, and
+    /// moves the retransmission hint back to it. Returns the bytes newly
+    /// marked (its length, or 0).
+    fn mark_lost_if_unsacked(&mut self, i: usize) -> u64 {
+        let seg = self.segs[i];
+        if seg.sacked || seg.lost {
+            return 0;
+        }
+        self.segs[i].lost = true;
+        self.lost_bytes += seg.len as u64;
+        self.retransmit_hint = self.retransmit_hint.min(seg.seq);
+        seg.len as u64
     }
 
     /// RTO (Linux `tcp_enter_loss` / `tcp_timeout_mark_lost`): every
@@ -477,12 +481,7 @@ impl Scoreboard {
             if seg.end() > high_seq {
                 break;
             }
-            if !seg.sacked && !seg.lost {
-                self.segs[i].lost = true;
-                self.lost_bytes += seg.len as u64;
-                self.retransmit_hint = self.retransmit_hint.min(seg.seq);
-                newly += seg.len as u64;
-            }
+            newly += self.mark_lost_if_unsacked(i);
         }
         newly
     }
@@ -499,12 +498,7 @@ impl Scoreboard {
             if now.saturating_since(seg.sent_at) <= rto {
                 break;
             }
-            if !seg.sacked && !seg.lost {
-                self.segs[i].lost = true;
-                self.lost_bytes += seg.len as u64;
-                self.retransmit_hint = self.retransmit_hint.min(seg.seq);
-                newly += seg.len as u64;
-            }
+            newly += self.mark_lost_if_unsacked(i);
         }
         newly
     }
