@@ -82,6 +82,7 @@ const TSTAMP_ALIGNED: u64 = 12;
 /// scale choice only when above `tcp_rmem[2]`, which it never is here.
 const RMEM_MAX: u64 = 212_992;
 
+#[derive(Clone)]
 pub struct RcvBuf {
     advmss: u64,
     rcv_mss: u64,
@@ -360,6 +361,33 @@ impl RcvBuf {
         }
         let new = self.raw_window(queued, 1u64 << self.wscale);
         new > 0 && new >= 2 * cur
+    }
+
+    /// Whether the application's read of everything up to `rcv_nxt`, one
+    /// [`RcvBuf::on_read`] per `mss` from `copied_seq`, would end in a
+    /// window update ([`RcvBuf::read_opens_window`]); nothing changes. The
+    /// receiver needs no event for a read that sends nothing (issue 12).
+    pub fn read_would_open_window(
+        &self,
+        copied_seq: u64,
+        rcv_nxt: u64,
+        mss: u64,
+        ooo_span: u64,
+        ooo_bytes: u64,
+    ) -> bool {
+        let mut b = self.clone();
+        let mut copied = copied_seq;
+        while copied < rcv_nxt {
+            copied = (copied + mss).min(rcv_nxt);
+            b.on_read(copied, rcv_nxt, ooo_span);
+            // Every read of one loop is timed with the same `mstamp`, so
+            // once the first has measured (or could not), the others
+            // return at the once-per-RTT check: only the first counts.
+            if b.rtt8_ns >> 3 > 0 {
+                break;
+            }
+        }
+        b.read_opens_window(rcv_nxt, ooo_bytes)
     }
 
     /// Out-of-order data queued (`tcp_data_queue_ofo`).
