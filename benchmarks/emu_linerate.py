@@ -16,12 +16,16 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
 3. idle latency: ping through the emulator (every link 10 Gbit/s, no delay) against
    ping through plain kernel forwarding (a Linux bridge in a namespace joining the
    same two host namespaces): median and p99 of the RTT, and the difference;
-4. the delay line under load: a 5 ms bottleneck (each way) carrying a UDP load while
-   ping measures; RTT - 2 x 5 ms - the idle emulator median, halved (one way);
+4. the delay line under load: a 4 ms bottleneck (each way) carrying a UDP load while
+   ping measures; RTT - 2 x 4 ms - the idle emulator median, halved (one way). 4 ms,
+   not 5: iputils ping prints an RTT of 10 ms or more with one decimal (100 µs steps),
+   below 10 ms with two (10 µs steps), and the target is ±20 µs;
 5. CPU per forwarded frame, user and system, of the forwarder thread
    (/proc/self/task/TID/stat of the thread named ``qoslab-emu``);
 6. flows 1-64 through the 1 Gbit/s TBF;
-7. the GSO mode (``--offload on``): goodput through a 10 Gbit/s TBF, 1 and 4 flows.
+7. the GSO mode (``--offload on``): goodput through a 10 Gbit/s TBF, 1 and 4 flows;
+8. unless ``--threads 1``: the forwarder in a single thread (TBF 1 Gbit/s with 1 and 4
+   flows, idle ping) against the default of one thread per direction, in the same run.
 
     sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md
     sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3   # quick look
@@ -56,6 +60,8 @@ BEGIN, END = "<!-- emu-linerate:begin -->", "<!-- emu-linerate:end -->"
 #: TCP payload per wire frame with timestamps: 1448 of 1514 bytes as tc counts them.
 PAYLOAD_SHARE = 1448 / 1514
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+#: One-way delay of the delay-line case: under 10 ms of RTT, so ping prints 10 µs steps.
+DELAY_NS = 4_000_000
 
 
 # --- measurement helpers ------------------------------------------------------------
@@ -71,12 +77,14 @@ def proc_stat() -> tuple[int, int]:
 
 
 class ThreadCpu:
-    """Polls this process's threads for the forwarder (``qoslab-emu``) and keeps its
-    last utime/stime (the thread exits when the run stops)."""
+    """Polls this process's threads for the forwarder's (``qoslab-emu``, or
+    ``qoslab-emu-N`` when it runs one thread per group of ports) and keeps their last
+    utime/stime, summed (the threads exit when the run stops)."""
 
     def __init__(self) -> None:
         self.user_s = 0.0
         self.sys_s = 0.0
+        self._last: dict[str, tuple[int, int]] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
 
@@ -93,15 +101,16 @@ class ThreadCpu:
         while not self._stop.wait(0.05):
             for task in base.iterdir():
                 try:
-                    if (task / "comm").read_text().strip() != "qoslab-emu":
+                    if not (task / "comm").read_text().startswith("qoslab-emu"):
                         continue
                     stat = (task / "stat").read_text()
                 except OSError:
                     continue
                 fields = stat.rsplit(")", 1)[1].split()
                 # fields[11], [12] = utime, stime (stat fields 14, 15)
-                self.user_s = int(fields[11]) / CLK_TCK
-                self.sys_s = int(fields[12]) / CLK_TCK
+                self._last[task.name] = (int(fields[11]), int(fields[12]))
+            self.user_s = sum(u for u, _ in self._last.values()) / CLK_TCK
+            self.sys_s = sum(s for _, s in self._last.values()) / CLK_TCK
 
 
 @dataclass
@@ -168,14 +177,16 @@ def scenario(
     return "\n".join(lines) + "\n"
 
 
-def run_emulate(text: str, backend: str, work: Path, offload: bool = False) -> Sample:
+def run_emulate(
+    text: str, backend: str, work: Path, offload: bool = False, threads: int = 0
+) -> Sample:
     from qoslab.emulate.run import emulate
 
     path = work / "scenario.toml"
     path.write_text(text, encoding="utf-8")
     s0, t0 = proc_stat()
     with ThreadCpu() as cpu:
-        res = emulate(str(path), backend=backend, offload=offload)
+        res = emulate(str(path), backend=backend, offload=offload, threads=threads)
     s1, t1 = proc_stat()
     raw = res.raw
     fwd = raw["emulation"]["forwarder"]
@@ -306,8 +317,11 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
             print(f"{key} …", file=sys.stderr)
         cases[key] = repeat(key, fn, args.runs, args.tries, args.max_steal, not args.quiet)
 
-    def emu(text: str, backend: str = "userspace", offload: bool = False) -> Callable[[], Sample]:
-        return lambda: run_emulate(text, backend, work, offload)
+    def emu(
+        text: str, backend: str = "userspace", offload: bool = False, threads: int | None = None
+    ) -> Callable[[], Sample]:
+        n = args.threads if threads is None else threads
+        return lambda: run_emulate(text, backend, work, offload, n)
 
     gbit = 1_000_000_000
     for policy in ("tbf", "police"):
@@ -324,6 +338,8 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         add(f"accuracy/{rate}/kernel", emu(text, "kernel"))
     idle = scenario(name="idle", duration_s=d, flows=0, rate_bps=None, policy="", ping_ms=10)
     add("latency/userspace", emu(idle))
+    if args.threads != 1:
+        add("threads1/latency", emu(idle, threads=1))
     add("latency/kernel-forwarding", lambda: kernel_forward_ping(d, 10))
     loaded = scenario(
         name="delay",
@@ -331,7 +347,7 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         flows=0,
         rate_bps=None,
         policy="",
-        delay="5ms",
+        delay=f"{DELAY_NS // 1_000_000}ms",
         link="1gbit",
         udp_bps=300_000_000,
         ping_ms=10,
@@ -340,6 +356,11 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
     for flows in (16, 64):
         text = scenario(name="flows", duration_s=d, flows=flows, rate_bps=gbit, policy="tbf")
         add(f"goodput/tbf/{flows}/userspace", emu(text))
+    if args.threads != 1:
+        # The same forwarder in one thread: what one thread per direction changes.
+        for flows in (1, 4):
+            text = scenario(name="linerate", duration_s=d, flows=flows, rate_bps=gbit, policy="tbf")
+            add(f"threads1/tbf/{flows}", emu(text, threads=1))
     for flows in (1, 4):
         text = scenario(
             name="gso", duration_s=d, flows=flows, rate_bps=10 * gbit, policy="tbf", link="40gbit"
@@ -411,7 +432,9 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
     added50 = [a - b for a, b in zip(q(lu, 0.5), q(lk, 0.5), strict=False)]
     added99 = [a - b for a, b in zip(q(lu, 0.99), q(lk, 0.99), strict=False)]
     idle50 = statistics.median(q(lu, 0.5)) if q(lu, 0.5) else 0.0
-    one_way = [[(x - 10_000_000 - idle50) / 2 for x in s.ping_ns] for s in dl.samples if s.ping_ns]
+    one_way = [
+        [(x - 2 * DELAY_NS - idle50) / 2 for x in s.ping_ns] for s in dl.samples if s.ping_ns
+    ]
     out += [
         "",
         "Latency (ping every 10 ms, 56-byte payload; µs):",
@@ -424,8 +447,9 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         f" | {kept(lu)} |",
         f"| added by the emulator | {stat(added50, 1e3)} | {stat(added99, 1e3)} | |",
         "",
-        "Delay line under load (5 ms each way on a 1 Gbit/s bottleneck, 300 Mbit/s UDP"
-        " alongside the ping): one-way error = (RTT - 10 ms - idle emulator median) / 2,"
+        f"Delay line under load ({DELAY_NS // 1_000_000} ms each way on a 1 Gbit/s bottleneck,"
+        " 300 Mbit/s UDP alongside the ping): one-way error = (RTT -"
+        f" {2 * DELAY_NS // 1_000_000} ms - idle emulator median) / 2,"
         " µs; the forwarder's own event lateness p99 (a sanity check of its clock, not an"
         " outside measurement):",
         "",
@@ -453,6 +477,38 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
             f"| {flows} | {stat(g, 1e6)} | {stat(g, ideal / 100, '{:.1f} %')}"
             f" | {stat(fps, 1, '{:.0f}')} | {stat(us, 1, '{:.2f}')} | {stat(sy, 1, '{:.2f}')}"
             f" | {stat(drops, 1, '{:.0f}')} | {kept(c)} |"
+        )
+    one = [
+        (
+            f"TBF 1 Gbit/s, {f} flow(s): goodput Mbit/s",
+            f"goodput/tbf/{f}/userspace",
+            f"threads1/tbf/{f}",
+        )
+        for f in (1, 4)
+    ]
+    if any(get(k1).samples for _, _, k1 in one) or get("threads1/latency").samples:
+        out += [
+            "",
+            "One forwarder thread per direction (the default) against a single thread"
+            " (`threads=1`), same run:",
+            "",
+            "| case | per direction | single thread | µs CPU / frame, per direction"
+            " | µs CPU / frame, single |",
+            "|---|---:|---:|---:|---:|",
+        ]
+
+        def cpu(c: Case) -> str:
+            v = [(s.user_s + s.sys_s) * 1e6 / max(1, s.frames) for s in c.samples]
+            return stat(v, 1, "{:.2f}")
+
+        for label, k, k1 in one:
+            a, b = get(k), get(k1)
+            ga = [s.goodput_bps for s in a.samples]
+            gb = [s.goodput_bps for s in b.samples]
+            out.append(f"| {label} | {stat(ga, 1e6)} | {stat(gb, 1e6)} | {cpu(a)} | {cpu(b)} |")
+        lu1 = get("threads1/latency")
+        out.append(
+            f"| idle ping RTT p50, µs | {stat(q(lu, 0.5), 1e3)} | {stat(q(lu1, 0.5), 1e3)} | | |"
         )
     out += [
         "",
@@ -496,6 +552,12 @@ def main() -> int:
     ap.add_argument("--max-steal", type=float, default=0.05, help="steal share refused")
     ap.add_argument("--label", default="quiet machine", help="how loaded the machine was")
     ap.add_argument("--only", action="append", help="run only cases with this key prefix")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="forwarder threads (default 0: one per independent group of ports; 1: one)",
+    )
     ap.add_argument("--write", metavar="FILE", help="put the tables into FILE between markers")
     ap.add_argument("--json", action="store_true", help="print every sample as JSON")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -520,7 +582,14 @@ def main() -> int:
             k: {
                 "rejected": c.rejected,
                 "samples": [
-                    {**s.__dict__, "ping_ns": None, "pings": len(s.ping_ns)} for s in c.samples
+                    {
+                        **s.__dict__,
+                        "ping_ns": None,
+                        "pings": len(s.ping_ns),
+                        "ping_p50_ns": pct(s.ping_ns, 0.5),
+                        "ping_p99_ns": pct(s.ping_ns, 0.99),
+                    }
+                    for s in c.samples
                 ],
             }
             for k, c in cases.items()

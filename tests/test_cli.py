@@ -282,7 +282,7 @@ def test_errors_never_clobber_an_existing_output(capsys, tmp_path, bad) -> None:
         (["meter", "srtcm", *SRTCM], "--input CSV is required"),
         (["meter", "srtcm", "--cir"], "--cir needs a value"),
         (["meter", "srtcm", "--param", "cir"], "--param expects KEY=VALUE"),
-        (["frobnicate"], "invalid choice"),
+        (["frobnicate"], "No such command 'frobnicate'"),
         (["meter", "--cir", "1mbit", "srtcm", "--cbs", "3000"], "KIND must come first"),
         (["meter", "srtcm", *SRTCM, "--input", str(TRACE), "stray"], "unexpected argument"),
     ],

@@ -9,6 +9,7 @@ test process has imported everything already."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -60,6 +61,22 @@ def test_help_loads_no_heavy_library(command: str) -> None:
     assert _loaded_after(code) == []
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["shape", "--help"]])
+def test_the_timed_helps_load_no_numpy(argv: list[str]) -> None:
+    """`qoslab --help` and `qoslab run --help` are what benchmarks/cli_startup.sh
+    times (target 0.3 s): not even NumPy is imported for them."""
+    code = f"""
+        import contextlib, io, sys
+        from qoslab.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main({argv!r}) == 0
+        print("numpy" in sys.modules)
+    """
+    p = _python(code)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "False"
+
+
 def test_every_public_name_resolves() -> None:
     # A fresh interpreter, so the names come through the lazy __getattr__.
     p = _python(
@@ -84,35 +101,73 @@ def test_every_public_name_resolves() -> None:
     assert p.stdout.strip() == "ok"
 
 
-def _command_help(parser: object) -> dict[str, str | None]:
-    sub = next(a for a in parser._actions if a.dest == "command")  # type: ignore[attr-defined]
-    return {a.dest: a.help for a in sub._choices_actions}
-
-
-def test_command_table_matches_the_modules_parsers() -> None:
-    """The one-line helps `qoslab --help` shows without importing a command
-    are the ones the command's own parser gives, in the same order."""
-    full = _command_help(cli._build_parser())
-    assert full == {name: helptext for name, (helptext, _) in cli.COMMANDS.items()}
-    assert list(full) == list(cli.COMMANDS)
-    assert _command_help(cli._build_parser(full=False)) == full
-
-
 @pytest.mark.parametrize("command", list(cli.COMMANDS))
-def test_lazy_parser_is_the_full_one_for_its_command(command: str) -> None:
-    def help_of(parser: object) -> str:
-        sub = next(a for a in parser._actions if a.dest == "command")  # type: ignore[attr-defined]
-        return sub.choices[command].format_help()
+def test_each_command_loads_only_its_own_module(command: str) -> None:
+    """`qoslab CMD --help` imports CMD's click module and no other command's
+    (the lazy group), and the module's command carries the name it is listed by."""
+    code = f"""
+        import contextlib, io, sys
+        from qoslab import cli
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert cli.main([{command!r}, "--help"]) == 0
+        mods = {{s.partition(":")[0] for s, _ in cli.COMMANDS.values()}}
+        print(sorted(m for m in mods if m in sys.modules))
+    """
+    p = _python(code)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == str([cli.COMMANDS[command][0].partition(":")[0]])
+    assert cli.qoslab.get_command(None, command).name == command  # type: ignore[arg-type]
 
-    lazy = cli._build_parser(command, full=False)
-    assert help_of(lazy) == help_of(cli._build_parser())
+
+def test_bare_help_loads_no_command_module() -> None:
+    code = """
+        import contextlib, io, sys
+        from qoslab.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["--help"]) == 0
+        cmds = [m for m in sys.modules if m.startswith("qoslab.cli.")]
+        print(sorted(m for m in cmds if m != "qoslab.cli._click"))
+    """
+    p = _python(code)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
+
+
+def test_help_lists_the_commands_in_table_order(capsys) -> None:
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    listed = [
+        ln.split()[0]
+        for ln in out.split("Commands:\n", 1)[1].split("\n\n")[0].splitlines()
+        if ln.startswith("  ") and not ln.startswith("   ")
+    ]
+    assert listed == list(cli.COMMANDS)
+
+
+def test_mirrored_constants_match_their_modules() -> None:
+    """The click modules name a few values of modules too heavy to import for
+    --help (choices, defaults shown in the help): they must stay equal."""
+    from qoslab import run, table
+    from qoslab.cli import emulate as cli_emulate
+    from qoslab.cli import reproduce as cli_reproduce
+    from qoslab.cli import run as cli_run
+    from qoslab.cli import sweep as cli_sweep
+    from qoslab.emulate.run import BACKENDS
+    from qoslab.reproduce.registry import DEFAULT_SEEDS
+    from qoslab.sweep.execute import EXECUTORS
+
+    assert cli_run.FORMATS == run.FORMATS
+    assert cli_run.SUMMARY_FLOWS == table.SUMMARY_FLOWS
+    assert cli_emulate.BACKENDS == BACKENDS
+    assert cli_sweep.EXECUTORS == EXECUTORS
+    assert cli_reproduce.DEFAULT_SEEDS == DEFAULT_SEEDS
 
 
 def test_bare_qoslab_prints_help_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([]) == 0
     out, err = capsys.readouterr()
-    assert out.startswith("usage: qoslab")
-    assert "COMMAND" in out
+    assert out.startswith("Usage: qoslab")
+    assert "COMMAND" in out and "Commands:" in out
     assert err == ""
 
 
@@ -127,8 +182,20 @@ def test_bare_qoslab_with_stray_option_is_a_usage_error(capsys) -> None:
         (["run", "scenarios/example.toml"], "numpy"),
         # The table needs no pandas; writing --out's CSV/Parquet does.
         (["run", "scenarios/example.toml", "--out", "/tmp/qoslab-ctrl-c-never-written"], "pandas"),
-        (["analyze", "--help"], "numpy"),
-        (["compare", "scenarios/example.toml", "scenarios/example.toml"], "matplotlib"),
+        # `analyze --help` needs no NumPy any more: the analysis does.
+        (["analyze", "/nonexistent/x.pcap"], "numpy"),
+        # --report outside the checkout: a run that is not cancelled (a
+        # failure) must not leave compare-report.html in the repository.
+        (
+            [
+                "compare",
+                "scenarios/example.toml",
+                "scenarios/example.toml",
+                "--report",
+                "/tmp/qoslab-ctrl-c-never-written.html",
+            ],
+            "matplotlib",
+        ),
     ],
 )
 def test_ctrl_c_during_imports_is_no_traceback(argv: list[str], first_heavy: str) -> None:
@@ -164,3 +231,25 @@ def test_ctrl_c_during_imports_is_no_traceback(argv: list[str], first_heavy: str
     assert p.stdout.strip() != "not fired", f"{first_heavy} was never imported"
     assert p.stderr.strip() == "qoslab: cancelled", p.stderr
     assert p.returncode == 130
+
+
+def _complete(words: str, cword: int) -> list[str]:
+    """What the bash completion script asks the real entry point for."""
+    exe = Path(sys.executable).with_name("qoslab")
+    env = {**os.environ, "_QOSLAB_COMPLETE": "bash_complete", "COMP_WORDS": words}
+    env["COMP_CWORD"] = str(cword)
+    p = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.splitlines()
+
+
+def test_shell_completion_of_commands_options_and_files() -> None:
+    assert _complete("qoslab ru", 1) == ["plain,run"]
+    assert "plain,--memory-limit" in _complete("qoslab run x.toml --mem", 3)
+    assert _complete("qoslab run scen", 2) == ["file,scen"]  # bash completes the file names
+    exe = Path(sys.executable).with_name("qoslab")
+    env = {**os.environ, "_QOSLAB_COMPLETE": "bash_source"}
+    script = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60)
+    assert script.returncode == 0 and "complete -o nosort -F _qoslab_completion qoslab" in (
+        script.stdout
+    ), script.stdout[-300:]

@@ -151,6 +151,7 @@ def start(n: Net, tmp: Path, **kw: object) -> _core.EmuHandle:
         kw.get("captures", []),  # type: ignore[arg-type]
         time.monotonic_ns(),
         offload=bool(kw.get("offload", False)),
+        threads=int(kw.get("threads", 0)),  # type: ignore[call-overload]
     )
 
 
@@ -202,6 +203,11 @@ def test_tcp_through_the_userspace_tbf_and_ping_through_the_delay(net: Net, tmp_
     assert len(q["queue_time_ns"]) > 20 and (q["tokens_bytes"] >= -1).all()
     links = {x["name"]: x for x in res["links"]}
     assert links["r1->r2"]["packets"] > 1000
+    # One thread per direction: the data and the ACKs were forwarded by two
+    # threads, and each direction's counters come from the one that owns it.
+    assert res["threads"] == 2
+    assert links["r2->r1"]["packets"] > 100
+    assert res["frames_in"] >= links["r1->r2"]["packets"] + links["r2->r1"]["packets"]
     assert pcap.exists()
     if shutil.which("tshark") is None:
         print("tshark not installed: capture not checked with it")
@@ -211,6 +217,19 @@ def test_tcp_through_the_userspace_tbf_and_ping_through_the_delay(net: Net, tmp_
         warnings = [ln for ln in t.stderr.splitlines() if ln.strip() and "as user" not in ln]
         assert t.returncode == 0 and not warnings, t.stderr
         assert "TCP" in t.stdout or "ICMP" in t.stdout, t.stdout
+
+
+@needs_root
+def test_one_thread_forwards_both_directions(net: Net, tmp_path: Path) -> None:
+    h = start(net, tmp_path, threads=1)
+    try:
+        rtt = ping_avg_ms(net)
+    finally:
+        res = h.stop()
+    assert 40.0 <= rtt <= 41.5, rtt
+    assert res["threads"] == 1
+    links = {x["name"]: x for x in res["links"]}
+    assert links["r1->r2"]["packets"] >= 5 and links["r2->r1"]["packets"] >= 5
 
 
 @needs_root
@@ -257,7 +276,7 @@ def test_plan_lists_hosts_flows_and_the_tc_form_of_the_policy() -> None:
     assert plan["hosts"] == ["s0", "d0"]
     (flow,) = plan["flows"]
     assert flow["id"] == 0 and (flow["from"], flow["to"]) == ("s0", "d0")
-    assert flow["tcp"]["cc"] == "cubic" and flow["tcp"]["receive_window_bytes"] is None
+    assert flow["tcp"]["cc"] == "cubic" and flow["tcp"]["socket_buffer_bytes"] is None
     (pol,) = plan["policies"]
     assert pol["link"] == "r1->r2"
     assert pol["kernel"] == {

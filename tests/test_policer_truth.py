@@ -56,11 +56,34 @@ def test_scenario_rtt_and_window():
     c = {"cir_mbps": 10, "bc": "10ms", "rtt_ms": 5, "window": "32k", "flows": 4, "cc": "reno"}
     s = pt.scenario(c)
     acc = float(s["topology"]["access"]["delay"].removesuffix("ms"))
-    bn = float(s["topology"]["bottleneck"]["delay"].removesuffix("ms"))
+    bn = float(s["topology"]["bottleneck"]["delay"].removesuffix("us")) / 1000
     assert 2 * (2 * acc + bn) == pytest.approx(5)
     t = s["traffic"][0]
-    assert t["window"] == "32768B" and t["cc"] == "reno" and t["header_bytes"] == 66
-    assert "window" not in pt.scenario(dict(c, window="auto"))["traffic"][0]
+    # iperf3 -w 32k is a socket buffer: the scenario's rcvbuf, not an advertised window
+    assert t["rcvbuf"] == "32768B" and "window" not in t
+    assert t["cc"] == "reno" and t["header_bytes"] == 66
+    assert "rcvbuf" not in pt.scenario(dict(c, window="auto"))["traffic"][0]
+    # a perturbed run: only the bottleneck's delay and the seed differ
+    p = pt.scenario(c, offset_us=25, seed=2)
+    bn2 = float(p["topology"]["bottleneck"]["delay"].removesuffix("us"))
+    assert bn2 == pytest.approx(bn * 1000 + 25) and p["scenario"]["seed"] == 2
+    assert p["traffic"] == s["traffic"]
+
+
+def test_medians_of_perturbed_runs_and_of_repeated_truth():
+    runs = [
+        {"goodput_mbps": g, "retransmits": r, "rtos": o, "loss_episodes": 1, "policer_drops": r}
+        for g, r, o in ((9.0, 10, 3), (9.5, 30, 13), (9.2, 20, 8))
+    ]
+    m = pt.median_figures(runs)
+    assert (m["goodput_mbps"], m["retransmits"], m["rtos"]) == (9.2, 20, 8)
+    assert pt._span(m, "rtos") == " (3-13)"
+    first = dict(runs[0], shares=[1.0])
+    c = {"truth": first, "repeats": [runs[1], runs[2]]}
+    t = pt.truth_of(c)
+    assert (t["goodput_mbps"], t["rtos"]) == (9.2, 8) and t["shares"] == [1.0]
+    assert pt._gspan(t) == " (9.00-9.50, 3 runs)"
+    assert pt.truth_of({"truth": first}) is first
 
 
 def test_count_and_goodput_tolerances():

@@ -315,9 +315,9 @@ def test_run_bad_scenario_is_one_line_exit_2(
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [
-        (["run"], "required: SCENARIO"),
+        (["run"], "Missing argument 'SCENARIO'"),
         (["run", "x.toml", "--seed", "-1"], "--seed"),
-        (["run", "x.toml", "--bogus"], "unrecognized arguments: --bogus"),
+        (["run", "x.toml", "--bogus"], "No such option '--bogus'"),
         (["run", "missing.toml"], "missing.toml"),
     ],
 )

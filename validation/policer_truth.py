@@ -33,6 +33,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,13 @@ DURATION_S = 10
 HEADER_BYTES = 66  # 52 B TCP/IP with timestamps + 14 B Ethernet: the policer counts frames
 FRAME_BYTES = 1448 + HEADER_BYTES  # a full-size segment as the policer counts it
 BOTTLENECK_DELAY_MS = 1.0
+# The simulator is exactly periodic: four flows of one RTT started together stay in lock
+# step, and an RTO count can swing 3 <-> 13 with a path delay a few µs different (see the
+# diagnosis, item 1). Each case is therefore simulated with the bottleneck's one-way delay
+# offset by each of these amounts (the emulated path's delay is not known better than the
+# forwarder's lateness, ~0.1 ms) and a different seed, and the median is compared; the
+# same offsets for every case.
+PERTURB_US = (0, 25, 50, 75, 100)
 # Screening: a forwarder whose event loop was late by more than this at p99 was starved
 # by the (shared) machine; such a run is measured once more and the better one kept.
 STARVED_P99_NS = 1_000_000
@@ -140,10 +148,12 @@ def grid() -> list[dict[str, Any]]:
     return out
 
 
-def scenario(c: dict[str, Any]) -> dict[str, Any]:
+def scenario(c: dict[str, Any], offset_us: float = 0.0, seed: int = 1) -> dict[str, Any]:
     """The scenario of one case: 1 sender and 1 receiver host, 10 Gbit/s links, the
-    policer on the bottleneck's egress; base RTT = 2 x (2 x access + bottleneck delay)."""
+    policer on the bottleneck's egress; base RTT = 2 x (2 x access + bottleneck delay).
+    `offset_us` lengthens the bottleneck's one-way delay (a perturbed run, PERTURB_US)."""
     access_ms = (c["rtt_ms"] / 2 - BOTTLENECK_DELAY_MS) / 2
+    bottleneck_ms = BOTTLENECK_DELAY_MS + offset_us / 1000
     tcp: dict[str, Any] = {
         "kind": "tcp-bulk",
         "flows": c["flows"],
@@ -152,19 +162,19 @@ def scenario(c: dict[str, Any]) -> dict[str, Any]:
         "header_bytes": HEADER_BYTES,
     }
     if c["window"] != "auto":
-        tcp["window"] = f"{int(c['window'][:-1]) * 1024}B"
+        tcp["rcvbuf"] = f"{int(c['window'][:-1]) * 1024}B"
     return {
         "scenario": {
             "name": case_name(c),
             "duration": f"{DURATION_S}s",
-            "seed": 1,
+            "seed": seed,
             "description": f"policer truth case {case_name(c)}",
         },
         "topology": {
             "senders": 1,
             "receivers": 1,
             "access": {"rate": "10gbit", "delay": f"{access_ms:g}ms"},
-            "bottleneck": {"rate": "10gbit", "delay": f"{BOTTLENECK_DELAY_MS:g}ms"},
+            "bottleneck": {"rate": "10gbit", "delay": f"{bottleneck_ms * 1000:.3f}us"},
         },
         "policy": {
             "bottleneck": {
@@ -242,9 +252,13 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
 # tcp_info cwnd traces, captures with --trains) against the simulator of that day. Written
 # by hand, re-read when the simulator changes; never a reason to tune a parameter.
 DIAGNOSIS = [
-    "Written from the runs of 2026-11-24 against the simulator of that day (items 1-3, 5"
-    " and 8 revised after the receive-buffer autotuning pass); the counts"
-    " above are recomputed at every `--render`, this text is not.",
+    "Written from the runs of 2026-11-24 against the simulator of that day (items 1-4"
+    " and 6 revised in the third pass: the `rcvbuf` mapping, the ACK-at-read rules, the"
+    " perturbed medians, the repeated 100 Mbit/s runs); the counts above are recomputed"
+    " at every `--render`, this text is not. Hit rates goodput / retransmits / RTOs: 34 /"
+    " 30 / 41 of 50 before the pass; 36 / 30 / 41 with `rcvbuf` alone and one unperturbed"
+    " run (`--nominal`); 37 / 33 / 41 with the ACK rules too (`--nominal`); the medians"
+    " over the perturbed runs and the 3-run truth at 100 Mbit/s are the table above.",
     "",
     "0. **The truth had to be fixed first.** iperf3 3.12 sets `TCP_CONGESTION` only after"
     " `connect()` (seen with strace), so each data socket was born with the namespace's"
@@ -261,51 +275,72 @@ DIAGNOSIS = [
     " `validation/policer_truth_inherited_pacing.json` (against them the goodput target"
     " held on 29 of 50 cases, with the simulator 2.7-4x too low on small buckets). The same"
     " inheritance applies to `validation/real_tbf.py` (iperf3 `-C`, host default bbr).",
-    "1. **RTOs with 4 flows at RTT >= 50 ms: a phase effect of the simulator's perfect"
-    " symmetry.** Simulated 7-17 RTOs where the kernel counts 0-3; no case has real stacks"
-    " stalling where the simulator does not. The count is not a property of the TCP model:"
-    " `c10-bcr32-rtt50-wauto-f4-cubic` gives 12, 13, 10, 12, 8 and 3 RTOs with the access"
-    " delay at 12, 12.003, 12.011, 12.037, 12.1 and 11.97 ms (`-f4-reno`: 14, 11, 8, 7, 6,"
-    " 2; goodput unchanged). Four flows of identical RTT started together stay in lock"
-    " step, and a flow whose retransmissions keep arriving just after the others' ACK-"
-    " clocked bursts have emptied the bucket times out again and again (Floyd and"
-    " Jacobson's traffic phase effects, 1992); the kernel's host jitter breaks the lock."
-    " Needs several perturbed runs per case (or host jitter in the model) before the"
-    " count can be compared; single flows: 0 real RTOs everywhere, 0-3 simulated.",
-    "2. **Goodput on small buckets at RTT >= 50 ms: the simulator is too optimistic.** With"
-    " Bc = 10 ms at CIR or one frame, cubic and reno, the simulator gets 1.2-1.5x the real"
-    " goodput (`c10-bc10ms-rtt100-wauto-f1-cubic` 1.31 vs 0.87, `c10-bc10ms-rtt50-wauto-"
-    "f1-reno` 2.20 vs 1.50). In the reno case the kernel's cwnd saw-tooths 5-9 and is cut"
-    " at 9-10 segments, the simulated one at 12-14: a window of 9-10 segments sent back to"
-    " back is more than the 12.5 kB bucket holds, so the simulated flights are less"
-    " bursty than the kernel's. Seen in the simulator: a flight is split into sub-bursts"
-    " (the odd segment waits for the 40 ms delayed-ACK timer; a window update after the"
-    " application's read releases a second group), the kernel's flights arrive as one"
-    " train (capture: 54 segments 1.2 us apart). Not fixed: what makes the kernel's"
-    " train tighter was not found in the time.",
-    "3. **Retransmissions with big buckets and an autotuned window.** The simulator now"
-    " autotunes as Linux 6.18 does (item 8); the misses remain (`c10-bcr32-rtt50-wauto-"
-    "f1-reno` 441 vs 115, Bc 1 s 1284 vs 95, CIR 100 14642 vs 3485) and are explained by"
-    " *when* the buffer first grows: the kernel's stays at `tcp_rmem[1]` (advertising"
-    " 80896 B, cwnd flat at 136) for 0.6 s to more than 3 s, then jumps; the simulated"
-    " one jumps at 0.3 s. Both follow the same rule (a measure counts the bytes read in"
-    " the last RTT less those still queued); it fires when a flight is read in more than"
-    " one go, which depends on the flight's shape (item 2) and the application's wake-up."
-    " With a fixed 128 KB window both agree.",
-    "4. **Fixed windows: iperf3 `-w` is a buffer, not a window.** Window-limited cases give"
-    " the real flow ~1.2x the simulated rate (32 KB at 50 ms: 6.18 vs 5.06 Mbit/s; 64 KB at"
-    " 100 ms: 6.27 vs 5.05): `-w 32768` sets SO_RCVBUF, the kernel doubles it and"
-    " advertises ~39 KB. A scenario mapping to settle (the emulator's `window` ->"
-    " `-w` or the simulator's window = what Linux advertises for that buffer), not a TCP"
-    " defect; it also explains the retransmit misses at 64 KB / 128 KB (13 vs 81, 20 vs 104).",
+    "1. **RTOs with 4 flows at RTT >= 50 ms: a phase effect, not broken by perturbing the"
+    " path.** Simulated 4-17 RTOs where the kernel counts 0-3; no case has real stacks"
+    " stalling where the simulator does not. One simulated run is an arbitrary point:"
+    " `c10-bcr32-rtt50-wauto-f4-cubic` gave 12, 13, 10, 12, 8 and 3 RTOs with the access"
+    " delay at 12, 12.003, 12.011, 12.037, 12.1 and 11.97 ms. Four flows of identical RTT"
+    " started together stay in lock step (Floyd and Jacobson's traffic phase effects,"
+    " 1992). The table now compares the median of 5 runs with the bottleneck delay"
+    " lengthened by 0-100 us and seeds 1-5 (the same for every case): the medians stay at"
+    " 6-11 RTOs (ranges 4-13) against the kernel's 0-3, so a constant shift of the path"
+    " does not break the lock, it only moves it. Measured, then: the lock is not an"
+    " artefact of one unlucky delay. Hypothesis, untested: the kernel's per-event host"
+    " jitter (softirq and wake-up latency on the sender, µs to 100s of µs per ACK) breaks"
+    " it; the scenario's timer `lateness` knob exists but applies to qdisc wake-ups only,"
+    " not to the TCP endpoints, so it cannot be tried without a model change.",
+    "2. **Goodput on small buckets at RTT >= 50 ms: fixed, by two Linux ACK rules.** The"
+    " simulator got 1.2-1.7x the real goodput (`c10-bc10ms-rtt100-wauto-f1-cubic` 1.37 vs"
+    " 0.87, `c10-bc10ms-rtt50-wauto-f1-reno` 2.25 vs 1.50, `-rtt100-wauto-f1-reno` 1.25 vs"
+    " 0.76): its flights were split into sub-bursts 40 ms apart (seen in the simulated"
+    " send times: groups of 3, 10, 13 and 1 segments per round trip, the later ones"
+    " released by the delayed-ACK timer), the kernel's are one train. The receiver"
+    " acknowledged every second segment unconditionally; Linux does so only when the"
+    " window computed now is not below the one last advertised (`__tcp_ack_snd_check`,"
+    " net/ipv4/tcp_input.c: 'right edge of window advances far enough'), so while the"
+    " application has not read, unread data holds the ACK back, and the read's"
+    " `__tcp_cleanup_rbuf` (net/ipv4/tcp.c) sends it when more than one MSS is unacknowledged"
+    " ('Once-per-two-segments ACK was not sent by tcp_input.c'), the window open again: one"
+    " ACK per flight, and the sender's next flight one train. Both modelled (tcp/receiver.rs,"
+    " unit test `a_full_locked_buffer_is_acknowledged_once_by_the_read`, failing without"
+    " either rule). Single unperturbed runs after: 0.85 vs 0.87, 1.47 vs 1.50, 0.73 vs 0.76,"
+    " and the fixed-window Bc 10 ms cases 1.26/1.27/1.13 -> 1.02/1.02/0.92. Left: one-frame"
+    " buckets (1.11-1.40 with 2 simulated RTOs against 0) and `c10-bc10ms-rtt50-wauto-f1-"
+    "cubic` now below (1.69 vs 2.11).",
+    "3. **Retransmissions with big buckets and an autotuned window.** The window-limited"
+    " phase at `tcp_rmem[1]` (item 8) is a coin toss in both: at 100 Mbit/s the kernel"
+    " stayed there for all 10 s in 2 of the 9 runs of its three r32 / 1 s cases"
+    " (`c100-bc1s-rtt50-wauto-f1-cubic`"
+    " 12.51 Mbit/s and `c100-bcr32-rtt100-wauto-f1-cubic` 6.28 Mbit/s, 0 retransmissions:"
+    " 80896 B per round trip), and so do 3 of the 15 perturbed simulated runs of those"
+    " three cases (33.5, 33.5, 16.4 Mbit/s); with the ACK-at-read rules a window-limited"
+    " flight is acknowledged once, read whole, and never counted by the receiver's"
+    " measure (`copied -= inq`), so the buffer grows only when a flight happens to be read"
+    " in two goes. What ends the phase in the kernel is not traced (hypothesis: the reader"
+    " on the other CPU waking in the middle of a flight). When the phase ends the"
+    " simulated flow still retransmits several times more than the kernel"
+    " (`c10-bcr32-rtt50-wauto-f1-reno` 745 vs 115, Bc 1 s 1502 vs 95): open.",
+    "4. **Fixed windows: settled as a socket buffer.** iperf3 `-w N` sets SO_RCVBUF and"
+    " SO_SNDBUF; the kernel doubles it (`sk_setsockopt`) and locks it, and"
+    " `tcp_openreq_init_rwin` clamps the window to the buffer's full space, so the window"
+    " scale is 0 for 32 KB, 1 for 64 KB, 2 for 128 KB and the window is what the memory"
+    " holds at the measured ratio 158/256: 39096 B (unscaled, whole MSS), 80896 B, 161792 B"
+    " (tcp/rcvbuf.rs, unit test `a_locked_so_rcvbuf_advertises_what_linux_does`). The"
+    " scenario key `rcvbuf` now means that socket buffer (the emulator passes it to iperf3"
+    " `-w`; a fixed `window`, an advertised window no Linux knob sets, is refused by the"
+    " emulator with the `rcvbuf` that gives it). The cases use `rcvbuf`: 32 KB at 50 ms"
+    " 5.06 -> 5.96 Mbit/s (truth 6.18), 64 KB at 100 ms 5.05 -> 6.09 (6.27), retransmits"
+    " 64 KB 13 -> 79 (81) and 128 KB at 100 ms 20 -> 111 (104).",
     "5. **BBR through a one-frame bucket:** was 7.37 simulated vs 0.92 Mbit/s real"
     " (simulated BBR sent one segment per burst); with Linux's `bbr_tso_segs_goal`"
     " (tcp/tso.rs) it is 0.95 vs 0.92.",
-    "6. **CIR 100 Mbit/s: the truth itself varies.** Bc 10 ms: 1 flow simulated 17.98 vs"
-    " real 24.36; 4 flows 55.79 vs 47.65, where the first (starved) run had given 28.68;"
-    " `c100-bcr32-rtt100-wauto-f1-cubic` gave 88.31 and then 59.23 (simulated 79.57). Two"
-    " 10 s runs of one case at 100 Mbit/s can differ 1.5x: these cases need repeated runs"
-    " before their misses mean anything.",
+    "6. **CIR 100 Mbit/s: the truth itself varies, now measured.** Each 100 Mbit/s case"
+    " was run twice more (`--repeat`, 2026-11-24, 1-minute load 15-16 from other builds,"
+    " forwarder p99 0.08-0.95 ms); the table compares the median of the 3 runs and shows"
+    " their range. Goodput ranges: 12.51-93.06 (Bc 1 s), 6.28-90.71 (RTT 100 ms),"
+    " 64.99-82.51 (r32), 39.28-47.65 (4 flows, Bc 10 ms), 21.64-24.36 (1 flow, Bc 10 ms);"
+    " the one-frame and 4-flow r32 cases within 2 %. The wide ranges are item 3's"
+    " window-limited phase ending or not.",
     "7. **Screening:** 14 runs whose forwarder was late by more than 1 ms at p99 (the"
     " machine was shared; other emulations ran too) were measured again (`--rescreen`) and"
     " the better run kept; one remains (`c100-bc1s-rtt50-wauto-f1-cubic`, p99 3.9 ms).",
@@ -392,22 +427,76 @@ def _ratio(sim: float, truth: float) -> str:
     return f"{sim / truth:.2f}"
 
 
+def _span(m: dict[str, Any], key: str) -> str:
+    """The range over the perturbed runs, when they differ."""
+    vals = [r[key] for r in m.get("runs", [])]
+    if not vals or min(vals) == max(vals):
+        return ""
+    return f" ({min(vals)}-{max(vals)})"
+
+
+def _gspan(t: dict[str, Any]) -> str:
+    """The real goodput's range over repeated runs."""
+    vals = [r["goodput_mbps"] for r in t.get("runs", [])]
+    if not vals:
+        return ""
+    return f" ({min(vals):.2f}-{max(vals):.2f}, {len(vals)} runs)"
+
+
 def _mark(ok: bool) -> str:
     return "" if ok else " ✗"
 
 
-def simulate_all(cases: dict[str, Any]) -> dict[str, dict[str, Any]]:
+MEDIAN_KEYS = ("goodput_mbps", "retransmits", "rtos", "loss_episodes", "policer_drops")
+
+
+def median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of each compared figure over the perturbed runs (an odd number of runs,
+    so a count stays a count), with every run's figures kept beside it."""
+    out: dict[str, Any] = {k: statistics.median(r[k] for r in runs) for k in MEDIAN_KEYS}
+    out["runs"] = [{k: r[k] for k in MEDIAN_KEYS} for r in runs]
+    return out
+
+
+def simulate_all(
+    cases: dict[str, Any], offsets_us: tuple[float, ...] = PERTURB_US
+) -> dict[str, dict[str, Any]]:
     import qoslab
 
-    return {
-        name: figures(qoslab.simulate(scenario(c["params"])).summary) for name, c in cases.items()
-    }
+    out = {}
+    for name, c in cases.items():
+        runs = [
+            figures(qoslab.simulate(scenario(c["params"], off, seed)).summary)
+            for seed, off in enumerate(offsets_us, 1)
+        ]
+        out[name] = median_figures(runs)
+    return out
+
+
+REPEAT_KEYS = ("goodput_mbps", "retransmits", "rtos", "loss_episodes", "policer_drops")
+
+
+def truth_of(c: dict[str, Any]) -> dict[str, Any]:
+    """The stored run, or with repeated runs (`--repeat`) the median of each compared
+    figure over all of them (an odd count kept: the first run and its repeats), with
+    every run's figures under "runs" for the ranges in the table."""
+    reps = c.get("repeats") or []
+    if not reps:
+        return c["truth"]
+    runs = [{k: c["truth"][k] for k in REPEAT_KEYS}] + [
+        {k: r[k] for k in REPEAT_KEYS} for r in reps
+    ]
+    out = dict(c["truth"])
+    for k in REPEAT_KEYS:
+        out[k] = statistics.median_low(r[k] for r in runs)
+    out["runs"] = runs
+    return out
 
 
 def build_rows(data: dict[str, Any], sims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for name, c in data["cases"].items():
-        truth, sim = c["truth"], sims[name]
+        truth, sim = truth_of(c), sims[name]
         rows.append(
             {
                 "name": name,
@@ -421,7 +510,9 @@ def build_rows(data: dict[str, Any], sims: dict[str, dict[str, Any]]) -> list[di
     return rows
 
 
-def render(data: dict[str, Any], sims: dict[str, dict[str, Any]], sim_rev: str) -> str:
+def render(
+    data: dict[str, Any], sims: dict[str, dict[str, Any]], sim_rev: str, nominal: bool = False
+) -> str:
     rows = build_rows(data, sims)
     s = summarise(rows)
     n = s["cases"]
@@ -444,7 +535,15 @@ def render(data: dict[str, Any], sims: dict[str, dict[str, Any]], sim_rev: str) 
         " re-simulates every stored case with today's simulator and rewrites this section;"
         " `--rescreen` measures again the runs whose forwarder starved; `--trains CASE`"
         " (root) prints the sizes of the sender's back-to-back trains, real vs simulated."
-        " One 10 s run per case: run-to-run variation is not measured (see item 6).",
+        " One 10 s run per case on the real side (see item 6); on the simulated side"
+        + (
+            " one unperturbed run per case (`--nominal`)."
+            if nominal
+            else f" the median of {len(PERTURB_US)} runs per case, the bottleneck's delay"
+            f" lengthened by {', '.join(f'{x:g}' for x in PERTURB_US)} µs with seeds"
+            f" 1-{len(PERTURB_US)} (the same for every case; the RTO range over them is in"
+            " brackets): an exactly periodic simulator can lock four flows in phase (item 1)."
+        ),
         "",
         "**Truth** is real Linux TCP (iperf3, kernel"
         f" {meta.get('kernel', '?')}, iperf3 {meta.get('iperf3', '?')}) through qoslab's"
@@ -462,10 +561,11 @@ def render(data: dict[str, Any], sims: dict[str, dict[str, Any]], sim_rev: str) 
         " of header per segment (52 B TCP/IP + 14 B Ethernet, as the forwarder counts"
         ' frames), `profile = "linux"` with the case\'s `cc` (in the emulator also on the'
         " route, `congctl`, so that the socket is born with it: see the diagnosis), and"
-        " `window` when not"
-        " autotuned (emulated: iperf3 `-w`, i.e. SO_SNDBUF/SO_RCVBUF; simulated: the"
-        " advertised window; *auto* = Linux autotuning in both, simulated by"
-        " tcp/rcvbuf.rs). Bc: *mtu* ="
+        " a socket buffer when the window is not"
+        " autotuned (the scenario's `rcvbuf` = 32, 64 or 128 KB; emulated: iperf3 `-w`,"
+        " i.e. SO_RCVBUF/SO_SNDBUF; simulated: the locked buffer and the window Linux"
+        " derives from it, 39096, 80896, 161792 B, tcp/rcvbuf.rs; *auto* = Linux"
+        " autotuning in both). Bc: *mtu* ="
         f" {FRAME_BYTES} B (one full-size frame), *10ms* / *1s* = that long at CIR,"
         " *r32* = CIR/32 bytes (the Cisco default, 250 ms at CIR). The subset of the full"
         " grid (864 combinations): two base cases (CIR 10 Mbit/s, RTT 50 ms, autotuned, 1"
@@ -504,11 +604,12 @@ def render(data: dict[str, Any], sims: dict[str, dict[str, Any]], sim_rev: str) 
         lines.append(
             f"| `{r['name']}` | {p['cir_mbps']:g} | {p['bc']} ({bc} B)"
             f" | {p['rtt_ms']} | {p['window']} | {p['flows']} | {p['cc']}"
-            f" | {m['goodput_mbps']:.2f} / {t['goodput_mbps']:.2f}"
+            f" | {m['goodput_mbps']:.2f} / {t['goodput_mbps']:.2f}{_gspan(t)}"
             f" | {_ratio(m['goodput_mbps'], t['goodput_mbps'])}{_mark(ok['goodput'])}"
             f" | {m['retransmits']} / {t['retransmits']}"
             f" | {_ratio(m['retransmits'], t['retransmits'])}{_mark(ok['retransmits'])}"
-            f" | {m['rtos']} / {t['rtos']} | {_ratio(m['rtos'], t['rtos'])}{_mark(ok['rtos'])}"
+            f" | {m['rtos']}{_span(m, 'rtos')} / {t['rtos']}"
+            f" | {_ratio(m['rtos'], t['rtos'])}{_mark(ok['rtos'])}"
             f" | {m['loss_episodes']} / {truth_episodes(t)}"
             f" | {m['policer_drops']} / {t['policer_drops']} | {shares}"
             f" | {'?' if load is None else f'{load:.1f}'},"
@@ -686,7 +787,9 @@ def meta() -> dict[str, Any]:
     }
 
 
-def run_cases(names: Iterable[str] | None, path: Path, rescreen: bool = False) -> None:
+def run_cases(
+    names: Iterable[str] | None, path: Path, rescreen: bool = False, repeat: bool = False
+) -> None:
     from qoslab.emulate import preflight
 
     preflight()
@@ -708,7 +811,11 @@ def run_cases(names: Iterable[str] | None, path: Path, rescreen: bool = False) -
         print(f"[{i}/{len(wanted)}] {n} ...", file=sys.stderr, flush=True)
         truth, screen = measure(cases[n])
         old = data["cases"].get(n)
-        if rescreen and old and old["truth"]["forwarder_p99_ns"] <= truth["forwarder_p99_ns"]:
+        if repeat and old:
+            # another run of a stored case: kept beside the first (the figures only)
+            rep = {k: truth[k] for k in (*REPEAT_KEYS, "forwarder_p99_ns")}
+            old.setdefault("repeats", []).append({**rep, **screen, "date": meta()["date"]})
+        elif rescreen and old and old["truth"]["forwarder_p99_ns"] <= truth["forwarder_p99_ns"]:
             old["screen"]["rescreened"] = screen["p99_ns_tries"]
         else:
             if old:
@@ -739,7 +846,9 @@ def main(argv: list[str] | None = None) -> int:
         "  .venv/bin/python validation/policer_truth.py --render\n"
         "  .venv/bin/python validation/policer_truth.py --list\n"
         "  sudo .venv/bin/python validation/policer_truth.py \\\n"
-        "      --trains c10-bc10ms-rtt50-wauto-f1-cubic",
+        "      --trains c10-bc10ms-rtt50-wauto-f1-cubic\n"
+        "  sudo .venv/bin/python validation/policer_truth.py --repeat \\\n"
+        "      --case c100-bc10ms-rtt50-wauto-f1-cubic",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--case", action="append", help="measure only this case (repeatable)")
@@ -749,6 +858,16 @@ def main(argv: list[str] | None = None) -> int:
         "--rescreen", action="store_true", help="measure again the runs whose forwarder starved"
     )
     ap.add_argument("--trains", metavar="CASE", help="(root) burstiness of one case, truth vs sim")
+    ap.add_argument(
+        "--repeat",
+        action="store_true",
+        help="(root) measure the --case cases again and keep the runs beside the first",
+    )
+    ap.add_argument(
+        "--nominal",
+        action="store_true",
+        help="with --render: simulate each case once, unperturbed (not the medians)",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS, help="the JSON of measurements")
     ap.add_argument("--doc", type=Path, default=DOC, help="the document to write the section in")
     args = ap.parse_args(argv)
@@ -760,10 +879,12 @@ def main(argv: list[str] | None = None) -> int:
         trains(args.trains)
         return 0
     if not args.render:
-        run_cases(args.case, args.results, args.rescreen)
+        if args.repeat and not args.case:
+            raise SystemExit("--repeat needs --case (the cases to measure again)")
+        run_cases(args.case, args.results, args.rescreen, args.repeat)
     data = load(args.results)
-    sims = simulate_all(data["cases"])
-    write_doc(render(data, sims, sim_revision()), args.doc)
+    sims = simulate_all(data["cases"], (0.0,) if args.nominal else PERTURB_US)
+    write_doc(render(data, sims, sim_revision(), nominal=args.nominal), args.doc)
     print(f"wrote {args.doc}", file=sys.stderr)
     return 0
 

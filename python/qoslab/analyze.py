@@ -40,20 +40,7 @@ from qoslab.traceio import TraceFile, TraceFileError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CaptureAnalysis", "add_analyze_parser", "analyze", "capture_name", "main", "policing"]
-
-EPILOG = """\
-CAPTURE: a pcap or pcapng file (optionally .xz), or '-' for standard input.
-Flows are directions of TCP connections (a reused 4-tuple starts a new one)
-and UDP 4-tuples; times are seconds from the capture's first record.
-
-examples:
-  qoslab analyze examples/policed-1.5mbit.pcap.xz
-  qoslab analyze examples/policed-1.5mbit.pcap.xz --port 10047 --policing --json
-  qoslab analyze examples/policed-1.5mbit.pcap.xz --bin 1s --out /tmp/capture-results --report
-  qoslab analyze examples/policed-1.5mbit.pcap.xz --port 10047 --policing --format flach-csv
-  xz -dc examples/policed-1.5mbit.pcap.xz | qoslab analyze - --port 10047 --policing
-"""
+__all__ = ["CaptureAnalysis", "analyze", "capture_name", "main", "policing"]
 
 _EMPTY = {
     "cwnd": ("time_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "state"),
@@ -343,64 +330,6 @@ def flach_csv(rows: Sequence[Mapping[str, Any]], file: str, direction: str = "b2
 
 
 # --- CLI -------------------------------------------------------------------
-
-
-def _port(s: str) -> int:
-    try:
-        v = int(s, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got '{s}'") from None
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port in 0..65535, got {v}")
-    return v
-
-
-def _bin(s: str) -> int:
-    try:
-        v = int(_core.parse_time(s))
-    except _core.ConfigError as e:
-        raise argparse.ArgumentTypeError(f"expected a time like 100ms, got '{s}' ({e})") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"the bin must be > 0, got '{s}'")
-    return v
-
-
-def add_analyze_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser(
-        "analyze",
-        help="analyse a pcap/pcapng capture (flows, TCP analysis, policing)",
-        description=(
-            "Read a capture and print an iperf3-style table per flow with its loss and RTT "
-            "analysis; detect traffic policing (Flach et al., SIGCOMM 2016)."
-        ),
-        epilog=EPILOG,
-        formatter_class=fmt,
-        allow_abbrev=False,
-    )
-    p.add_argument("capture", metavar="CAPTURE", help="pcap/pcapng file (.xz too), '-' for stdin")
-    p.add_argument("--port", type=_port, metavar="PORT", help="keep connections with this port")
-    p.add_argument("--bin", type=_bin, default=100_000_000, metavar="TIME", help="IO-graph bin")
-    p.add_argument("--policing", action="store_true", help="run the policing detector")
-    p.add_argument(
-        "--format",
-        choices=("table", "flach-csv"),
-        default="table",
-        help="flach-csv: the policing detector's published CSV rows (needs --policing)",
-    )
-    p.add_argument(
-        "--direction",
-        choices=("a2b", "b2a", "both"),
-        help="policing rows to show (default: b2a for flach-csv as published, else both)",
-    )
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--out", metavar="DIR", help="write results.json and the series here")
-    p.add_argument(
-        "--report",
-        nargs="?",
-        const="",
-        metavar="HTML",
-        help="write an HTML report (default: DIR/report.html with --out, else report.html)",
-    )
 
 
 def _as_run_text(ca: CaptureAnalysis) -> str:

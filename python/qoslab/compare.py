@@ -39,7 +39,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["add_compare_parser", "compare", "comparison_table", "main", "vary"]
+__all__ = ["compare", "comparison_table", "main", "vary"]
 
 
 def _value(text: str) -> Any:
@@ -234,20 +234,6 @@ def compare_report(
 
 # --- the `qoslab compare` command --------------------------------------------
 
-COMPARE_EPILOG = """\
---modes runs ONE scenario several ways: sim (the simulator), emu (real Linux TCP
-through qoslab's conditioners, 'qoslab emulate'), kernel (real Linux TCP through the
-kernel's own qdiscs, 'qoslab emulate --backend kernel'); emu and kernel need root.
-
-examples:
-  qoslab compare scenarios/isr4000-police.toml scenarios/isr4000-shape.toml
-  qoslab compare scenarios/isr4000-shape.toml \\
-      --vary traffic.0.flows=1,4 --report /tmp/ql.html
-  qoslab compare scenarios/packetlife-police.toml scenarios/packetlife-shape.toml \\
-      --json --report /tmp/pl.html --figures /tmp/figs
-  sudo qoslab compare scenarios/trees/linux-htb-bfifo.toml --modes sim,emu,kernel
-"""
-
 #: ``--modes`` names → (label, how the run is made).
 MODES = {
     "sim": "sim",
@@ -283,41 +269,6 @@ def compare_modes(
             backend = "kernel" if mode == "kernel" else "userspace"
             results[label] = emulate(path, seed=seed, backend=backend)
     return results, dict.fromkeys(results, text)
-
-
-def add_compare_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser(
-        "compare",
-        help="run scenarios side by side (one table, overlaid plots, one report)",
-        description="Run several scenarios, or one with --vary, and compare them.",
-        epilog=COMPARE_EPILOG,
-        formatter_class=fmt,
-        allow_abbrev=False,
-    )
-    p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario TOML files")
-    p.add_argument(
-        "--modes",
-        metavar="M1,M2",
-        help="run one scenario several ways: sim, emu, kernel (e.g. sim,emu,kernel)",
-    )
-    p.add_argument(
-        "--vary",
-        action="append",
-        default=[],
-        metavar="KEY=V1,V2",
-        help="vary a dotted key of one scenario (repeatable: every combination)",
-    )
-    p.add_argument(
-        "--report",
-        metavar="PATH",
-        default="compare-report.html",
-        help="where to write the HTML report (default: compare-report.html)",
-    )
-    p.add_argument(
-        "--figures", metavar="DIR", help="also write each figure of the report as PNG here"
-    )
-    p.add_argument("--seed", metavar="N", type=int, help="override every scenario's seed")
-    p.add_argument("--json", action="store_true", help="print the table and summaries as JSON")
 
 
 def _labels(paths: Sequence[str]) -> dict[str, str]:

@@ -123,130 +123,6 @@ fmt_bytes = _table.fmt_bytes
 fmt_rate = _table.fmt_rate
 
 
-# --- the `qoslab run` command ------------------------------------------------
-
-RUN_EPILOG = """\
-The scenario file is TOML (see scenarios/ and crates/qoslab-scenario):
-  [scenario]  duration = "20s", seed = 1
-  [topology]  senders = 4, access = { rate = "1gbit", delay = "1ms" },
-              bottleneck = { rate = "1gbit", delay = "0.5ms" }
-  [policy.bottleneck.egress]  police = { cir = "20mbit", bc = "625000B" }
-  [[traffic]] kind = "tcp-bulk", flows = 4, profile = "windows10"
-  [[traffic]] kind = "tcp-fetch", chunks = 5, chunk_size = "2000000B", pause = "1s"
-              (per-chunk results in the JSON: flows[].chunks)
-The table prints the run's policies with their effective parameters (what
-the conditioner uses: cir = "50Mbps" is tc's bytes per second, shown as
-400mbit, and warned about), a line per flow per second and [SUM] lines as
-iperf3 does; flows in both directions get iperf3 --bidir's [Role] column
-(TX-C upload, RX-C download) and a [SUM] per direction. Above 16 flows
-only totals per direction and traffic label are printed (--per-flow: all).
---format iperf3 prints iperf3 -J's JSON (start/intervals/end, sum_sent,
-sum_received, streams...) so iperf3 tooling reads a simulated run.
-'-' is stdin for SCENARIO, and stdout for --report and --capture ...=FILE
-(stdout then carries only that file): cat x.toml | qoslab run - | head
-
---out DIR writes results.json, each recorded series as CSV and Parquet and
-the scenario as run, all at once (DIR is complete or untouched).
-A progress bar shows on a terminal (stderr) once a run takes over a second.
-
---capture LINK[:ingress|egress][=FILE] writes a pcap of what passes there
-(LINK as in the results, e.g. r1->r2), with real Ethernet/IPv4/TCP headers
-(options, SACK blocks, timestamps), simulated time stamps and headers only
-(--snaplen N keeps N bytes). Without a side, both directions go in one file
-as tcpdump on the upstream router's port would see them (LINK before its
-policy, the reverse direction after its transmitter) — the spelling and the
-points of 'qoslab emulate --capture'. Without =FILE the file goes in --out
-(r1-r2.pcap). A scenario's [capture] table (links = [...], snaplen = N)
-asks for the same; --capture replaces its links. Read one back with
-'qoslab analyze FILE --policing'.
-
-examples:
-  qoslab run scenarios/example.toml
-  qoslab run scenarios/isr4000-police.toml --seed 2 --out /tmp/police --json
-  qoslab run scenarios/example.toml --capture 'r1->r2' --out /tmp/ex
-  qoslab run scenarios/example.toml --capture 'r1->r2:egress=/tmp/after.pcap' --quiet
-  qoslab run scenarios/fetch-policed.toml --json
-  qoslab run scenarios/isr4000-police.toml --format iperf3
-  qoslab run scenarios/isr4000-police.toml --summary
-  qoslab run scenarios/example.toml --report - --quiet
-  qoslab run scenarios/example.toml --dry-run
-  qoslab run scenarios/example.toml --memory-limit 2GB
-"""
-
-
-def add_run_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser(
-        "run",
-        help="simulate a scenario file",
-        description="Simulate a scenario file and print an iperf3-style table.",
-        epilog=RUN_EPILOG,
-        formatter_class=fmt,
-        allow_abbrev=False,
-    )
-    p.add_argument("scenario", metavar="SCENARIO", help="the scenario TOML file ('-': stdin)")
-    p.add_argument("--out", metavar="DIR", help="write results.json, series CSV/Parquet here")
-    p.add_argument(
-        "--format",
-        choices=FORMATS,
-        default=None,
-        help="what to print: the iperf3-style table (default), json (the summary, as "
-        "results.json), or iperf3 (iperf3 -J's layout, one stream per TCP/UDP flow)",
-    )
-    p.add_argument("--json", action="store_true", help="print the summary as JSON (--format json)")
-    detail = p.add_mutually_exclusive_group()
-    detail.add_argument(
-        "--per-flow",
-        dest="per_flow",
-        action="store_true",
-        default=None,
-        help=f"print every flow and second (default up to {_table.SUMMARY_FLOWS} flows)",
-    )
-    detail.add_argument(
-        "--summary",
-        dest="per_flow",
-        action="store_false",
-        help="print totals only: per direction and traffic label",
-    )
-    p.add_argument("--seed", metavar="N", type=_seed, help="override the scenario's seed")
-    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    p.add_argument(
-        "--progress",
-        action="store_true",
-        help="show a progress bar even when stderr is not a terminal",
-    )
-    p.add_argument(
-        "--capture",
-        metavar="LINK[:SIDE][=FILE]",
-        action="append",
-        default=[],
-        help="write a pcap of link direction LINK (repeatable; see below)",
-    )
-    p.add_argument(
-        "--snaplen",
-        metavar="N",
-        type=_snaplen,
-        help="bytes kept of each captured frame (default: headers only)",
-    )
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="validate, print the estimate (events, series rows, peak memory); run nothing",
-    )
-    p.add_argument(
-        "--memory-limit",
-        metavar="SIZE",
-        type=_size,
-        help="refuse a run estimated to need more memory (default: half of physical RAM)",
-    )
-
-
-def _size(s: str) -> int:
-    try:
-        return _limit_bytes(s, "--memory-limit")
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e).removeprefix("--memory-limit: ")) from None
-
-
 #: The engine's event rate on one core, slowest and fastest of the engine
 #: benchmark's cases on this project's 2-vCPU machine (docs/performance.md:
 #: 5.5 M events/s at 10 Gbit/s, 6.8 M at 100 Mbit/s; many-flow and policy-tree
@@ -292,16 +168,6 @@ def render_estimate(est: dict[str, Any], limit: int) -> str:
     return "\n".join(lines)
 
 
-def _snaplen(s: str) -> int:
-    try:
-        v = int(s, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a byte count, got '{s}'") from None
-    if not 0 <= v <= 262144:
-        raise argparse.ArgumentTypeError(f"expected 0..262144 (0: headers only), got {v}")
-    return v
-
-
 def capture_plan(
     specs: list[str], scenario_links: list[tuple[str, str | None]], out: str | None
 ) -> tuple[list[tuple[str, str | None]], str | None]:
@@ -326,16 +192,6 @@ def capture_plan(
                     f"{source} {where}: no file given; add =FILE or run with --out DIR"
                 )
     return wanted, source
-
-
-def _seed(s: str) -> int:
-    try:
-        v = int(s, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{s}'") from None
-    if not 0 <= v < 2**64:
-        raise argparse.ArgumentTypeError(f"expected an integer in 0..2**64-1, got {v}")
-    return v
 
 
 def main(

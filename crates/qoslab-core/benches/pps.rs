@@ -12,6 +12,11 @@
 //! less than wall-clock time would (cache sharing still does); the wall-clock
 //! rate is printed beside it. Where the file is missing, both are wall time.
 //!
+//! `PPS_ONLY=KIND[,KIND…]` runs only those lines (e.g. `PPS_ONLY=tbf,srras`,
+//! `htb100-shaping` included); `PPS_SCALE=N` divides every packet count by
+//! N (for instruction counts under `valgrind --tool=cachegrind`, whose
+//! counts, unlike times, do not depend on the machine's load).
+//!
 //! `htb100-shaping`: the `sched` bench's `htb100_shaping` case (100 HTB
 //! leaves at 50 Mbit/s, ceil 100 Mbit/s, under an 8 Gbit/s root, offered
 //! 10 Gbit/s of 1000 B packets), per offered packet: one enqueue plus every
@@ -151,13 +156,23 @@ fn htb_shaping() -> Htb {
     Htb::new(HtbConfig::default(), classes, Filters::new().push(hash, 1)).expect("valid tree")
 }
 
+/// Whether `PPS_ONLY` (comma-separated kinds; unset = all) selects `kind`.
+fn wanted(kind: &str) -> bool {
+    std::env::var("PPS_ONLY").map_or(true, |v| v.split(',').any(|k| k.trim() == kind))
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
+    let scale: usize = std::env::var("PPS_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&s| s > 0)
+        .unwrap_or(1);
     println!("{:<14} {:>12} {:>10}  note", "kind", "Mpkt/CPU-s", "Mpkt/s");
-    let n = 20_000_000;
+    let n = 20_000_000 / scale;
     let (times, sizes) = trace(n, 3, 2);
     let mut out = vec![0u8; n];
-    for (kind, params) in METERS {
+    for (kind, params) in METERS.iter().filter(|(k, _)| wanted(k)) {
         let Ok(policer) = Policer::from_params(kind, Params::new(kind, params.iter().copied()))
         else {
             println!("{kind:<14} {:>12}  not registered", "-");
@@ -175,10 +190,10 @@ fn main() {
             green * 100.0
         );
     }
-    let n = 2_000_000;
+    let n = 2_000_000 / scale;
     let (times, sizes) = trace(n, 3, 2);
     let mut departures = vec![0u64; n];
-    for (kind, params) in SHAPERS {
+    for (kind, params) in SHAPERS.iter().filter(|(k, _)| wanted(k)) {
         let Ok(shaper) = AnyShaper::from_params(kind, Params::new(kind, params.iter().copied()))
         else {
             println!("{kind:<14} {:>12}  not registered", "-");
@@ -197,7 +212,10 @@ fn main() {
             rates(n, secs)
         );
     }
-    let n = 2_000_000;
+    if !wanted("htb100-shaping") {
+        return;
+    }
+    let n = 2_000_000 / scale;
     let pkts: Vec<Packet> = (0..n as u64)
         .map(|i| {
             let mut p = Packet::new(i, 1000);

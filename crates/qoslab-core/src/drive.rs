@@ -258,6 +258,18 @@ pub struct TraceFields<'a> {
 }
 
 impl TraceFields<'_> {
+    /// No header column at all: every packet is [`Packet::new`].
+    fn is_plain(&self) -> bool {
+        self.colors.is_none()
+            && self.flow.is_none()
+            && self.dscp.is_none()
+            && self.src_addr.is_none()
+            && self.dst_addr.is_none()
+            && self.src_port.is_none()
+            && self.dst_port.is_none()
+            && self.protocol.is_none()
+    }
+
     fn check(&self, n: usize) -> Result<(), TraceError> {
         let lens = [
             ("color", self.colors.map(<[u8]>::len)),
@@ -374,6 +386,20 @@ impl ShapeStream {
         sizes: &[u32],
         fields: &TraceFields<'_>,
     ) -> Result<(), TraceError> {
+        // An enum of conditioners picks its variant here, once per chunk.
+        shaper.push_chunk(self, times, sizes, fields)
+    }
+
+    /// [`Self::push`] for one concrete conditioner type (what
+    /// [`Shaper::push_chunk`] calls).
+    #[doc(hidden)]
+    pub fn push_with<S: Shaper>(
+        &mut self,
+        shaper: &mut S,
+        times: &[u64],
+        sizes: &[u32],
+        fields: &TraceFields<'_>,
+    ) -> Result<(), TraceError> {
         let base = self.first + self.slots.len();
         check_chunk(times, sizes, base, self.last_ns)?;
         let n = times.len();
@@ -382,13 +408,38 @@ impl ShapeStream {
             index: base,
             message: format!("out of memory holding {n} more packets"),
         })?;
-        for i in 0..n {
-            let now = Instant::from_ns(times[i]);
+        // Without header columns every packet is `Packet::new` (the same
+        // value `fields.packet` builds then), so the loop skips the eight
+        // column checks per packet.
+        if fields.is_plain() {
+            self.push_loop(shaper, times, sizes, base, |_, size| {
+                Ok(Packet::new(0, size))
+            })?;
+        } else {
+            self.push_loop(shaper, times, sizes, base, |i, size| {
+                fields.packet(i, size).map_err(|e| at(e, base))
+            })?;
+        }
+        self.last_ns = times.last().copied().or(self.last_ns);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn push_loop<S: Shaper>(
+        &mut self,
+        shaper: &mut S,
+        times: &[u64],
+        sizes: &[u32],
+        base: usize,
+        packet: impl Fn(usize, u32) -> Result<Packet, TraceError>,
+    ) -> Result<(), TraceError> {
+        for (i, (&t, &size)) in times.iter().zip(sizes).enumerate() {
+            let now = Instant::from_ns(t);
             self.release(shaper, Some(now))?;
             self.clock = self.clock.max(now);
-            let mut pkt = fields.packet(i, sizes[i]).map_err(|e| at(e, base))?;
+            let mut pkt = packet(i, size)?;
             pkt.id = (base + i) as u64;
-            self.slots.push_back((times[i], PENDING));
+            self.slots.push_back((t, PENDING));
             if let Err(d) = shaper.enqueue(now, pkt) {
                 self.drop_packet(&d);
             }
@@ -398,7 +449,6 @@ impl ShapeStream {
                 .max_backlog_packets
                 .max(shaper.backlog_packets() as u64);
         }
-        self.last_ns = times.last().copied().or(self.last_ns);
         Ok(())
     }
 
@@ -406,6 +456,13 @@ impl ShapeStream {
     /// departure is then known ([`Self::take`]); a packet the shaper neither
     /// sent nor reported dropped is [`DROPPED`].
     pub fn finish<S: Shaper>(&mut self, shaper: &mut S) -> Result<ShapeSummary, TraceError> {
+        shaper.finish_stream(self)
+    }
+
+    /// [`Self::finish`] for one concrete conditioner type (what
+    /// [`Shaper::finish_stream`] calls).
+    #[doc(hidden)]
+    pub fn finish_with<S: Shaper>(&mut self, shaper: &mut S) -> Result<ShapeSummary, TraceError> {
         self.release(shaper, None)?;
         if shaper.backlog_packets() > 0 && shaper.next_ready(self.clock) == Some(Instant::NEVER) {
             // A wait that saturated to "never": these packets would depart
@@ -471,18 +528,22 @@ impl ShapeStream {
     }
 
     /// Counts the drops `shaper` made outside `enqueue`'s return; true if any.
+    #[inline(always)]
     fn count_drops<S: Shaper>(&mut self, shaper: &mut S) -> bool {
+        shaper.drain_dropped(&mut self.dropped);
+        if self.dropped.is_empty() {
+            return false;
+        }
         let mut dropped = std::mem::take(&mut self.dropped);
-        shaper.drain_dropped(&mut dropped);
-        let any = !dropped.is_empty();
         for d in dropped.drain(..) {
             self.drop_packet(&d);
         }
         self.dropped = dropped;
-        any
+        true
     }
 
     /// Releases every packet ready by `until` (all of them if `None`).
+    #[inline(always)]
     fn release<S: Shaper>(
         &mut self,
         shaper: &mut S,
@@ -699,6 +760,18 @@ impl Shaper for TraceShaper {
     }
     fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
         each_trace_shaper!(self, s => s.drain_dropped(out))
+    }
+    fn push_chunk(
+        &mut self,
+        stream: &mut ShapeStream,
+        times: &[u64],
+        sizes: &[u32],
+        fields: &TraceFields<'_>,
+    ) -> Result<(), TraceError> {
+        each_trace_shaper!(self, s => s.push_chunk(stream, times, sizes, fields))
+    }
+    fn finish_stream(&mut self, stream: &mut ShapeStream) -> Result<ShapeSummary, TraceError> {
+        each_trace_shaper!(self, s => s.finish_stream(stream))
     }
 }
 

@@ -1,16 +1,27 @@
-//! The real-time forwarder: a thread that enters the forwarder namespace,
-//! opens the ports (and the kernel-backend veth pairs), and runs the
+//! The real-time forwarder: threads that enter the forwarder namespace,
+//! open the ports (and the kernel-backend veth pairs), and run the
 //! [`Model`] against `CLOCK_MONOTONIC`.
 //!
-//! Loop: read every port's receive ring (up to [`BATCH`] frames per port
+//! One thread per independent group of ports (`plan_threads`): ports whose
+//! frames share no link direction, no ingress policer and no capture file
+//! are read by different threads, each with its own copy of the model, of
+//! which it only ever touches its own directions — so no model state is
+//! shared and the hot path takes no lock. On the two-host path (data one
+//! way, ACKs the other) that is one thread per direction, each pinned to a
+//! CPU: the kernel work each `send()` runs (the receiving host's stack in
+//! softirq) is then spread over two cores instead of one. Every thread
+//! writes to any port through a transmit ring of its own.
+//!
+//! Loop (per thread): read each of its ports' receive rings (up to [`BATCH`] frames per port
 //! per round, each stamped with its kernel receive time, after running the
 //! events due by then so the model's time never goes backwards) and every
 //! kernel-backend socket (recvmmsg), run the events due, write what they
 //! released into the ports' transmit rings and flush each ring with one
-//! `send()` ([`crate::ring`]), then sleep in ppoll until
-//! [`SPIN_NS`] before the next due event — or until a frame arrives —
-//! and spin the last stretch. Each event's lateness (clock when run −
-//! due time) goes into a histogram; conditioners never see it.
+//! `send()` ([`crate::ring`]); with several threads, spin while any of them
+//! read a frame in the last [`IDLE_SPIN_NS`]; else sleep in ppoll until [`SPIN_NS`] before the
+//! next due event — or until a frame arrives or a peer kicks it — and spin
+//! the last stretch. Each event's lateness (clock when run − due time) goes
+//! into a histogram; conditioners never see it.
 
 use crate::capture::Capture;
 use crate::conditioner;
@@ -24,6 +35,7 @@ use qoslab_sim::net::Net;
 use qoslab_sim::result::{PolicyResult, Series};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -36,6 +48,11 @@ pub const BATCH: usize = 64;
 pub const SPIN_NS: u64 = 50_000;
 /// Longest sleep (so a stop request is seen quickly).
 const MAX_SLEEP_NS: u64 = 20_000_000;
+/// With several threads: after any of them read a frame, spin (instead of
+/// sleeping in ppoll) this long: a reply or the next frame of a burst is
+/// then read without the wake-up of a sleeping thread on an idle virtual
+/// CPU (tens of µs).
+pub const IDLE_SPIN_NS: u64 = 200_000;
 /// Socket buffers: large enough that socket accounting never drops before
 /// a qdisc's own limit does.
 const SOCKET_BUFFER_BYTES: i32 = 64 << 20;
@@ -71,6 +88,9 @@ pub struct EmuSpec {
     /// veths); the ports read them with their virtio-net header and the
     /// forwarder splits each into its wire segments ([`crate::gso`]).
     pub offload: bool,
+    /// Forwarder threads: 0 = one per independent group of ports, at most
+    /// one per CPU; 1 = a single thread; n = at most n.
+    pub threads: usize,
 }
 
 /// Live counters, readable while the forwarder runs.
@@ -131,13 +151,16 @@ pub struct EmuResult {
     pub tx_super_segments: u64,
     /// (path, frames) per capture written.
     pub captures: Vec<(PathBuf, u64)>,
+    /// Forwarder threads that ran.
+    pub threads: usize,
 }
 
 /// The running forwarder. Dropping it stops the thread.
 pub struct Handle {
     stop: Arc<AtomicBool>,
     live: Arc<LiveStats>,
-    thread: Option<JoinHandle<Result<EmuResult, EmuError>>>,
+    threads: Vec<JoinHandle<Result<Part, EmuError>>>,
+    owners: Owners,
     pub policy_names: Vec<String>,
 }
 
@@ -149,26 +172,143 @@ impl Handle {
     /// The loop is still running (it ends on `stop` or on an I/O error,
     /// which `stop` then returns).
     pub fn is_running(&self) -> bool {
-        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+        !self.threads.is_empty() && self.threads.iter().all(|t| !t.is_finished())
     }
 
-    /// Stops the loop, joins the thread, returns the results.
+    /// Stops the loop, joins the threads, returns the results (merged
+    /// over the threads; the first thread's error if one failed).
     pub fn stop(&mut self) -> Result<EmuResult, EmuError> {
         self.stop.store(true, Ordering::Relaxed);
-        match self.thread.take() {
-            Some(t) => t
-                .join()
-                .map_err(|_| EmuError("the forwarder thread panicked".into()))?,
-            None => Err(EmuError("the forwarder was already stopped".into())),
+        if self.threads.is_empty() {
+            return Err(EmuError("the forwarder was already stopped".into()));
+        }
+        let mut parts = Vec::new();
+        let mut first_err = None;
+        for t in self.threads.drain(..) {
+            match t.join() {
+                Ok(Ok(p)) => parts.push(p),
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(EmuError("a forwarder thread panicked".into()));
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(merge(parts, &self.owners)),
         }
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        if self.thread.is_some() {
+        if !self.threads.is_empty() {
             let _ = self.stop();
         }
+    }
+}
+
+/// What one thread produced.
+struct Part {
+    res: EmuResult,
+    lateness: LatencyHist,
+}
+
+/// Which thread's copy of the model holds each direction's and each
+/// policy's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Owners {
+    dir: Vec<usize>,
+    policy: Vec<usize>,
+}
+
+/// The threads' results as one: each direction's and policy's counters
+/// from the thread that owns it (the others' copies never saw a frame of
+/// it), network counters summed, series rows of owned policies in time
+/// order, lateness histograms added.
+fn merge(mut parts: Vec<Part>, owners: &Owners) -> EmuResult {
+    if parts.len() == 1 {
+        let p = parts.pop().expect("one part");
+        let mut res = p.res;
+        res.timing = Timing::of(&p.lateness);
+        return res;
+    }
+    let mut lateness = LatencyHist::default();
+    for p in &parts {
+        lateness.merge(&p.lateness);
+    }
+    let pick = |i: usize, o: &[usize]| o.get(i).copied().unwrap_or(0).min(parts.len() - 1);
+    let policies = (0..parts[0].res.policies.len())
+        .map(|i| parts[pick(i, &owners.policy)].res.policies[i].clone())
+        .collect();
+    let links = (0..parts[0].res.links.len())
+        .map(|i| parts[pick(i, &owners.dir)].res.links[i].clone())
+        .collect();
+    let mut series = Series::default();
+    let mut queue_rows = Vec::new();
+    let mut color_rows = Vec::new();
+    for (k, p) in parts.iter().enumerate() {
+        let s = &p.res.series;
+        for i in 0..s.queue_time_ns.len() {
+            if pick(s.queue_policy[i] as usize, &owners.policy) == k {
+                queue_rows.push((s.queue_time_ns[i], s.queue_policy[i], k, i));
+            }
+        }
+        for i in 0..s.color_time_ns.len() {
+            if pick(s.color_policy[i] as usize, &owners.policy) == k {
+                color_rows.push((s.color_time_ns[i], s.color_policy[i], k, i));
+            }
+        }
+    }
+    // The single-threaded order: by time, then by policy.
+    queue_rows.sort_unstable();
+    color_rows.sort_unstable();
+    for &(t, pol, k, i) in &queue_rows {
+        let s = &parts[k].res.series;
+        series.queue_time_ns.push(t);
+        series.queue_policy.push(pol);
+        series.queue_packets.push(s.queue_packets[i]);
+        series.queue_bytes.push(s.queue_bytes[i]);
+        series.tokens_bytes.push(s.tokens_bytes[i]);
+    }
+    for &(t, pol, k, i) in &color_rows {
+        let s = &parts[k].res.series;
+        series.color_time_ns.push(t);
+        series.color_policy.push(pol);
+        series.color_green_bytes.push(s.color_green_bytes[i]);
+        series.color_yellow_bytes.push(s.color_yellow_bytes[i]);
+        series.color_red_bytes.push(s.color_red_bytes[i]);
+        series.color_dropped_bytes.push(s.color_dropped_bytes[i]);
+    }
+    let mut counters = Counters::default();
+    for p in &parts {
+        let c = &p.res.counters;
+        counters.frames_in += c.frames_in;
+        counters.frames_out += c.frames_out;
+        counters.unroutable += c.unroutable;
+        counters.oversize += c.oversize;
+        counters.dropped += c.dropped;
+        counters.lost += c.lost;
+        counters.loops += c.loops;
+        counters.checksums_completed += c.checksums_completed;
+        counters.super_packets += c.super_packets;
+    }
+    let sum = |f: fn(&EmuResult) -> u64| parts.iter().map(|p| f(&p.res)).sum::<u64>();
+    EmuResult {
+        policies,
+        links,
+        series,
+        counters,
+        timing: Timing::of(&lateness),
+        realtime: parts.iter().all(|p| p.res.realtime),
+        tx_refused: sum(|r| r.tx_refused),
+        rx_ring_drops: sum(|r| r.rx_ring_drops),
+        tx_super_packets: sum(|r| r.tx_super_packets),
+        tx_super_segments: sum(|r| r.tx_super_segments),
+        captures: parts.iter().flat_map(|p| p.res.captures.clone()).collect(),
+        threads: parts.len(),
     }
 }
 
@@ -255,6 +395,108 @@ fn resolve(sc: &Scenario, spec: &EmuSpec) -> Result<Resolved, EmuError> {
     })
 }
 
+/// How the ports are shared out between threads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ThreadPlan {
+    /// Per thread: indices into [`Resolved::ports`] of the ports it reads.
+    groups: Vec<Vec<usize>>,
+    owners: Owners,
+}
+
+/// Groups the ports so that no two groups' frames meet: a port's frames
+/// use the directions on the routes from its host to every other host (and
+/// those directions' ingress policers); ports sharing any of these, or
+/// whose directions share a capture file, go in one group. Then at most
+/// `max_threads` groups (the surplus dealt round-robin onto the first).
+fn plan_threads(r: &Resolved, policy_dir: &[Option<u32>], max_threads: usize) -> ThreadPlan {
+    let net = &r.net;
+    let n_dirs = net.dirs.len();
+    let hosts: Vec<u32> = r.ips.iter().map(|&(_, n)| n).collect();
+    let routes = qoslab_sim::net::Routes::compute(net, &hosts);
+    let mut parent: Vec<usize> = (0..r.ports.len()).collect();
+    fn find(p: &mut [usize], mut i: usize) -> usize {
+        while p[i] != i {
+            p[i] = p[p[i]];
+            i = p[i];
+        }
+        i
+    }
+    let union = |p: &mut Vec<usize>, a: usize, b: usize| {
+        let (a, b) = (find(p, a), find(p, b));
+        if a != b {
+            p[a.max(b)] = a.min(b);
+        }
+    };
+    // Resource → first port using it: directions, then ingress policers.
+    let mut user: Vec<Option<usize>> = vec![None; n_dirs + net.ingress.len()];
+    for (i, &(a, _)) in r.ports.iter().enumerate() {
+        for &b in &hosts {
+            let Ok(path) = routes.path(net, a, b) else {
+                continue;
+            };
+            for d in path {
+                let ing = net.dirs[d as usize].ingress.map(|k| n_dirs + k);
+                for res in std::iter::once(d as usize).chain(ing) {
+                    match user[res] {
+                        Some(o) => union(&mut parent, o, i),
+                        None => user[res] = Some(i),
+                    }
+                }
+            }
+        }
+    }
+    for (_, _, path) in &r.captures {
+        let mut first: Option<usize> = None;
+        for (d, _, _) in r.captures.iter().filter(|c| &c.2 == path) {
+            if let Some(u) = user[*d as usize] {
+                match first {
+                    Some(f) => union(&mut parent, f, u),
+                    None => first = Some(u),
+                }
+            }
+        }
+    }
+    let mut roots: Vec<usize> = Vec::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in 0..r.ports.len() {
+        let root = find(&mut parent, i);
+        match roots.iter().position(|&x| x == root) {
+            Some(g) => groups[g].push(i),
+            None => {
+                roots.push(root);
+                groups.push(vec![i]);
+            }
+        }
+    }
+    let n = groups.len().clamp(1, max_threads.max(1));
+    let mut dealt: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (k, g) in groups.into_iter().enumerate() {
+        dealt[k % n].extend(g);
+    }
+    let mut group_of = vec![0; r.ports.len()];
+    for (g, ports) in dealt.iter().enumerate() {
+        for &p in ports {
+            group_of[p] = g;
+        }
+    }
+    let owner = |res: usize| user[res].map_or(0, |p| group_of[p]);
+    let dir: Vec<usize> = (0..n_dirs).map(owner).collect();
+    let policy = policy_dir
+        .iter()
+        .enumerate()
+        .map(|(k, pd)| match pd {
+            Some(d) => dir[*d as usize],
+            // A shared ingress policer (index k < the ingress count).
+            None if k < net.ingress.len() => owner(n_dirs + k),
+            None => 0,
+        })
+        .collect();
+    ThreadPlan {
+        groups: dealt,
+        owners: Owners { dir, policy },
+    }
+}
+
 /// Starts the forwarder for scenario `sc`; returns once the thread is in
 /// the namespace with every socket and capture open (or with the error
 /// that stopped it).
@@ -277,36 +519,145 @@ pub fn start(sc: &Scenario, spec: EmuSpec) -> Result<Handle, EmuError> {
         }
     }
     let policy_names: Vec<String> = cond.policies.iter().map(|p| p.res.name.clone()).collect();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let max_threads = match spec.threads {
+        0 => cpus,
+        n => n,
+    };
+    let plan = plan_threads(&r, &cond.policy_dir, max_threads);
     let live = Arc::new(LiveStats {
         policy_drops: (0..policy_names.len()).map(|_| AtomicU64::new(0)).collect(),
         ..LiveStats::default()
     });
     drop(cond);
     let stop = Arc::new(AtomicBool::new(false));
+    let activity = Arc::new(AtomicU64::new(0));
+    let mut peers = Vec::new();
+    for _ in &plan.groups {
+        peers.push(Peer {
+            sleeping: AtomicBool::new(false),
+            wake: sys::eventfd().map_err(EmuError)?,
+        });
+    }
+    let peers = Arc::new(peers);
     let (tx, rx) = mpsc::channel::<Result<(), EmuError>>();
-    let cfg = sc.config.clone();
-    let (stop2, live2) = (stop.clone(), live.clone());
-    let thread = std::thread::Builder::new()
-        .name("qoslab-emu".into())
-        .spawn(move || run(cfg, spec, r, kdirs, stop2, live2, tx))
-        .map_err(|e| EmuError(format!("cannot start the forwarder thread: {e}")))?;
+    let n = plan.groups.len();
     let mut h = Handle {
-        stop,
-        live,
-        thread: Some(thread),
+        stop: stop.clone(),
+        live: live.clone(),
+        threads: Vec::new(),
+        owners: plan.owners.clone(),
         policy_names,
     };
-    match rx.recv() {
-        Ok(Ok(())) => Ok(h),
-        Ok(Err(e)) => {
-            let _ = h.stop();
-            Err(e)
+    for (g, reads) in plan.groups.iter().enumerate() {
+        let mut part = Resolved {
+            net: r.net.clone(),
+            ports: r.ports.clone(),
+            ips: r.ips.clone(),
+            kernel: Vec::new(),
+            captures: Vec::new(),
+        };
+        part.kernel = r
+            .kernel
+            .iter()
+            .filter(|k| plan.owners.dir[k.0 as usize] == g)
+            .cloned()
+            .collect();
+        part.captures = r
+            .captures
+            .iter()
+            .filter(|c| plan.owners.dir[c.0 as usize] == g)
+            .cloned()
+            .collect();
+        let job = Job {
+            cfg: sc.config.clone(),
+            spec: spec.clone(),
+            r: part,
+            reads: reads.clone(),
+            kdirs: kdirs.clone(),
+            cpu: (n > 1).then_some(g % cpus),
+            stop: stop.clone(),
+            live: live.clone(),
+            activity: activity.clone(),
+            me: g,
+            peers: peers.clone(),
+        };
+        let tx = tx.clone();
+        let stop2 = stop.clone();
+        let name = if n > 1 {
+            format!("qoslab-emu-{g}")
+        } else {
+            "qoslab-emu".into()
+        };
+        let t = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                let res = run(job, tx);
+                if res.is_err() {
+                    // One thread failing ends the run for all.
+                    stop2.store(true, Ordering::Relaxed);
+                }
+                res
+            })
+            .map_err(|e| EmuError(format!("cannot start a forwarder thread: {e}")));
+        match t {
+            Ok(t) => h.threads.push(t),
+            Err(e) => {
+                let _ = h.stop();
+                return Err(e);
+            }
         }
-        Err(_) => Err(h
-            .stop()
-            .err()
-            .unwrap_or_else(|| EmuError("the forwarder stopped while starting".into()))),
     }
+    drop(tx);
+    for _ in 0..n {
+        match rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = h.stop();
+                return Err(e);
+            }
+            Err(_) => {
+                return Err(h
+                    .stop()
+                    .err()
+                    .unwrap_or_else(|| EmuError("the forwarder stopped while starting".into())))
+            }
+        }
+    }
+    Ok(h)
+}
+
+/// One forwarder thread's share.
+struct Job {
+    cfg: qoslab_sim::SimConfig,
+    spec: EmuSpec,
+    /// Every port (the thread may deliver to any), and only the kernel
+    /// links and captures of the directions it owns.
+    r: Resolved,
+    /// Indices into `r.ports` of the ports it reads.
+    reads: Vec<usize>,
+    /// Every kernel-backend direction (the model's conditioners).
+    kdirs: Vec<u32>,
+    /// Pin to this CPU (several threads).
+    cpu: Option<usize>,
+    stop: Arc<AtomicBool>,
+    live: Arc<LiveStats>,
+    /// When any thread last read a frame (CLOCK_MONOTONIC ns).
+    activity: Arc<AtomicU64>,
+    /// This thread's index in `peers`.
+    me: usize,
+    peers: Arc<Vec<Peer>>,
+}
+
+/// A thread as the others see it: asleep in ppoll or not, and the eventfd
+/// in its poll set that wakes it. A thread that reads a frame wakes the
+/// sleeping others at once, so that the reply to it (a ping's, an ACK
+/// after idle), which comes back on a port another thread reads, finds
+/// that thread awake and spinning ([`IDLE_SPIN_NS`]): its wake-up runs
+/// alongside the forwarding instead of after it.
+struct Peer {
+    sleeping: AtomicBool,
+    wake: std::os::fd::OwnedFd,
 }
 
 /// The [`Io`] of the real sockets.
@@ -374,24 +725,38 @@ impl RealIo {
     }
 }
 
-fn run(
-    cfg: qoslab_sim::SimConfig,
-    spec: EmuSpec,
-    r: Resolved,
-    kdirs: Vec<u32>,
-    stop: Arc<AtomicBool>,
-    live: Arc<LiveStats>,
-    ready: mpsc::Sender<Result<(), EmuError>>,
-) -> Result<EmuResult, EmuError> {
+fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuError> {
+    let Job {
+        cfg,
+        spec,
+        r,
+        reads,
+        kdirs,
+        cpu,
+        stop,
+        live,
+        activity,
+        me,
+        peers,
+    } = job;
     let setup = || -> Result<_, String> {
         sys::enter_netns(&spec.netns)?;
         sys::precise_timers();
+        if let Some(c) = cpu {
+            // Best effort: unpinned threads still work.
+            sys::pin_to_cpu(c);
+        }
         let rt = sys::realtime_priority();
         let mut ports = Vec::new();
         let mut port_of = vec![None; r.net.nodes.len()];
-        for (n, ifname) in &r.ports {
+        for (i, (n, ifname)) in r.ports.iter().enumerate() {
             port_of[*n as usize] = Some(ports.len());
-            ports.push((*n, ring::open(ifname, spec.offload)?));
+            if reads.contains(&i) {
+                let (rx, tx) = ring::open(ifname, spec.offload)?;
+                ports.push((*n, Some(rx), tx));
+            } else {
+                ports.push((*n, None, ring::open_tx(ifname, spec.offload)?));
+            }
         }
         let mut kernel_tx: Vec<Option<PacketSocket>> =
             (0..r.net.dirs.len()).map(|_| None).collect();
@@ -400,7 +765,7 @@ fn run(
             kernel_tx[*d as usize] = Some(PacketSocket::open(a, SOCKET_BUFFER_BYTES)?);
             kernel_rx.push((*d, PacketSocket::open(b, SOCKET_BUFFER_BYTES)?));
         }
-        let mtu = ports.iter().map(|(_, p)| p.0.mtu()).max().unwrap_or(1500);
+        let mtu = ports.iter().map(|(_, _, t)| t.mtu()).max().unwrap_or(1500);
         let offset = i128::from(realtime_ns()) - i128::from(monotonic_ns());
         let mut captures = HashMap::new();
         let mut files: Vec<Capture> = Vec::new();
@@ -448,14 +813,17 @@ fn run(
         error: None,
         tx_refused: 0,
     };
-    for (n, (rx, tx)) in ports {
-        rx_rings.push((n, rx));
+    for (n, rx, tx) in ports {
+        if let Some(rx) = rx {
+            rx_rings.push((n, rx));
+        }
         io.ports.push(tx);
     }
     let mut fds: Vec<libc::pollfd> = rx_rings
         .iter()
         .map(|(_, r)| r.raw_fd())
         .chain(kernel_rx.iter().map(|(_, s)| s.raw_fd()))
+        .chain((peers.len() > 1).then(|| peers[me].wake.as_raw_fd()))
         .map(|fd| libc::pollfd {
             fd,
             events: libc::POLLIN,
@@ -463,6 +831,9 @@ fn run(
         })
         .collect();
     let _ = ready.send(Ok(()));
+    // `start` waits for every thread's word: a thread that panicked before
+    // sending it must leave the channel with no sender, not this one.
+    drop(ready);
 
     let mut bufs = vec![vec![0u8; max_frame]; BATCH];
     let mut lens = vec![0usize; BATCH];
@@ -470,6 +841,7 @@ fn run(
     let mut csum = vec![false; BATCH];
     let mut rx_ring_drops = 0u64;
     let mut seg = Vec::with_capacity(max_frame);
+    let mut shown = Shown::default();
     // Kernel receive stamps are CLOCK_REALTIME: shift them by the offset
     // taken now (NTP slews it by parts per million at most during a run).
     let real_minus_mono = i128::from(realtime_ns()) - i128::from(monotonic_ns());
@@ -528,6 +900,14 @@ fn run(
                 rx_ring_drops += rx.drops();
             }
         }
+        if got > 0 && peers.len() > 1 {
+            activity.fetch_max(monotonic_ns(), Ordering::Relaxed);
+            for (j, p) in peers.iter().enumerate() {
+                if j != me && p.sleeping.swap(false, Ordering::AcqRel) {
+                    sys::eventfd_kick(p.wake.as_raw_fd());
+                }
+            }
+        }
         for (d, sock) in &kernel_rx {
             for _ in 0..4 {
                 let n = sock
@@ -563,17 +943,36 @@ fn run(
         if let Some(e) = io.error.take() {
             return Err(EmuError(e));
         }
-        publish(&model, &live);
+        publish(&model, &live, &mut shown);
+        let now = monotonic_ns();
         if got > 0 {
+            activity.fetch_max(now, Ordering::Relaxed);
             continue;
         }
-        let now = monotonic_ns();
-        match model.next_due() {
+        // One thread alone gets a reply back inside its own `send()` (the
+        // receiving host answers in softirq): spinning would only burn CPU.
+        let recent = activity
+            .load(Ordering::Relaxed)
+            .saturating_add(IDLE_SPIN_NS);
+        if peers.len() > 1 && now < recent {
+            std::hint::spin_loop();
+            continue;
+        }
+        let sleep_ns = match model.next_due() {
             Some(d) if d <= now.saturating_add(SPIN_NS) => {
                 std::hint::spin_loop();
+                continue;
             }
-            Some(d) => sys::wait_readable(&mut fds, (d - SPIN_NS - now).min(MAX_SLEEP_NS)),
-            None => sys::wait_readable(&mut fds, MAX_SLEEP_NS),
+            Some(d) => (d - SPIN_NS - now).min(MAX_SLEEP_NS),
+            None => MAX_SLEEP_NS,
+        };
+        let mine = &peers[me];
+        mine.sleeping.store(true, Ordering::Release);
+        sys::wait_readable(&mut fds, sleep_ns);
+        mine.sleeping.store(false, Ordering::Release);
+        if fds.last().is_some_and(|f| f.revents != 0) && peers.len() > 1 {
+            // Kicked: clear the eventfd (the last fd polled).
+            sys::eventfd_drain(mine.wake.as_raw_fd());
         }
     }
     for (_, rx) in &rx_rings {
@@ -582,7 +981,7 @@ fn run(
     io.flush();
     let tx_super_packets = io.ports.iter().map(|r| r.coalesced).sum();
     let tx_super_segments = io.ports.iter().map(|r| r.coalesced_segments).sum();
-    publish(&model, &live);
+    publish(&model, &live, &mut shown);
     let tx_refused = io.tx_refused;
     let mut written = Vec::new();
     for c in io.capture_files.drain(..) {
@@ -592,30 +991,226 @@ fn run(
         written.push((p, n));
     }
     let (policies, links, series, counters, lateness) = model.finish();
-    Ok(EmuResult {
-        policies,
-        links,
-        series,
-        counters,
-        timing: Timing::of(&lateness),
-        realtime,
-        tx_refused,
-        rx_ring_drops,
-        tx_super_packets,
-        tx_super_segments,
-        captures: written,
+    Ok(Part {
+        res: EmuResult {
+            policies,
+            links,
+            series,
+            counters,
+            timing: Timing::of(&lateness),
+            realtime,
+            tx_refused,
+            rx_ring_drops,
+            tx_super_packets,
+            tx_super_segments,
+            captures: written,
+            threads: 1,
+        },
+        lateness,
     })
 }
 
-fn publish(m: &Model, live: &LiveStats) {
+/// What one thread has added to the live counters so far.
+#[derive(Default)]
+struct Shown {
+    counters: [u64; 6],
+    policy_drops: Vec<u64>,
+}
+
+/// Adds this thread's counts since the last call to the live counters
+/// (shared by the threads).
+fn publish(m: &Model, live: &LiveStats, shown: &mut Shown) {
     let c = &m.counters;
-    live.frames_in.store(c.frames_in, Ordering::Relaxed);
-    live.frames_out.store(c.frames_out, Ordering::Relaxed);
-    live.dropped.store(c.dropped, Ordering::Relaxed);
-    live.lost.store(c.lost, Ordering::Relaxed);
-    live.unroutable.store(c.unroutable, Ordering::Relaxed);
-    live.oversize.store(c.oversize, Ordering::Relaxed);
-    for (a, v) in live.policy_drops.iter().zip(m.policy_drops()) {
-        a.store(v, Ordering::Relaxed);
+    let now = [
+        c.frames_in,
+        c.frames_out,
+        c.dropped,
+        c.lost,
+        c.unroutable,
+        c.oversize,
+    ];
+    let slots = [
+        &live.frames_in,
+        &live.frames_out,
+        &live.dropped,
+        &live.lost,
+        &live.unroutable,
+        &live.oversize,
+    ];
+    for ((a, v), s) in slots.iter().zip(now).zip(shown.counters.iter_mut()) {
+        if v != *s {
+            a.fetch_add(v - *s, Ordering::Relaxed);
+            *s = v;
+        }
+    }
+    shown.policy_drops.resize(live.policy_drops.len(), 0);
+    for ((a, v), s) in live
+        .policy_drops
+        .iter()
+        .zip(m.policy_drops())
+        .zip(shown.policy_drops.iter_mut())
+    {
+        if v != *s {
+            a.fetch_add(v - *s, Ordering::Relaxed);
+            *s = v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Resolved ports/ips of a dumbbell with `senders` and `receivers`,
+    /// plus `captures` (link direction, point, file).
+    fn resolved(
+        senders: u32,
+        receivers: u32,
+        captures: &[(&str, &str, &str)],
+    ) -> (Resolved, Vec<Option<u32>>) {
+        let text = format!(
+            r#"
+[scenario]
+duration = "10s"
+[topology]
+senders = {senders}
+receivers = {receivers}
+access = {{ rate = "1gbit", delay = "0ms" }}
+bottleneck = {{ rate = "1gbit", delay = "1ms" }}
+[policy.bottleneck.egress]
+shape = {{ kind = "tbf", rate = "10mbit", burst = "10kb", limit = "100000b" }}
+[[traffic]]
+kind = "udp"
+rate = "1mbit"
+"#
+        );
+        let sc = qoslab_scenario::parse(&text, "t.toml").unwrap();
+        let net = Net::build(&sc.config.topology).unwrap();
+        let flows = qoslab_sim::plan_flows(&sc.config).unwrap();
+        let hosts = crate::plan::hosts(&sc.config.topology, &net, &flows);
+        let spec = EmuSpec {
+            ports: hosts
+                .iter()
+                .enumerate()
+                .map(|(i, h)| (h.clone(), format!("p{i}")))
+                .collect(),
+            host_ips: hosts
+                .iter()
+                .enumerate()
+                .map(|(i, h)| (h.clone(), format!("10.0.0.{}", i + 1)))
+                .collect(),
+            captures: captures
+                .iter()
+                .map(|(l, p, f)| (l.to_string(), p.to_string(), PathBuf::from(f)))
+                .collect(),
+            ..EmuSpec::default()
+        };
+        let r = resolve(&sc, &spec).unwrap();
+        let cond = conditioner::build(&sc.config, &r.net, &[]).unwrap();
+        (r, cond.policy_dir)
+    }
+
+    #[test]
+    fn two_hosts_run_one_thread_per_direction() {
+        let (r, pd) = resolved(1, 1, &[]);
+        let p = plan_threads(&r, &pd, 2);
+        assert_eq!(p.groups.len(), 2, "{p:?}");
+        // Each direction is owned by the thread reading the port it leaves from.
+        let fwd = (0..r.net.dirs.len() as u32)
+            .find(|&d| r.net.dir_name(d) == "r1->r2")
+            .unwrap();
+        let back = (0..r.net.dirs.len() as u32)
+            .find(|&d| r.net.dir_name(d) == "r2->r1")
+            .unwrap();
+        assert_ne!(p.owners.dir[fwd as usize], p.owners.dir[back as usize]);
+        assert_eq!(p.owners.policy, vec![p.owners.dir[fwd as usize]]);
+        // At most the threads asked for.
+        assert_eq!(plan_threads(&r, &pd, 1).groups, vec![vec![0, 1]]);
+    }
+
+    #[test]
+    fn ports_sharing_a_direction_share_a_thread() {
+        // Two senders share r1->r2 (and the receiver's replies share r1's
+        // access links with the sender-to-sender paths): one group.
+        let (r, pd) = resolved(2, 1, &[]);
+        let p = plan_threads(&r, &pd, 2);
+        assert_eq!(p.groups.len(), 1, "{p:?}");
+        assert!(p.owners.dir.iter().all(|&o| o == 0));
+    }
+
+    #[test]
+    fn a_capture_file_of_both_directions_joins_their_threads() {
+        let both = [
+            ("r1->r2", "egress", "/tmp/x.pcap"),
+            ("r2->r1", "egress", "/tmp/x.pcap"),
+        ];
+        let (r, pd) = resolved(1, 1, &both);
+        assert_eq!(plan_threads(&r, &pd, 2).groups.len(), 1);
+        let apart = [
+            ("r1->r2", "egress", "/tmp/x.pcap"),
+            ("r2->r1", "egress", "/tmp/y.pcap"),
+        ];
+        let (r, pd) = resolved(1, 1, &apart);
+        assert_eq!(plan_threads(&r, &pd, 2).groups.len(), 2);
+    }
+
+    #[test]
+    fn merged_results_take_each_direction_from_its_owner() {
+        let owners = Owners {
+            dir: vec![0, 1],
+            policy: vec![1],
+        };
+        let part = |k: u64| {
+            let mut lateness = LatencyHist::default();
+            lateness.record(1000 * (k + 1));
+            let mut series = Series::default();
+            for t in [100, 200] {
+                series.queue_time_ns.push(t);
+                series.queue_policy.push(0);
+                series.queue_packets.push(k);
+                series.queue_bytes.push(k);
+                series.tokens_bytes.push(-1);
+            }
+            Part {
+                res: EmuResult {
+                    policies: vec![{
+                        let mut p =
+                            qoslab_sim::policy::Policy::new("p".into(), "tbf".into(), Vec::new());
+                        p.res.packets_dropped = 10 + k;
+                        p.res
+                    }],
+                    links: (0..2)
+                        .map(|d| DirResult {
+                            packets: 100 * k + d,
+                            ..DirResult::default()
+                        })
+                        .collect(),
+                    series,
+                    counters: Counters {
+                        frames_in: 5,
+                        ..Counters::default()
+                    },
+                    timing: Timing::default(),
+                    realtime: true,
+                    tx_refused: 0,
+                    rx_ring_drops: k,
+                    tx_super_packets: 0,
+                    tx_super_segments: 0,
+                    captures: Vec::new(),
+                    threads: 1,
+                },
+                lateness,
+            }
+        };
+        let m = merge(vec![part(0), part(1)], &owners);
+        assert_eq!(m.threads, 2);
+        assert_eq!(m.links[0].packets, 0);
+        assert_eq!(m.links[1].packets, 101);
+        assert_eq!(m.policies[0].packets_dropped, 11);
+        assert_eq!(m.series.queue_packets, vec![1, 1]);
+        assert_eq!(m.series.queue_time_ns, vec![100, 200]);
+        assert_eq!(m.counters.frames_in, 10);
+        assert_eq!(m.rx_ring_drops, 1);
+        assert_eq!(m.timing.count, 2);
     }
 }

@@ -12,8 +12,10 @@
 //!   `net.ipv4.tcp_sack`, `tcp_window_scaling`, `tcp_frto`,
 //!   `tcp_recovery`, `tcp_early_retrans` (per network namespace);
 //! - timestamps via `header_bytes` 52 / 40 → `tcp_timestamps`;
-//! - `window` → iperf3 `-w`, `mss` → iperf3 `-M`; `sndbuf` only equal to
-//!   `window` (iperf3 `-w` sets both socket buffers);
+//! - `rcvbuf` (SO_RCVBUF) → iperf3 `-w`, which sets SO_RCVBUF and
+//!   SO_SNDBUF to that value; a fixed `window` (an advertised window,
+//!   which no Linux knob sets) and `sndbuf` are refused; `mss` → iperf3
+//!   `-M`;
 //! - `initial_window`, `initial_ssthresh`, `min_rto` → `ip route` metrics
 //!   `initcwnd`, `ssthresh`, `rto_min` (ip-route(8)).
 
@@ -30,8 +32,10 @@ pub struct TcpPlan {
     pub sack: bool,
     pub timestamps: bool,
     pub window_scaling: bool,
-    /// `None`: leave Linux's receive-buffer autotuning alone.
-    pub receive_window_bytes: Option<u64>,
+    /// iperf3 `-w`: SO_RCVBUF and SO_SNDBUF as setsockopt takes them
+    /// (the scenario's `rcvbuf`). `None`: leave Linux's buffer
+    /// autotuning alone.
+    pub socket_buffer_bytes: Option<u64>,
     pub mss: u32,
     pub initial_window_segments: u32,
     pub initial_ssthresh_bytes: Option<u64>,
@@ -342,20 +346,34 @@ pub fn linux_tcp(sc: &Scenario, ti: usize, c: &TcpConfig) -> Result<TcpPlan, Sce
     same!(rate_halving, "rate_halving", flag);
     same!(fack, "fack", flag);
     same!(rcvbuf_fixup, "rcvbuf_fixup", flag);
-    // iperf3 -w sets SO_SNDBUF and SO_RCVBUF together: a sender buffer is
-    // only possible equal to the receive window.
+    // A fixed advertised window: Linux derives its window from the socket
+    // buffer's memory (tcp_select_initial_window, tcp_win_from_space), so
+    // iperf3 -w N advertises about 1.23 N, not N. Say which key means it.
+    if !c.rcvbuf_autotune && c.rcvbuf_lock_bytes.is_none() {
+        let w = c.receive_window_bytes;
+        return refuse(
+            "window",
+            from_profile(&|p| !p.rcvbuf_autotune),
+            format!(
+                "window = {w} B fixes the advertised window (iperf3 -w sets the socket buffer, \
+                 from which Linux advertises about 1.23 times as much: give rcvbuf = \
+                 \"{}B\" for about this window)",
+                w * 256 / (2 * u64::from(c.rcv_scaling_ratio.max(1)))
+            ),
+        );
+    }
+    // iperf3 -w sets SO_SNDBUF to the SO_RCVBUF value; it has no option
+    // for a sender buffer of its own, and the simulator's `sndbuf` counts
+    // payload, not the kernel's doubled memory.
     if let Some(b) = c.send_buffer_bytes {
-        if b != c.receive_window_bytes {
-            return refuse(
-                "sndbuf",
-                from_profile(&|p| p.send_buffer_bytes == c.send_buffer_bytes),
-                format!(
-                    "sndbuf = {b} B different from window = {} B (iperf3 -w sets both socket \
-                     buffers to one value)",
-                    c.receive_window_bytes
-                ),
-            );
-        }
+        return refuse(
+            "sndbuf",
+            from_profile(&|p| p.send_buffer_bytes == c.send_buffer_bytes),
+            format!(
+                "sndbuf = {b} B (iperf3 has no separate send-buffer option; with rcvbuf its -w \
+                 also sets SO_SNDBUF to that value)"
+            ),
+        );
     }
     if c.pacing && c.cc != CcKind::Bbr {
         return refuse(
@@ -369,8 +387,7 @@ pub fn linux_tcp(sc: &Scenario, ti: usize, c: &TcpConfig) -> Result<TcpPlan, Sce
         sack: c.sack,
         timestamps,
         window_scaling: c.window_scaling,
-        receive_window_bytes: (c.receive_window_bytes != linux.receive_window_bytes)
-            .then_some(c.receive_window_bytes),
+        socket_buffer_bytes: c.rcvbuf_lock_bytes,
         mss: c.mss,
         initial_window_segments: c.initial_window_segments,
         initial_ssthresh_bytes: c.initial_ssthresh_bytes,
@@ -408,7 +425,7 @@ shape = { kind = "tbf", rate = "10mbit", burst = "10kb", latency = "50ms" }
 [[traffic]]
 kind = "tcp-bulk"
 flows = 2
-window = "1mb"
+rcvbuf = "1mb"
 [[traffic]]
 kind = "ping"
 from = "s0"
@@ -422,7 +439,7 @@ interval = "100ms"
         assert_eq!(p.flows[2].flow.traffic_index, 1);
         let t = p.flows[0].tcp.as_ref().unwrap();
         assert_eq!((t.cc, t.timestamps, t.mss), ("cubic", true, 1448));
-        assert_eq!(t.receive_window_bytes, Some(1024 * 1024));
+        assert_eq!(t.socket_buffer_bytes, Some(1024 * 1024));
         assert_eq!(p.policies.len(), 1);
         assert_eq!(p.policies[0].name, "r1->r2 egress");
         assert_eq!(p.policies[0].link.as_deref(), Some("r1->r2"));
@@ -515,13 +532,26 @@ to = "a"
     }
 
     #[test]
-    fn sndbuf_is_planned_only_equal_to_the_window() {
-        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nwindow = \"64kb\"\nsndbuf = \"32kb\"\n");
+    fn rcvbuf_is_iperf3_w_and_a_fixed_window_or_sndbuf_is_refused() {
+        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nrcvbuf = \"32kb\"\n");
+        let t = plan(&s).unwrap().flows[0].tcp.clone().unwrap();
+        assert_eq!(t.socket_buffer_bytes, Some(32_768));
+        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nwindow = \"64kb\"\n");
+        let e = plan(&s).unwrap_err();
+        assert_eq!(e.path, "traffic[0].window");
+        assert!(e.to_string().contains("rcvbuf = \"53092B\""), "{e}");
+        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nrcvbuf = \"64kb\"\nsndbuf = \"64kb\"\n");
         let e = plan(&s).unwrap_err();
         assert_eq!(e.path, "traffic[0].sndbuf");
         assert_eq!(e.line, 14, "{e}");
-        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\nwindow = \"64kb\"\nsndbuf = \"64kb\"\n");
-        let t = plan(&s).unwrap().flows[0].tcp.clone().unwrap();
-        assert_eq!(t.receive_window_bytes, Some(65_536));
+        let s = sc("[[traffic]]\nkind = \"tcp-bulk\"\n");
+        assert_eq!(
+            plan(&s).unwrap().flows[0]
+                .tcp
+                .clone()
+                .unwrap()
+                .socket_buffer_bytes,
+            None
+        );
     }
 }

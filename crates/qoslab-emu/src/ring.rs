@@ -166,10 +166,29 @@ fn req(max_frame: usize, ring_bytes: usize) -> libc::tpacket_req {
 /// super-packets, and each sent frame carries a header (all zero: the
 /// forwarder sends wire-sized frames with complete checksums).
 pub fn open(ifname: &str, vnet: bool) -> Result<(RxRing, TxRing), String> {
+    let (m, max_frame) = map(ifname, vnet, true)?;
+    Ok((
+        RxRing {
+            m: m.clone(),
+            next: 0,
+            losing: false,
+        },
+        TxRing::of(m, max_frame),
+    ))
+}
+
+/// A transmit ring alone on `ifname` (its socket receives nothing): a
+/// forwarder thread delivering to a port that another thread reads.
+pub fn open_tx(ifname: &str, vnet: bool) -> Result<TxRing, String> {
+    let (m, max_frame) = map(ifname, vnet, false)?;
+    Ok(TxRing::of(m, max_frame))
+}
+
+fn map(ifname: &str, vnet: bool, receive: bool) -> Result<(Rc<Mapping>, usize), String> {
     // The socket path's options carry over: PACKET_IGNORE_OUTGOING, the
     // receive time stamps (SO_TIMESTAMPNS turns on the kernel's receive
     // stamping, which tpacket_rcv reports), buffers for the kernel tests.
-    let sock = PacketSocket::open(ifname, 1 << 20)?;
+    let sock = PacketSocket::open_as(ifname, 1 << 20, receive)?;
     let fd = sock.raw_fd();
     let max_frame = sock.mtu as usize + crate::frame::ETH_HEADER_BYTES;
     let err = |what: &str, e: io::Error| format!("interface '{ifname}': {what}: {e}");
@@ -182,7 +201,10 @@ pub fn open(ifname: &str, vnet: bool) -> Result<(RxRing, TxRing), String> {
     // A TX frame the kernel cannot parse is skipped (status WRONG_FORMAT)
     // instead of stopping the whole batch.
     set_opt(fd, libc::PACKET_LOSS, &1 as &libc::c_int).map_err(|e| err("PACKET_LOSS", e))?;
-    let rx = if vnet {
+    let rx = if !receive {
+        // SAFETY: all-zero is a valid (empty) tpacket_req.
+        unsafe { std::mem::zeroed() }
+    } else if vnet {
         req(GSO_MAX_FRAME, GSO_RX_RING_BYTES)
     } else {
         req(max_frame, RING_BYTES)
@@ -193,7 +215,9 @@ pub fn open(ifname: &str, vnet: bool) -> Result<(RxRing, TxRing), String> {
     } else {
         req(max_frame, RING_BYTES)
     };
-    set_opt(fd, libc::PACKET_RX_RING, &rx).map_err(|e| err("PACKET_RX_RING", e))?;
+    if receive {
+        set_opt(fd, libc::PACKET_RX_RING, &rx).map_err(|e| err("PACKET_RX_RING", e))?;
+    }
     set_opt(fd, libc::PACKET_TX_RING, &tx).map_err(|e| err("PACKET_TX_RING", e))?;
     let ring_bytes = |r: &libc::tpacket_req| (r.tp_block_size * r.tp_block_nr) as usize;
     let bytes = ring_bytes(&rx) + ring_bytes(&tx);
@@ -236,23 +260,7 @@ pub fn open(ifname: &str, vnet: bool) -> Result<(RxRing, TxRing), String> {
         tx_at: ring_bytes(&rx),
         vnet,
     });
-    Ok((
-        RxRing {
-            m: m.clone(),
-            next: 0,
-            losing: false,
-        },
-        TxRing {
-            m,
-            next: 0,
-            queued: 0,
-            max_frame,
-            wrong_format: 0,
-            open: None,
-            coalesced: 0,
-            coalesced_segments: 0,
-        },
-    ))
+    Ok((m, max_frame))
 }
 
 /// One received frame, in its ring slot until [`RxRing::release`].
@@ -382,6 +390,23 @@ pub struct TxRing {
 }
 
 impl TxRing {
+    pub fn mtu(&self) -> u32 {
+        self.m.sock.mtu
+    }
+
+    fn of(m: Rc<Mapping>, max_frame: usize) -> TxRing {
+        TxRing {
+            m,
+            next: 0,
+            queued: 0,
+            max_frame,
+            wrong_format: 0,
+            open: None,
+            coalesced: 0,
+            coalesced_segments: 0,
+        }
+    }
+
     /// The bytes after the virtio-net header of TX slot `i`.
     fn frame_room(&mut self, i: usize) -> &mut [u8] {
         let slot = self.m.slot(true, i);

@@ -52,6 +52,18 @@ pub fn realtime_priority() -> bool {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
 }
 
+/// Pins this thread to CPU `cpu` (sched_setaffinity(2)); `false` when not
+/// allowed or no such CPU (the thread then runs wherever it is put).
+pub fn pin_to_cpu(cpu: usize) -> bool {
+    // SAFETY: all-zero is an empty cpu_set_t; CPU_SET and the syscall act
+    // on this local set and this thread (tid 0 = caller).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
 /// An AF_PACKET SOCK_RAW socket bound to one interface.
 pub struct PacketSocket {
     fd: OwnedFd,
@@ -86,6 +98,13 @@ impl PacketSocket {
     /// (PACKET_IGNORE_OUTGOING), with `buf_bytes` receive and send buffers
     /// (SO_RCVBUFFORCE / SO_SNDBUFFORCE: root may exceed rmem_max).
     pub fn open(ifname: &str, buf_bytes: i32) -> Result<PacketSocket, String> {
+        Self::open_as(ifname, buf_bytes, true)
+    }
+
+    /// As [`PacketSocket::open`]; `receive = false` binds with protocol 0
+    /// (packet(7): no frame is queued to it), for a socket that only sends
+    /// — a forwarder thread's transmit ring on a port another thread reads.
+    pub fn open_as(ifname: &str, buf_bytes: i32, receive: bool) -> Result<PacketSocket, String> {
         let err = |what: &str, e: io::Error| format!("interface '{ifname}': {what}: {e}");
         let c = CString::new(ifname).map_err(|_| format!("bad interface name {ifname:?}"))?;
         // SAFETY: `c` is a valid C string.
@@ -131,7 +150,7 @@ impl PacketSocket {
         // SAFETY: all-zero is a valid sockaddr_ll.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETH_P_ALL.to_be();
+        sll.sll_protocol = if receive { ETH_P_ALL.to_be() } else { 0 };
         sll.sll_ifindex = ifindex as i32;
         // SAFETY: `sll` is a valid sockaddr_ll of the given length.
         cvt(unsafe {
@@ -358,4 +377,27 @@ pub fn wait_readable(fds: &mut [libc::pollfd], timeout_ns: u64) {
             std::ptr::null(),
         )
     };
+}
+
+/// A non-blocking eventfd(2): one forwarder thread wakes another with it.
+pub fn eventfd() -> Result<OwnedFd, String> {
+    // SAFETY: plain syscall; the fd is owned below.
+    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })
+        .map_err(|e| format!("eventfd: {e}"))?;
+    // SAFETY: `fd` is a fresh descriptor owned here.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Makes eventfd `fd` readable (wakes a thread polling it).
+pub fn eventfd_kick(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from `one`; a full counter (EAGAIN) is fine.
+    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+}
+
+/// Clears eventfd `fd` (non-blocking).
+pub fn eventfd_drain(fd: RawFd) {
+    let mut v: u64 = 0;
+    // SAFETY: reads at most 8 bytes into `v`; EAGAIN when not kicked.
+    unsafe { libc::read(fd, &mut v as *mut u64 as *mut libc::c_void, 8) };
 }

@@ -68,6 +68,16 @@ fn bucket_high(b: usize) -> u64 {
 }
 
 impl LatencyHist {
+    /// Adds `other`'s samples (the forwarder's threads each keep one).
+    pub fn merge(&mut self, other: &LatencyHist) {
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
     #[inline]
     pub fn record(&mut self, ns: u64) {
         self.buckets[bucket_of(ns)] += 1;

@@ -23,7 +23,7 @@ use crate::result::ClassResult;
 use crate::spec::{QdiscSpec, TreeSpec};
 use crate::tree::{self, PolicyTree};
 use crate::PolicyError;
-use qoslab_core::drive::{Link, TraceShaper};
+use qoslab_core::drive::{Link, ShapeStream, ShapeSummary, TraceError, TraceFields, TraceShaper};
 use qoslab_core::{Dropped, Instant, Packet, Params, Rate, Shaper};
 
 /// The seed of every random component of a trace policy that has no
@@ -301,6 +301,19 @@ impl Shaper for TracePolicy {
     }
     fn drain_dropped(&mut self, out: &mut Vec<Dropped>) {
         each!(self, s => s.drain_dropped(out))
+    }
+    // The trace loop runs compiled for the variant, chosen once per chunk.
+    fn push_chunk(
+        &mut self,
+        stream: &mut ShapeStream,
+        times: &[u64],
+        sizes: &[u32],
+        fields: &TraceFields<'_>,
+    ) -> Result<(), TraceError> {
+        each!(self, s => s.push_chunk(stream, times, sizes, fields))
+    }
+    fn finish_stream(&mut self, stream: &mut ShapeStream) -> Result<ShapeSummary, TraceError> {
+        each!(self, s => s.finish_stream(stream))
     }
 }
 

@@ -69,7 +69,7 @@ pub(crate) fn emu_plan<'py>(
                 y.set_item("sack", t.sack)?;
                 y.set_item("timestamps", t.timestamps)?;
                 y.set_item("window_scaling", t.window_scaling)?;
-                y.set_item("receive_window_bytes", t.receive_window_bytes)?;
+                y.set_item("socket_buffer_bytes", t.socket_buffer_bytes)?;
                 y.set_item("mss", t.mss)?;
                 y.set_item("initial_window_segments", t.initial_window_segments)?;
                 y.set_item("initial_ssthresh_bytes", t.initial_ssthresh_bytes)?;
@@ -254,13 +254,14 @@ impl EmuHandle {
             .map(|(p, n)| (p.display().to_string(), *n))
             .collect();
         d.set_item("captures", caps)?;
+        d.set_item("threads", r.threads)?;
         Ok(d)
     }
 }
 
 /// Starts the forwarder of scenario `text` in namespace `netns`.
 #[pyfunction]
-#[pyo3(signature = (text, filename, netns, ports, host_ips, kernel_links, captures, t0_ns, offload=false))]
+#[pyo3(signature = (text, filename, netns, ports, host_ips, kernel_links, captures, t0_ns, offload=false, threads=0))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn emu_start(
     py: Python<'_>,
@@ -273,6 +274,7 @@ pub(crate) fn emu_start(
     captures: Vec<(String, String, PathBuf)>,
     t0_ns: u64,
     offload: bool,
+    threads: usize,
 ) -> PyResult<EmuHandle> {
     let sc = parse(py, text, filename)?;
     // Refuse what `emu_plan` refuses.
@@ -294,6 +296,7 @@ pub(crate) fn emu_start(
         captures,
         t0_ns,
         offload,
+        threads,
     };
     let h = py
         .detach(|| qoslab_emu::start(&sc, spec))

@@ -784,6 +784,21 @@ fn window_auto_is_linux_autotuning_and_a_size_turns_it_off() {
         path.ends_with("window") && msg.contains("auto"),
         "{path}: {msg}"
     );
+    // rcvbuf: SO_RCVBUF as setsockopt takes it; the window is Linux's.
+    let locked = tcp_of(&set("rcvbuf = \"32kb\""));
+    assert_eq!(locked.rcvbuf_lock_bytes, Some(32 * 1024));
+    assert!(!locked.rcvbuf_autotune);
+    assert_eq!(locked.receive_window_bytes, 40_448, "2 x 32768 x 158/256");
+    let (_, _, path, msg) = err(&set("window = \"64kb\"\nrcvbuf = \"32kb\""));
+    assert!(
+        path.ends_with("rcvbuf") && msg.contains("not both"),
+        "{path}: {msg}"
+    );
+    let (_, _, path, msg) = err(&set("profile = \"windows10\"\nrcvbuf = \"32kb\""));
+    assert!(
+        path.ends_with("rcvbuf") && msg.contains("Linux"),
+        "{path}: {msg}"
+    );
 }
 
 #[test]

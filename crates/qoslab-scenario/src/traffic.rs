@@ -356,6 +356,7 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
         };
     }
     let mut window = t.get_either(cx, "window", "awnd")?;
+    let window_given = window.is_some();
     if let Some(f) = &window {
         if f.is_str() && f.str(cx, "")?.eq_ignore_ascii_case("auto") {
             // Linux's receive-buffer autotuning (the linux profiles'
@@ -386,6 +387,35 @@ fn tcp_config(cx: &mut Cx<'_>, t: &mut Section<'_>) -> Result<TcpConfig> {
             // An explicit buffer locks it (SO_RCVBUF: SOCK_RCVBUF_LOCK).
             c.rcvbuf_autotune = false;
         }
+    }
+    if let Some(f) = t.get(cx, "rcvbuf") {
+        // SO_RCVBUF as setsockopt takes it (iperf3 -w): Linux turns it into
+        // a locked buffer and a window of its own (tcp/rcvbuf.rs).
+        if !c.profile.starts_with("linux") {
+            return Err(f.error(
+                cx,
+                format!(
+                    "rcvbuf is a Linux socket buffer (SO_RCVBUF); profile {} needs `window`",
+                    c.profile
+                ),
+            ));
+        }
+        if window_given {
+            return Err(f.error(
+                cx,
+                "give `rcvbuf` (the socket buffer) or `window` (the advertised window), not both",
+            ));
+        }
+        let b = f.size(cx)?;
+        if b < c.mss as u64 {
+            return Err(f.error(
+                cx,
+                format!("rcvbuf must hold at least one MSS ({} B)", c.mss),
+            ));
+        }
+        c.rcvbuf_lock_bytes = Some(b);
+        c.rcvbuf_autotune = false;
+        c.receive_window_bytes = qoslab_sim::tcp::locked_window_bytes(&c, b);
     }
     if let Some(f) = t.get(cx, "sndbuf") {
         let b = f.size(cx)?;
@@ -536,6 +566,11 @@ pub fn tcp_profile_defaults(profile: &str) -> Option<Vec<(&'static str, String)>
             },
         ),
         (
+            "rcvbuf",
+            c.rcvbuf_lock_bytes
+                .map_or("none".to_string(), |v| format!("{v}B")),
+        ),
+        (
             "sndbuf",
             c.send_buffer_bytes
                 .map_or("unlimited".to_string(), |v| format!("{v}B")),
@@ -583,7 +618,7 @@ mod profile_tests {
                  profile = \"{p}\"\n"
             );
             for (k, v) in &d {
-                if *k == "sndbuf" && v == "unlimited" {
+                if (*k == "sndbuf" && v == "unlimited") || (*k == "rcvbuf" && v == "none") {
                     continue;
                 }
                 let quoted = matches!(v.as_str(), "true" | "false") || v.parse::<u64>().is_ok();

@@ -285,6 +285,14 @@ pub struct TcpConfig {
     /// used. Off: a fixed buffer of `receive_window_bytes` (a scenario's
     /// explicit `window`, as SO_RCVBUF locks Linux's buffer).
     pub rcvbuf_autotune: bool,
+    /// `SO_RCVBUF` as the application passes it to setsockopt (iperf3
+    /// `-w`), Linux profiles only: the kernel doubles it (after capping it
+    /// at `net.core.rmem_max`, `sk_setsockopt` in net/core/sock.c) into a
+    /// locked `sk_rcvbuf`, and the advertised window follows from that
+    /// memory as in `tcp/rcvbuf.rs` (about 1.23× the value at the measured
+    /// ratio, less at the handshake), never autotuned. `None`: the window
+    /// is `receive_window_bytes` or autotuned.
+    pub rcvbuf_lock_bytes: Option<u64>,
     /// `tcp_rmem[1]`, the receive buffer (memory, not payload) a
     /// connection starts with.
     pub rcvbuf_initial_bytes: u64,
@@ -600,6 +608,7 @@ impl TcpConfig {
             send_buffer_bytes: None,
             window_scaling: true,
             rcvbuf_autotune: true,
+            rcvbuf_lock_bytes: None,
             rcvbuf_initial_bytes: 131_072,
             rcvbuf_max_bytes: 32 * 1024 * 1024,
             rcv_scaling_ratio: 158,

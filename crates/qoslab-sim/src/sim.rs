@@ -831,6 +831,12 @@ fn check_tcp(t: &crate::config::TcpConfig, path: &str) -> Result<(), SimError> {
     if t.receive_window_bytes < t.mss as u64 {
         return bad("receive_window_bytes", "must hold at least one MSS");
     }
+    if t.rcvbuf_lock_bytes.is_some() && t.rcvbuf_autotune {
+        return bad(
+            "rcvbuf_lock_bytes",
+            "a locked SO_RCVBUF turns autotuning off (rcvbuf_autotune = false)",
+        );
+    }
     if t.send_buffer_bytes.is_some_and(|b| b < t.mss as u64) {
         return bad("send_buffer_bytes", "must hold at least one MSS");
     }

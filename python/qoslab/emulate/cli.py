@@ -7,93 +7,12 @@ import errno
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from qoslab import outputs
 from qoslab.emulate.netns import cleanup_stale
-from qoslab.emulate.run import BACKENDS, emulate, emulation_plan, stderr_progress
+from qoslab.emulate.run import emulate, emulation_plan, stderr_progress
 from qoslab.results import write_results
 from qoslab.scenario import with_seed
-
-EMULATE_EPILOG = """\
-Real Linux TCP (iperf3) and ping run between network namespaces, one per host of the
-scenario; every router and link of the scenario is emulated in userspace by qoslab's
-forwarder, whose conditioners are the very code 'qoslab run' simulates (rate,
-propagation delay and loss per link direction; police, shape, fifo or a policy tree).
-Frames are wire-sized (TSO/GSO/GRO off); with --offload on the hosts send TSO
-super-packets, which the forwarder splits into their wire segments before any
-conditioner (as Linux tbf's tbf_segment), so policies still count wire frames.
-Needs root and iperf3, iproute2, ethtool,
-ping (bash scripts/setup.sh installs them). Every namespace and process is removed at
-the end, on an error, on Ctrl-C and on SIGTERM; after a SIGKILL, run --cleanup.
-
---backend kernel runs each policy in the kernel's own qdisc instead (tc tbf, htb,
-pfifo, bfifo on a veth inside the emulated router), for a three-way comparison:
-  qoslab compare SCENARIO --modes sim,emu,kernel
---capture LINK[:ingress|egress]=FILE.pcap writes what the forwarder sees there
-(LINK as in the results, e.g. r1->r2); without a side, both directions in one
-file as tcpdump on the upstream router's port would see them (LINK before its
-policy, the reverse direction after its transmitter), ready for
-'qoslab analyze FILE --policing'.
---plan prints what would run (hosts, flows, policies with their tc form; no root
-needed); --cleanup removes what a killed run left.
-
-examples:
-  sudo qoslab emulate scenarios/example.toml
-  sudo qoslab emulate scenarios/isr4000-police.toml --out /tmp/emu --json
-  sudo qoslab emulate scenarios/trees/linux-htb-pfifo.toml --backend kernel
-  sudo qoslab emulate scenarios/example.toml --capture 'r1->r2=/tmp/r1r2.pcap'
-  sudo qoslab emulate scenarios/example.toml --offload on
-  qoslab emulate scenarios/example.toml --plan
-  sudo qoslab emulate --cleanup
-"""
-
-
-def add_emulate_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser(
-        "emulate",
-        help="run a scenario with real Linux TCP through qoslab's conditioners",
-        description="Emulate a scenario: real iperf3 and ping between namespaces, through"
-        " qoslab's own conditioners in a userspace forwarder (or the kernel's qdiscs).",
-        epilog=EMULATE_EPILOG,
-        formatter_class=fmt,
-        allow_abbrev=False,
-    )
-    p.add_argument("scenario", nargs="?", metavar="SCENARIO", help="the scenario TOML file")
-    p.add_argument("--backend", choices=BACKENDS, default="userspace", help="where policies run")
-    p.add_argument(
-        "--offload",
-        choices=("on", "off"),
-        default="off",
-        help="on: hosts send GSO super-packets, split into wire segments by the forwarder",
-    )
-    p.add_argument("--out", metavar="DIR", help="write results.json, series CSV/Parquet here")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument(
-        "--report",
-        nargs="?",
-        const="",
-        metavar="HTML",
-        help="write an HTML report (default: DIR/report.html with --out, else report.html)",
-    )
-    p.add_argument("--seed", metavar="N", type=int, help="override the scenario's seed")
-    p.add_argument(
-        "--capture",
-        action="append",
-        default=[],
-        metavar="LINK[:DIR]=PCAP",
-        help="write a pcap of a link direction's policy ingress or egress (repeatable)",
-    )
-    p.add_argument("--plan", action="store_true", help="print what would run, and stop")
-    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    p.add_argument(
-        "--cleanup",
-        action="store_true",
-        help="remove namespaces and processes left by killed runs, and stop",
-    )
-    p.add_argument(
-        "--all", action="store_true", help="with --cleanup: also those of runs still going"
-    )
 
 
 def _captures(specs: list[str]) -> list[tuple[str, str, str]]:

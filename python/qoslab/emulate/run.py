@@ -267,6 +267,7 @@ def emulate(
     capture: list[tuple[str, str, str]] | None = None,
     progress: ProgressFn | None = None,
     offload: bool = False,
+    threads: int = 0,
 ) -> SimulationResult:
     """Runs a scenario with real Linux TCP between namespaces through qoslab's
     conditioners (``backend="userspace"``) or the kernel's qdiscs (``"kernel"``).
@@ -275,6 +276,8 @@ def emulate(
     ``offload``: the hosts hand GSO super-packets to their veths (TSO on) and the
     forwarder splits each into its wire segments before any conditioner (as Linux's
     ``tbf_segment``), so every policy still counts wire frames.
+    ``threads``: forwarder threads; 0 (default) = one per independent group of ports
+    (data and ACKs of a two-host path in two threads, one per CPU), 1 = a single thread.
     Needs root, iperf3, ip, tc, ethtool, ping. Raises ``qoslab.ScenarioError`` for a
     scenario Linux cannot run, ``EmulationSetupError`` when the machine cannot, and
     ``qoslab.Cancelled`` on Ctrl-C/SIGTERM — after removing every namespace and process.
@@ -287,7 +290,9 @@ def emulate(
     work = tmpdir()
     try:
         with _network(list(plan["hosts"]), offload) as netns:
-            return _run(plan, info, text, filename, netns, backend, capture or [], progress, work)
+            return _run(
+                plan, info, text, filename, netns, backend, capture or [], progress, work, threads
+            )
     except KeyboardInterrupt:
         raise _core.Cancelled("emulation cancelled") from None
     finally:
@@ -304,6 +309,7 @@ def _run(
     capture: list[tuple[str, str, str]],
     progress: ProgressFn | None,
     work: Path,
+    threads: int = 0,
 ) -> SimulationResult:
     interval_ns = int(plan["record_interval_ns"])
     duration_ns = int(plan["duration_ns"])
@@ -325,7 +331,16 @@ def _run(
     t0 = time.monotonic_ns()
     real0 = time.time_ns()
     fwd = _core.emu_start(
-        text, filename, netns.net, ports, ips, kernel_links, capture, t0, offload=netns.offload
+        text,
+        filename,
+        netns.net,
+        ports,
+        ips,
+        kernel_links,
+        capture,
+        t0,
+        offload=netns.offload,
+        threads=threads,
     )
     sampler = None
     if kernel_links:
@@ -720,6 +735,7 @@ def _assemble(
                     "super_packets",
                     "tx_super_packets",
                     "tx_super_segments",
+                    "threads",
                 )
             },
             "hosts": {

@@ -119,8 +119,9 @@ def plan_programs(
         if f["protocol"] == "tcp":
             tcp = f["tcp"]
             argv += ["-C", tcp["cc"]]
-            if tcp.get("receive_window_bytes") is not None:
-                argv += ["-w", str(int(tcp["receive_window_bytes"]))]
+            # the scenario's rcvbuf: SO_RCVBUF and SO_SNDBUF, as setsockopt takes them
+            if tcp.get("socket_buffer_bytes") is not None:
+                argv += ["-w", str(int(tcp["socket_buffer_bytes"]))]
             # TCP_MAXSEG caps the MSS before options are taken off (tcp_output.c
             # __tcp_mtu_to_mss), so a payload of `mss` with timestamps is mss + 12.
             natural = 1460 - (12 if tcp["timestamps"] else 0)

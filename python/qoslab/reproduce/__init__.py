@@ -14,7 +14,7 @@ beside theirs.
 from __future__ import annotations
 
 from qoslab.reproduce.checks import RULES
-from qoslab.reproduce.command import add_reproduce_parser, main, run_all
+from qoslab.reproduce.command import main, run_all
 from qoslab.reproduce.model import Assumption, Case, Experiment, Reference, Row, data_dir, tomllib
 from qoslab.reproduce.registry import (
     DEFAULT_SEEDS,
@@ -44,7 +44,6 @@ __all__ = [
     "Reference",
     "Reproduction",
     "Row",
-    "add_reproduce_parser",
     "check_markdown_path",
     "data_dir",
     "main",

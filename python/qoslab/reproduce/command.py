@@ -8,66 +8,11 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from qoslab import outputs
 from qoslab.reproduce import registry, render
 from qoslab.reproduce.registry import DEFAULT_SEEDS, Reproduction
-
-REPRODUCE_EPILOG = (
-    "experiments: "
-    + ", ".join(registry.EXPERIMENTS)
-    + f"""
-rows: kind number (ours vs a published number), claim (a statement of the
-source, judged over the seeds) or sanity (follows from our configuration,
-never counted as a reproduction); verdict holds, off or fails. Each case
-runs with seeds 1..N (--seeds, default {DEFAULT_SEEDS}); each assumption the
-source leaves open is run again over its range, and a verdict holds only
-over the whole range.
-progress: a line per experiment as it starts and ends, and on a terminal a
-progress bar per run, go to stderr (stdout stays the table or the JSON).
-exit status: 0 when every experiment ran (whatever the verdicts); with
---strict, 1 when any row fails.
-
-examples:
-  qoslab reproduce --all
-  qoslab reproduce isr4000 packetlife --json
-  qoslab reproduce isr4000 --quick --seeds 2 --report /tmp/reproduce.html
-  qoslab reproduce --all --markdown docs/reproductions.md
-"""
-)
-
-
-def add_reproduce_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser(
-        "reproduce",
-        help="run the published experiments and compare with their numbers",
-        description="Run the published experiments and print ours beside theirs: "
-        "numbers, claims and sanity checks, over seeds and the assumptions' ranges.",
-        epilog=REPRODUCE_EPILOG,
-        formatter_class=fmt,
-        allow_abbrev=False,
-    )
-    p.add_argument("names", nargs="*", metavar="NAME", help="experiments to run")
-    p.add_argument("--all", action="store_true", help="run every experiment")
-    p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
-    p.add_argument(
-        "--report",
-        nargs="?",
-        const="reproduce-report.html",
-        metavar="HTML",
-        help="write an HTML report (default: reproduce-report.html)",
-    )
-    p.add_argument("--markdown", metavar="MD", help="write the tables and figures as Markdown")
-    p.add_argument("--quick", action="store_true", help="shortened runs (for tests)")
-    p.add_argument(
-        "--seeds",
-        type=int,
-        default=DEFAULT_SEEDS,
-        metavar="N",
-        help=f"seeds per case, 1..N (default {DEFAULT_SEEDS})",
-    )
-    p.add_argument("--strict", action="store_true", help="exit 1 when any row fails")
 
 
 def run_all(

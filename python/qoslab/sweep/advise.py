@@ -55,28 +55,11 @@ from qoslab import _core
 from qoslab.sweep.execute import default_workers
 from qoslab.sweep.worker import check_memory
 
-__all__ = ["Advice", "add_advise_parser", "advise", "main"]
+__all__ = ["Advice", "advise", "main"]
 
 MTU_BYTES = 1514  # an Ethernet frame of a 1500-byte IP packet
 RESOLUTION = 1.1  # the bracket's width at convergence (max/min)
 MAX_PROBES = 40  # per search: a bound on the loop whatever the curve does
-
-EPILOG = """\
-Simulates N TCP bulk flows over a path of --rtt through a policer (police cir
-bc) and through a tbf shaper (rate burst limit) on a faster link, and finds
-by bisection over seeds the smallest Bc, and the smallest tbf queue, whose
-steady-state goodput reaches --goal x --rate on every seed; then compares
-police and shape (goodput, Jain fairness, p95 RTT, loss) and simulates the
-rules of thumb: Cisco's police default Bc = CIR/32, Juniper's burst = 5 ms x
-the interface's line rate (--line-rate) and 10 x MTU, burst = RTT x rate, a BDP-sized shaper queue.
---out DIR writes advise.json and the curves (advise.png).
-
-examples:
-  qoslab advise --rate 10mbit --rtt 20ms --flows 2 --seeds 2 --duration 8s --warmup 2s
-  qoslab advise --rate 20mbit --rtt 10ms --flows 4 --cc reno --seeds 2 --duration 6s \\
-      --warmup 2s --json
-  qoslab advise --rate 50mbit --rtt 30ms --flows 8 --cc cubic --goal 0.95 --out /tmp/advice
-"""
 
 
 @dataclass
@@ -549,37 +532,6 @@ def figure(a: Advice, out: Path) -> Path:
 
 
 # --- command line ------------------------------------------------------------------
-
-
-def add_advise_parser(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
-    p = sub.add_parser(
-        "advise",
-        help="which policer Bc / shaper queue for this rate, RTT and flows; police or shape?",
-        description=(
-            "Answer 'which Bc, which queue, police or shape?' for a rate, RTT and number of "
-            "TCP flows with a targeted search of simulations, beside the rules of thumb."
-        ),
-        epilog=EPILOG,
-        formatter_class=fmt,
-        allow_abbrev=False,
-    )
-    p.add_argument("--rate", required=True, metavar="RATE", help="the CIR / shaping rate (50mbit)")
-    p.add_argument("--rtt", required=True, metavar="TIME", help="the path's base RTT (30ms)")
-    p.add_argument("--flows", required=True, type=int, metavar="N", help="TCP bulk flows")
-    p.add_argument("--cc", default="cubic", help="congestion control (default cubic)")
-    p.add_argument("--profile", default="linux", help="TCP profile (default linux)")
-    p.add_argument("--goal", type=float, default=0.95, help="goodput / CIR to reach (default 0.95)")
-    p.add_argument("--seeds", type=int, default=3, metavar="N", help="seeds per probe (default 3)")
-    p.add_argument("--duration", default="25s", metavar="TIME", help="simulated per run (25s)")
-    p.add_argument("--warmup", default="5s", metavar="TIME", help="not counted in goodput (5s)")
-    p.add_argument(
-        "--line-rate",
-        metavar="RATE",
-        help="the policed interface's rate (default 1gbit, or 10 x --rate if faster)",
-    )
-    p.add_argument("--workers", type=int, metavar="N", help="processes (default: all cores)")
-    p.add_argument("--out", metavar="DIR", help="write advise.json and advise.png (the curves)")
-    p.add_argument("--json", action="store_true", help="print the advice as JSON")
 
 
 def _parse(args: argparse.Namespace) -> Setup:

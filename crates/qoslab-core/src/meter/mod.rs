@@ -133,7 +133,25 @@ impl AnyMeter {
 /// concrete meter type: the loop is compiled per kind, so no `match` runs per
 /// packet (issue 12). `pre` holds valid colour codes (checked by the caller).
 #[inline(always)]
-fn color_all<M: Meter>(
+fn color_all<M: Meter + Clone>(
+    meter: &mut M,
+    times: &[u64],
+    sizes: &[u32],
+    pre: Option<&[u8]>,
+    out: &mut [u8],
+) {
+    // The state is worked on in a local copy and written back once, so the
+    // compiler can keep the buckets in registers across the loop instead of
+    // storing them after every packet (the colours written to `out` are
+    // bytes, which it must otherwise assume could alias them).
+    let mut local = meter.clone();
+    let m = &mut local;
+    color_slices(m, times, sizes, pre, out);
+    *meter = local;
+}
+
+#[inline(always)]
+fn color_slices<M: Meter>(
     m: &mut M,
     times: &[u64],
     sizes: &[u32],

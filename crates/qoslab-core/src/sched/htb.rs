@@ -360,24 +360,15 @@ struct Sets {
     prio: Vec<u64>,
     /// Which prios have leaves (bit p).
     prios_used: u8,
+    /// Which levels have classes (bit l): only those rows can ever hold a
+    /// leaf (a row is fed by the "can send" classes of its level), so
+    /// `pick` skips the others (a two-level tree uses levels 0 and 7).
+    levels_used: u8,
     /// Leaves with packets.
     active: Vec<u64>,
     /// Leaves whose child gave nothing this dequeue (non-work-conserving).
     skipped: Vec<u64>,
     any_skipped: bool,
-    /// Scratch for moving one class's set.
-    tmp: Vec<u64>,
-}
-
-#[inline]
-fn or_into(dst: &mut [u64], src: &[u64], add: bool) {
-    for (d, s) in dst.iter_mut().zip(src) {
-        if add {
-            *d |= s;
-        } else {
-            *d &= !s;
-        }
-    }
 }
 
 /// Bits of `row & prio & !skipped` below `n`: the first at or after `from`,
@@ -551,12 +542,13 @@ impl Htb {
             row: vec![0; MAX_DEPTH * w],
             prio: vec![0; NUM_PRIO * w],
             prios_used: 0,
+            levels_used: 0,
             active: vec![0; w],
             skipped: vec![0; w],
             any_skipped: false,
-            tmp: vec![0; w],
         };
         for (i, c) in out.iter().enumerate() {
+            sets.levels_used |= 1 << c.level;
             if let Some(l) = &c.leaf {
                 sets.prio[l.prio as usize * w + i / 64] |= 1 << (i % 64);
                 sets.prios_used |= 1 << l.prio;
@@ -653,31 +645,72 @@ impl Htb {
         }
     }
 
-    /// Adds (or removes) the bits in `sets.tmp`, which reach class `c`, to
-    /// the feed sets above `c` and to the row of the first class up that is
-    /// not "may borrow" (`htb_activate_prios` / `htb_deactivate_prios`, with
-    /// the cached modes).
-    #[inline]
-    fn relink_tmp(&mut self, c: usize, add: bool) {
+    /// Adds (or removes) bits that reach class `c` to the feed sets above
+    /// `c` and to the row of the first class up that is not "may borrow"
+    /// (`htb_activate_prios` / `htb_deactivate_prios`, with the cached
+    /// modes). The bits are `bit` (word index, mask) when given, else class
+    /// `c`'s own feed set, read in place: the walk writes only to classes
+    /// above `c` and to rows, never to `c`'s set.
+    #[inline(always)]
+    fn relink(&mut self, c: usize, add: bool, bit: Option<(usize, u64)>) {
         let w = self.sets.w;
         let mut a = c;
         loop {
             let cl = &self.classes[a];
-            match cl.mode {
-                Mode::MayBorrow => match cl.parent {
-                    Some(p) => {
-                        or_into(&mut self.sets.sub[p * w..(p + 1) * w], &self.sets.tmp, add);
-                        a = p;
-                    }
+            // Compares rather than a `match`, which compiles to a jump
+            // table whose indirect branch mispredicts as modes change.
+            let (to_row, dst) = if cl.mode == Mode::CanSend {
+                (true, cl.level as usize)
+            } else if cl.mode == Mode::CantSend {
+                return;
+            } else {
+                match cl.parent {
+                    Some(p) => (false, p),
                     None => return,
-                },
-                Mode::CanSend => {
-                    let l = cl.level as usize;
-                    or_into(&mut self.sets.row[l * w..(l + 1) * w], &self.sets.tmp, add);
-                    return;
                 }
-                Mode::CantSend => return,
+            };
+            let sets = &mut self.sets;
+            let apply = |d: &mut u64, x: u64| {
+                if add {
+                    *d |= x;
+                } else {
+                    *d &= !x;
+                }
+            };
+            match bit {
+                Some((wi, b)) => {
+                    let d = if to_row {
+                        &mut sets.row[dst * w + wi]
+                    } else {
+                        &mut sets.sub[dst * w + wi]
+                    };
+                    apply(d, b);
+                }
+                None => {
+                    // Whole slices (no bounds check per word); `dst` is
+                    // an ancestor of `c`, never `c`, so the two sets of
+                    // `sub` are disjoint.
+                    let (src, d) = if to_row {
+                        (
+                            &sets.sub[c * w..(c + 1) * w],
+                            &mut sets.row[dst * w..(dst + 1) * w],
+                        )
+                    } else if dst < c {
+                        let (lo, hi) = sets.sub.split_at_mut(c * w);
+                        (&hi[..w], &mut lo[dst * w..(dst + 1) * w])
+                    } else {
+                        let (lo, hi) = sets.sub.split_at_mut(dst * w);
+                        (&lo[c * w..(c + 1) * w], &mut hi[..w])
+                    };
+                    for (d, &x) in d.iter_mut().zip(src) {
+                        apply(d, x);
+                    }
+                }
             }
+            if to_row {
+                return;
+            }
+            a = dst;
         }
     }
 
@@ -688,16 +721,13 @@ impl Htb {
             return;
         }
         let w = self.sets.w;
-        self.sets
-            .tmp
-            .copy_from_slice(&self.sets.sub[c * w..(c + 1) * w]);
-        let any = self.sets.tmp.iter().any(|&x| x != 0);
+        let any = self.sets.sub[c * w..(c + 1) * w].iter().any(|&x| x != 0);
         if any {
-            self.relink_tmp(c, false);
+            self.relink(c, false, None);
         }
         self.classes[c].mode = mode;
         if any {
-            self.relink_tmp(c, true);
+            self.relink(c, true, None);
         }
     }
 
@@ -755,17 +785,13 @@ impl Htb {
         let (wi, bit) = (l / 64, 1u64 << (l % 64));
         self.sets.active[wi] |= bit;
         self.sets.sub[l * w + wi] |= bit;
-        self.sets.tmp.fill(0);
-        self.sets.tmp[wi] = bit;
-        self.relink_tmp(l, true);
+        self.relink(l, true, Some((wi, bit)));
     }
 
     fn deactivate(&mut self, l: usize) {
         let w = self.sets.w;
         let (wi, bit) = (l / 64, 1u64 << (l % 64));
-        self.sets.tmp.fill(0);
-        self.sets.tmp[wi] = bit;
-        self.relink_tmp(l, false);
+        self.relink(l, false, Some((wi, bit)));
         self.sets.sub[l * w + wi] &= !bit;
         self.sets.active[wi] &= !bit;
         if let Some(leaf) = self.classes[l].leaf.as_mut() {
@@ -779,6 +805,9 @@ impl Htb {
     fn pick(&self) -> Option<(usize, u8)> {
         let w = self.sets.w;
         for level in 0..MAX_DEPTH {
+            if self.sets.levels_used & (1 << level) == 0 {
+                continue;
+            }
             let row = &self.sets.row[level * w..(level + 1) * w];
             if row.iter().all(|&x| x == 0) {
                 continue;

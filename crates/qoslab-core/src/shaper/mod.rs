@@ -99,6 +99,42 @@ pub trait Shaper {
     /// per class). Default: nothing is ever dropped that way.
     #[inline]
     fn drain_dropped(&mut self, _out: &mut Vec<Dropped>) {}
+
+    /// Runs one chunk of a trace through this conditioner for `stream`
+    /// ([`crate::drive::ShapeStream::push`]). The default is the event loop
+    /// itself; an enum of conditioners overrides it to pick its variant
+    /// once per chunk, so that the loop is compiled for the concrete type
+    /// and no `match` runs per call (issue 12). Same calls, same order,
+    /// same results.
+    #[doc(hidden)]
+    #[inline]
+    fn push_chunk(
+        &mut self,
+        stream: &mut crate::drive::ShapeStream,
+        times: &[u64],
+        sizes: &[u32],
+        fields: &crate::drive::TraceFields<'_>,
+    ) -> Result<(), crate::drive::TraceError>
+    where
+        Self: Sized,
+    {
+        stream.push_with(self, times, sizes, fields)
+    }
+
+    /// Releases what is left after the last chunk
+    /// ([`crate::drive::ShapeStream::finish`]); overridden as
+    /// [`Shaper::push_chunk`].
+    #[doc(hidden)]
+    #[inline]
+    fn finish_stream(
+        &mut self,
+        stream: &mut crate::drive::ShapeStream,
+    ) -> Result<crate::drive::ShapeSummary, crate::drive::TraceError>
+    where
+        Self: Sized,
+    {
+        stream.finish_with(self)
+    }
 }
 
 /// Every shaper, for enum dispatch.
@@ -205,6 +241,29 @@ impl Shaper for AnyShaper {
             AnyShaper::Tbf(s) => s.describe(),
             AnyShaper::IntervalShaper(s) => s.describe(),
             AnyShaper::Ras(s) => s.describe(),
+        }
+    }
+    fn push_chunk(
+        &mut self,
+        stream: &mut crate::drive::ShapeStream,
+        times: &[u64],
+        sizes: &[u32],
+        fields: &crate::drive::TraceFields<'_>,
+    ) -> Result<(), crate::drive::TraceError> {
+        match self {
+            AnyShaper::Tbf(s) => stream.push_with(s, times, sizes, fields),
+            AnyShaper::IntervalShaper(s) => stream.push_with(s, times, sizes, fields),
+            AnyShaper::Ras(s) => stream.push_with(s, times, sizes, fields),
+        }
+    }
+    fn finish_stream(
+        &mut self,
+        stream: &mut crate::drive::ShapeStream,
+    ) -> Result<crate::drive::ShapeSummary, crate::drive::TraceError> {
+        match self {
+            AnyShaper::Tbf(s) => stream.finish_with(s),
+            AnyShaper::IntervalShaper(s) => stream.finish_with(s),
+            AnyShaper::Ras(s) => stream.finish_with(s),
         }
     }
 }

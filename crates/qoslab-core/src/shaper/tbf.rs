@@ -178,6 +178,13 @@ pub struct Tbf {
     tokens: i64,
     ptokens: i64,
     t_c: Instant,
+    /// While the queue is not empty: the first instant its head conforms
+    /// (`Instant::ZERO` if it already does at any time from `t_c` on).
+    /// Kept in step by [`Tbf::update_ready`] at every change of the head,
+    /// the buckets or `t_c`, so `next_ready` and a `dequeue` that is too
+    /// early cost one compare (issue 12). See `update_ready` for why it is
+    /// exactly what `tbf_dequeue`'s arithmetic gives at every `now`.
+    ready_at: Instant,
     // As configured, for describe().
     rate_bps: Rate,
     peak_bps: Option<Rate>,
@@ -319,6 +326,7 @@ impl Tbf {
             tokens: buffer_ns,
             ptokens: mtu_ns,
             t_c: Instant::ZERO,
+            ready_at: Instant::ZERO,
             rate_bps: rate,
             peak_bps: peak,
             burst: burst_b,
@@ -395,6 +403,7 @@ impl Tbf {
         }
         self.tokens = self.buffer_ns;
         self.ptokens = self.mtu_ns;
+        self.update_ready();
     }
 
     /// Queue limit in bytes (given, or derived from latency).
@@ -449,6 +458,51 @@ impl Tbf {
         };
         let toks = (e + self.tokens).min(self.buffer_ns) - self.rate.l2t_ns(len);
         (toks, ptoks)
+    }
+
+    /// Recomputes [`Tbf::ready_at`] for the head packet of `len` = L.
+    ///
+    /// Why one instant suffices: the buckets hold `tokens` ≥ 0 and
+    /// `ptokens` ≥ 0 (a charge is committed only when both stay
+    /// non-negative) and every admitted packet has L2T(L) ≤ `buffer` and
+    /// L2T_peak(L) ≤ `mtu_ns` (`max_size`). At `now`, with
+    /// e = min(now − t_c, buffer) (0 if `now` < t_c), the head conforms iff
+    /// min(e + tokens, buffer) ≥ L2T(L) and the same for the peak; as the
+    /// cap is ≥ L2T(L), that is e + tokens ≥ L2T(L), i.e. (for now ≥ t_c)
+    /// now ≥ t_c + L2T(L) − tokens, and for now < t_c (e = 0) a deficit
+    /// ≤ 0. So with D = max(L2T(L) − tokens, L2T_peak(L) − ptokens) it
+    /// conforms at every `now` if D ≤ 0 and exactly from t_c + D on
+    /// otherwise — which is also the old watchdog `now.max(t_c) + max(−toks,
+    /// −ptoks)`: the capped bucket never binds while a deficit remains.
+    /// Debug builds check both against the full arithmetic at every call.
+    #[inline(always)]
+    fn update_ready(&mut self) {
+        let Some(head) = self.queue.front() else {
+            return;
+        };
+        let len = head.size_bytes;
+        let mut deficit = self.rate.l2t_ns(len) - self.tokens;
+        if let Some(p) = &self.peak {
+            deficit = deficit.max(p.l2t_ns(len) - self.ptokens);
+        }
+        self.ready_at = if deficit > 0 {
+            self.t_c.saturating_add(Duration::from_ns(deficit as u64))
+        } else {
+            Instant::ZERO
+        };
+    }
+
+    /// The watchdog computed from the buckets (what `ready_at` replaces);
+    /// debug builds check the two agree.
+    #[cfg(debug_assertions)]
+    fn next_ready_full(&self, now: Instant) -> Option<Instant> {
+        let len = self.queue.front()?.size_bytes;
+        let (toks, ptoks) = self.charge(now, len);
+        if (toks | ptoks) >= 0 {
+            return Some(now);
+        }
+        let wait = (-toks).max(-ptoks) as u64;
+        Some(now.max(self.t_c).saturating_add(Duration::from_ns(wait)))
     }
 
     /// The latency `tc qdisc show` prints (tbf_print_opt), in µs: from the
@@ -549,39 +603,46 @@ impl Shaper for Tbf {
         }
         self.backlog_bytes += len as u64;
         self.queue.push_back(pkt);
+        if self.queue.len() == 1 {
+            self.update_ready();
+        }
         Ok(())
     }
 
     #[inline]
     fn dequeue(&mut self, now: Instant) -> Option<Packet> {
         let len = self.queue.front()?.size_bytes;
-        let (toks, ptoks) = self.charge(now, len);
-        // tbf_dequeue: commit only if both buckets stay non-negative.
-        if (toks | ptoks) >= 0 {
-            // A caller clock stepping back keeps t_c (no token creation later).
-            self.t_c = self.t_c.max(now);
-            self.tokens = toks;
-            self.ptokens = ptoks;
-            self.backlog_bytes -= len as u64;
-            return self.queue.pop_front();
+        // tbf_dequeue: commit only if both buckets stay non-negative, i.e.
+        // from `ready_at` on (see `update_ready`).
+        #[cfg(debug_assertions)]
+        {
+            let (toks, ptoks) = self.charge(now, len);
+            debug_assert_eq!((toks | ptoks) >= 0, now >= self.ready_at);
         }
-        None
+        if now < self.ready_at {
+            return None;
+        }
+        let (toks, ptoks) = self.charge(now, len);
+        // A caller clock stepping back keeps t_c (no token creation later).
+        self.t_c = self.t_c.max(now);
+        self.tokens = toks;
+        self.ptokens = ptoks;
+        self.backlog_bytes -= len as u64;
+        let p = self.queue.pop_front();
+        self.update_ready();
+        p
     }
 
     #[inline]
     fn next_ready(&self, now: Instant) -> Option<Instant> {
-        let len = self.queue.front()?.size_bytes;
-        let (toks, ptoks) = self.charge(now, len);
-        if (toks | ptoks) >= 0 {
-            return Some(now);
-        }
-        // The watchdog: now + max(−toks, −ptoks). Exact, because L2T(len) ≤
-        // buffer for every admitted packet, so the caps cannot bind before
-        // the deficit is repaid one ns per ns.
-        // Counted from t_c if the caller's clock stepped back behind it
-        // (elapsed time was then taken as zero).
-        let wait = (-toks).max(-ptoks) as u64;
-        Some(now.max(self.t_c).saturating_add(Duration::from_ns(wait)))
+        // The watchdog: the head conforms from `ready_at` on (exact, see
+        // `update_ready`), counted from t_c if the caller's clock stepped
+        // back behind it.
+        self.queue.front()?;
+        let at = now.max(self.ready_at);
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(Some(at), self.next_ready_full(now), "tbf: ready_at");
+        Some(at)
     }
 
     fn backlog_packets(&self) -> usize {

@@ -32,6 +32,7 @@ pub(crate) mod tso;
 
 pub use pacing::{default_pacing_rate, Pacer};
 pub use rate::{RateEstimator, TxRateInfo};
+pub use rcvbuf::locked_window_bytes;
 pub use receiver::TcpReceiver;
 pub use rtt::RttEstimator;
 pub use sender::{AppLimit, CaState, SenderStats, TcpSender, DUP_THRESH};

@@ -47,6 +47,16 @@
 //!   granularity; zero below 1/16 of the buffer or one MSS when less than
 //!   half is free; never shrinking the right edge already offered.
 //!
+//! - a buffer the application set (`SO_RCVBUF`, `TcpConfig::rcvbuf_lock_bytes`):
+//!   `sk_setsockopt` (net/core/sock.c) caps the value at `rmem_max`, doubles
+//!   it and sets `SOCK_RCVBUF_LOCK`; `tcp_openreq_init_rwin`
+//!   (net/ipv4/tcp_minisocks.c) then clamps the window to the buffer's full
+//!   space, which also bounds the scale `tcp_select_initial_window` picks
+//!   (0 for 32 KB, 1 for 64 KB), and `tcp_rcvbuf_grow` returns at once on
+//!   the lock. So `-w 32768` advertises 31856 B in the SYN-ACK (50 %) and
+//!   at most 39096 B once a segment has set the ratio (40448 B rounded down
+//!   to the MSS, unscaled).
+//!
 //! Left out: memory pressure (`tcp_under_memory_pressure`), receive-queue
 //! pruning/collapsing (`tcp_prune_queue`, `tcp_clamp_window`), SO_RCVLOWAT,
 //! and the per-skb truesize varying with the driver: one measured ratio.
@@ -81,6 +91,18 @@ const TSTAMP_ALIGNED: u64 = 12;
 /// `net.core.rmem_max` default (`SK_RMEM_MAX`, 212992 B): enters the
 /// scale choice only when above `tcp_rmem[2]`, which it never is here.
 const RMEM_MAX: u64 = 212_992;
+/// `SOCK_MIN_RCVBUF` (2048 + `sizeof(struct sk_buff)`, 232 B on x86-64).
+const SOCK_MIN_RCVBUF: u64 = 2048 + 232;
+
+/// The largest window Linux advertises for a locked `SO_RCVBUF` of
+/// `so_rcvbuf` bytes once the ratio is measured: what a fixed-buffer
+/// connection's window settles at (see this module), for the estimates and
+/// captures that want one number.
+pub fn locked_window_bytes(cfg: &TcpConfig, so_rcvbuf: u64) -> u64 {
+    let rcvbuf = (2 * so_rcvbuf.min(RMEM_MAX)).max(SOCK_MIN_RCVBUF);
+    let ratio = (cfg.rcv_scaling_ratio as u64).clamp(1, 255);
+    (rcvbuf * ratio) >> RMEM_TO_WIN_SCALE
+}
 
 #[derive(Clone)]
 pub struct RcvBuf {
@@ -115,6 +137,8 @@ pub struct RcvBuf {
     /// measure is timed with it, not with the read ("We do not refresh
     /// tp->tcp_mstamp here", tcp_rcv_space_adjust).
     mstamp: Instant,
+    /// `SOCK_RCVBUF_LOCK`: the application set the buffer, no autotuning.
+    locked: bool,
 }
 
 impl RcvBuf {
@@ -124,14 +148,22 @@ impl RcvBuf {
         // tp->advmss: `ss -ti` on the receiver shows advmss 1448 = the
         // MSS less the timestamp option, as the profile's `mss`.
         let advmss = mss;
-        let rcvbuf = cfg.rcvbuf_initial_bytes.max(2 * mss);
+        // sk_setsockopt(SO_RCVBUF): min(val, rmem_max) doubled, locked.
+        let locked = cfg
+            .rcvbuf_lock_bytes
+            .map(|v| (2 * v.min(RMEM_MAX)).max(SOCK_MIN_RCVBUF));
+        let rcvbuf = locked.unwrap_or(cfg.rcvbuf_initial_bytes.max(2 * mss));
         let mut b = RcvBuf {
             advmss,
             rcv_mss: MIN_RCVMSS.min(advmss),
             ratio: DEFAULT_SCALING_RATIO,
             measured_ratio: (cfg.rcv_scaling_ratio as u64).clamp(1, 255),
             rcvbuf,
-            rcvbuf_max: cfg.rcvbuf_max_bytes.max(rcvbuf),
+            rcvbuf_max: if locked.is_some() {
+                rcvbuf
+            } else {
+                cfg.rcvbuf_max_bytes.max(rcvbuf)
+            },
             window_clamp: 0,
             rcv_ssthresh: 0,
             rcv_wnd: 0,
@@ -148,25 +180,33 @@ impl RcvBuf {
             established: false,
             fixup: cfg.rcvbuf_fixup.then_some(cfg.rcvbuf_autotune),
             mstamp: Instant::ZERO,
+            locked: locked.is_some(),
+        };
+        // tcp_openreq_init_rwin: no clamp (0 = 65535 << 14) unless the
+        // user locked a smaller buffer, which clamps to its full space.
+        let full = b.win_from_space(rcvbuf);
+        let clamp = if b.locked {
+            full
+        } else {
+            65535u64 << MAX_WSCALE
         };
         // tcp_select_initial_window (tcp_output.c), called with
-        // tcp_full_space() and the MSS less the timestamp option.
-        let mut space = b.win_from_space(rcvbuf);
+        // tcp_full_space() and the MSS less the timestamp option; the SYN
+        // window is at most U16_MAX.
+        let mut space = full.min(clamp);
         if space > mss {
             space -= space % mss;
         }
-        b.rcv_wnd = space;
+        b.rcv_wnd = space.min(65535);
         if b.fixup.is_some() {
             // 3.x: at most `tcp_default_init_rwnd` segments in the SYN.
             b.rcv_wnd = b.rcv_wnd.min(INIT_RWND_SEGS * b.mss_3x());
         }
         if cfg.window_scaling {
-            let s = space.max(b.rcvbuf_max).max(RMEM_MAX);
+            let s = space.max(cfg.rcvbuf_max_bytes).max(RMEM_MAX).min(clamp);
             b.wscale = (s.ilog2().saturating_sub(15)).min(MAX_WSCALE);
-        } else {
-            b.rcv_wnd = b.rcv_wnd.min(65535);
         }
-        b.window_clamp = 65535u64 << b.wscale;
+        b.window_clamp = (65535u64 << b.wscale).min(clamp);
         // tcp_create_openreq_child: rcv_ssthresh = rcv_wnd.
         b.rcv_ssthresh = b.rcv_wnd;
         b
@@ -390,6 +430,15 @@ impl RcvBuf {
         b.read_opens_window(rcv_nxt, ooo_bytes)
     }
 
+    /// `__tcp_ack_snd_check`'s "right edge of window advances far
+    /// enough": the window computed now (`__tcp_select_window`, before the
+    /// never-shrink rule) is at least the one last advertised. While the
+    /// application has not read, queued data shrinks it and the kernel
+    /// leaves the ACK to the read (`tcp_cleanup_rbuf`).
+    pub fn window_keeps_up(&self, queued: u64) -> bool {
+        self.raw_window(queued, 1u64 << self.wscale) >= self.rcv_wnd
+    }
+
     /// Out-of-order data queued (`tcp_data_queue_ofo`).
     pub fn on_out_of_order(&mut self, len: u64, ooo_bytes: u64, ooo_span: u64) -> bool {
         let quick = self.grow_window(len, ooo_bytes);
@@ -427,6 +476,10 @@ impl RcvBuf {
     fn rcvbuf_grow(&mut self, newval: u64, ooo_span: u64) {
         let oldval = self.space;
         self.space = newval;
+        if self.locked {
+            // "sk->sk_userlocks & SOCK_RCVBUF_LOCK": no autotuning.
+            return;
+        }
         let mut rcvwin = newval << 1;
         if oldval > 0 && newval > oldval {
             let grow = (rcvwin as u128 * (newval - oldval) as u128 / oldval as u128) as u64;
@@ -566,6 +619,36 @@ mod tests {
             b.on_in_order(Instant::from_ns(2 + i), 1448, 1449 + 1448 * i, 0);
         }
         assert!(b.select_window(1 + 1448 * 30, 0) < 43_690);
+    }
+
+    #[test]
+    fn a_locked_so_rcvbuf_advertises_what_linux_does() {
+        // iperf3 -w N: SO_RCVBUF N → sk_rcvbuf 2N, locked. Linux 6.18
+        // (tcp_openreq_init_rwin, tcp_select_initial_window): scale from
+        // the clamped full space; after the first full segment the ratio
+        // 158/256 gives the cap, unscaled windows in whole MSS.
+        for (n, scale, syn, cap) in [
+            (32_768u64, 0, 31_856, 39_096),
+            (65_536, 1, 65_160, 80_896),
+            (131_072, 2, 65_535, 161_792),
+        ] {
+            let mut c = linux();
+            c.rcvbuf_autotune = false;
+            c.rcvbuf_lock_bytes = Some(n);
+            let mut b = RcvBuf::new(&c);
+            assert_eq!((b.wscale(), b.syn_window()), (scale, syn), "SO_RCVBUF {n}");
+            b.establish(Instant::ZERO, 1);
+            b.on_data(Instant::from_ns(1), 1448, 0);
+            let mut seq = 1;
+            for i in 0..200u64 {
+                seq += 1448;
+                b.on_in_order(Instant::from_ns(2 + i), 1448, seq, 0);
+            }
+            assert_eq!(b.select_window(seq, 0), cap, "SO_RCVBUF {n}");
+            // Reading never grows a locked buffer.
+            b.rcvbuf_grow(10 * n, 0);
+            assert_eq!(b.state().0, 2 * n);
+        }
     }
 
     /// One RTT of `n` segments, each read either as it comes (spread

@@ -45,7 +45,14 @@
 //! - With `rcvbuf_autotune` (the linux profile's default) the window is
 //!   Linux's autotuned one instead, see [`super::rcvbuf`]; a segment that
 //!   grows the window is acknowledged at once (`tcp_grow_window` sets
-//!   `icsk_ack.quick`).
+//!   `icsk_ack.quick`); so is a locked `SO_RCVBUF`
+//!   ([`TcpConfig::rcvbuf_lock_bytes`]). With either, the every-second-
+//!   segment ACK is sent only if the window computed now is not below the
+//!   one last advertised (`__tcp_ack_snd_check`, net/ipv4/tcp_input.c:
+//!   "right edge of window advances far enough"); otherwise the
+//!   application's read sends it (`__tcp_cleanup_rbuf`, net/ipv4/tcp.c:
+//!   "Once-per-two-segments ACK was not sent by tcp_input.c"), so a
+//!   window-limited flight is acknowledged once, window open, after the read.
 //!
 //! Left out: FIN/close, SACK compression (Linux ≥ 4.18 `tcp_sack_compress`
 //! delays ACKs of out-of-order data by up to ~1 ms), window probes.
@@ -110,7 +117,9 @@ pub struct TcpReceiver {
 
 impl TcpReceiver {
     pub fn new(cfg: &TcpConfig) -> TcpReceiver {
-        let autotune = cfg.rcvbuf_autotune.then(|| RcvBuf::new(cfg));
+        // A locked SO_RCVBUF takes the same window code, without growth.
+        let autotune =
+            (cfg.rcvbuf_autotune || cfg.rcvbuf_lock_bytes.is_some()).then(|| RcvBuf::new(cfg));
         let (rwnd_bytes, wscale) = if let Some(a) = &autotune {
             (a.syn_window(), a.wscale())
         } else if cfg.window_scaling {
@@ -187,14 +196,19 @@ impl TcpReceiver {
 
     /// Whether the pending read ends in a window update.
     fn read_sends_ack(&self) -> bool {
+        // As in `read`: a pending once-per-two-segments ACK, which reading
+        // does not change, or a read that opens the window.
+        let pending =
+            self.delack_at.is_some() && self.rcv_nxt - self.last_ack_sent > self.mss as u64;
         self.autotune.as_ref().is_some_and(|a| {
-            a.read_would_open_window(
-                self.copied_seq,
-                self.rcv_nxt,
-                self.mss as u64,
-                self.ooo_span(),
-                self.ooo_bytes,
-            )
+            pending
+                || a.read_would_open_window(
+                    self.copied_seq,
+                    self.rcv_nxt,
+                    self.mss as u64,
+                    self.ooo_span(),
+                    self.ooo_bytes,
+                )
         })
     }
 
@@ -259,7 +273,11 @@ impl TcpReceiver {
             self.copied_seq = (self.copied_seq + mss).min(nxt);
             a.on_read(self.copied_seq, nxt, span);
         }
-        if a.read_opens_window(nxt, self.ooo_bytes) {
+        // __tcp_cleanup_rbuf (net/ipv4/tcp.c): an ACK is pending and
+        // "Once-per-two-segments ACK was not sent by tcp_input.c" (more
+        // than one MSS since the last ACK), or the read opens the window.
+        let pending = self.delack_at.is_some() && nxt - self.last_ack_sent > mss;
+        if pending || a.read_opens_window(nxt, self.ooo_bytes) {
             self.send_ack(now, io);
         }
     }
@@ -345,7 +363,7 @@ impl TcpReceiver {
         if h.payload_len >= self.mss {
             self.unacked_full_segments += 1;
         }
-        if self.unacked_full_segments >= self.ack_every {
+        if self.unacked_full_segments >= self.ack_every && self.window_keeps_up() {
             self.send_ack(now, io);
         } else if self.delack_at.is_none() {
             self.delack_at = Some(now.saturating_add(delay));
@@ -369,6 +387,17 @@ impl TcpReceiver {
             ts_ecr: self.ts_recent,
             ..TcpHeader::default()
         });
+    }
+
+    /// With Linux's receive buffer (autotuned or locked): the every-second-
+    /// segment ACK waits for the read when unread data would shrink the
+    /// window (`__tcp_ack_snd_check`, net/ipv4/tcp_input.c); the read's
+    /// `tcp_cleanup_rbuf` then acknowledges the lot with the window open.
+    fn window_keeps_up(&self) -> bool {
+        let queued = self.queued();
+        self.autotune
+            .as_ref()
+            .is_none_or(|a| a.window_keeps_up(queued))
     }
 
     /// Linux `tcp_enter_quickack_mode` → `tcp_incr_quickack`
@@ -680,6 +709,70 @@ mod tests {
         // already received): 5 quick-acks, one used by the duplicate's own
         // ACK, then segments 1001 and 2001 use two more.
         assert_eq!(acks_after_disorder(false, true), vec![4001, 5001, 7001]);
+    }
+
+    #[test]
+    fn a_full_locked_buffer_is_acknowledged_once_by_the_read() {
+        // iperf3 -w 32768 on Linux 6.18: a 39096 B window (27 segments)
+        // arriving back to back, read 50 µs after the last one. While the
+        // data is unread the window would shrink, so __tcp_ack_snd_check
+        // sends no every-second-segment ACK; the read's tcp_cleanup_rbuf
+        // acknowledges all of it with the window open again, so the sender
+        // gets its whole window at once (one train per round trip).
+        let mut c = TcpConfig::profile("linux").unwrap();
+        c.rcvbuf_autotune = false;
+        c.rcvbuf_lock_bytes = Some(32_768);
+        c.quickack_segments = 0;
+        let mut r = TcpReceiver::new(&c);
+        let mut out = Out::default();
+        syn(&mut r, &mut out);
+        // Past the window's growth from the SYN-ACK's 31856 B: one flight
+        // read as it comes.
+        let us = |v: u64| Instant::from_ns(v * 1000);
+        let mut seq = 1u64;
+        let mut t = 1_000u64;
+        for _ in 0..2 {
+            for _ in 0..27 {
+                r.on_segment(us(t), &data(seq, 1448), &mut out);
+                seq += 1448;
+                t += 1;
+            }
+            t += 60;
+            r.on_timer(us(t), &mut out);
+            t += 50_000;
+        }
+        let from = out.0.len();
+        for _ in 0..27 {
+            r.on_segment(us(t), &data(seq, 1448), &mut out);
+            seq += 1448;
+            t += 1;
+        }
+        let during = out.0.len() - from;
+        r.on_timer(us(t + 60), &mut out);
+        let last = out.0.last().unwrap();
+        assert!(during <= 2, "{during} ACKs while the data was unread");
+        assert_eq!(last.ack, seq, "the read acknowledges everything");
+        // The whole window again: 26 segments here (rcv_ssthresh stops a
+        // little short of the 40448 B clamp, as tcp_grow_window's room
+        // shrinks with the unread data), at most 27 = 39096 B.
+        assert!(
+            (37_648..=39_096).contains(&last.window),
+            "and opens the window: {}",
+            last.window
+        );
+        // A short flight (10 segments): the read does not double the
+        // window, but an ACK is pending for more than one MSS, so
+        // tcp_cleanup_rbuf sends it at the read, not the 40 ms timer.
+        t += 50_000;
+        for _ in 0..10 {
+            r.on_segment(us(t), &data(seq, 1448), &mut out);
+            seq += 1448;
+            t += 1;
+        }
+        let from = out.0.len();
+        r.on_timer(us(t + 60), &mut out);
+        assert_eq!(out.0.len(), from + 1, "ACKed by the read");
+        assert_eq!(out.0.last().unwrap().ack, seq);
     }
 
     #[test]

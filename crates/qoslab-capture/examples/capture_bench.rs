@@ -1,5 +1,5 @@
 //! Reader + analysis throughput on one core:
-//! `cargo run --release -p qoslab-capture --example bench -- CAPTURE [REPEAT]`
+//! `cargo run --release -p qoslab-capture --example capture_bench -- CAPTURE [REPEAT]`
 //! (the capture is decompressed once, outside the timing).
 use std::time::Instant;
 

@@ -1,0 +1,7 @@
+"""``python -m qoslab.cli``: the ``qoslab`` command."""
+
+import sys
+
+from qoslab.cli import main
+
+sys.exit(main())
