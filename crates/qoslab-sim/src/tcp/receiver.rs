@@ -184,7 +184,7 @@ impl TcpReceiver {
     /// The next instant this receiver must run. A pending read that would
     /// send nothing (no window update) is not one: it only changes the
     /// receiver's own state, so it is done, as of its time, when the
-    /// receiver is next entered ([`TcpReceiver::catch_up_read`]), and
+    /// receiver is next entered (`catch_up_read`), and
     /// costs no event (issue 12: one per segment below 1 Gbit/s).
     pub fn next_timer(&self) -> Option<Instant> {
         let read = self.read_at.filter(|_| self.read_sends_ack());
