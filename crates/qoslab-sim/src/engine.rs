@@ -9,6 +9,25 @@
 //! moves the last entry down from the root through a hole, bottom-up
 //! (Floyd), without the swap through memory that std's `pop` does first
 //! (issue 12: the heap was a fifth of the engine's time at 10 Gbit/s).
+//!
+//! **Deadlines** (issue 12): besides one-shot events, the queue holds
+//! *deadline slots* ([`EventQueue::set_deadline`]): at most one entry per
+//! slot, in a second, indexed heap, moved in place when the deadline moves
+//! (later or earlier) and taken out when it is cleared, so a deadline that
+//! moved later costs no event. The engine gives each TCP endpoint one slot
+//! (its `next_timer()`).
+//!
+//! **Tie-break at one nanosecond.** The two heaps share one key space:
+//! a deadline's key is `time << 64 | slot`, an event's `time << 64 | seq`
+//! with `seq ≥ 2⁶³`. So at the same nanosecond every deadline runs before
+//! every event (packet arrivals included), deadlines among themselves in
+//! slot order, events in insertion order — the order of a deadline does not
+//! depend on which event set it. Linux has no defined order between a timer
+//! and a packet received in the same instant (a timer softirq and NET_RX
+//! are independent); the rule picked is that of `__do_softirq`
+//! (kernel/softirq.c), which runs pending softirqs in bit order,
+//! `TIMER_SOFTIRQ` (1) before `NET_RX_SOFTIRQ` (3), and of hard-irq
+//! hrtimers, which expire in the interrupt before any softirq.
 
 #[derive(Clone, Copy, Debug)]
 struct Entry<E> {
@@ -29,14 +48,26 @@ pub struct EventQueue<E> {
     heap: Vec<Entry<E>>,
     seq: u64,
     now_ns: u64,
+    /// The deadline slots: an indexed binary min-heap on `key`, whose low
+    /// 64 bits are the slot.
+    dl: Vec<Entry<E>>,
+    /// Position of each slot in `dl` ([`NO_POS`] when it has no deadline).
+    dl_pos: Vec<u32>,
 }
+
+/// The first event sequence number: every deadline slot's rank is below.
+const FIRST_SEQ: u64 = 1 << 63;
+/// "This slot has no deadline".
+const NO_POS: u32 = u32::MAX;
 
 impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             heap: Vec::with_capacity(1024),
-            seq: 0,
+            seq: FIRST_SEQ,
             now_ns: 0,
+            dl: Vec::new(),
+            dl_pos: Vec::new(),
         }
     }
 
@@ -75,10 +106,24 @@ impl<E: Copy> EventQueue<E> {
         });
     }
 
-    /// Removes the earliest event if it is due at or before `until_ns`,
-    /// advancing the clock to it.
+    /// Removes the earliest event or deadline if it is due at or before
+    /// `until_ns`, advancing the clock to it.
     #[inline]
     pub fn pop_until(&mut self, until_ns: u64) -> Option<(u64, E)> {
+        let ev_key = self.heap.first().map_or(u128::MAX, |e| e.key);
+        if let Some(d) = self.dl.first() {
+            if d.key < ev_key {
+                let d = *d;
+                let time_ns = (d.key >> 64) as u64;
+                if time_ns > until_ns {
+                    return None;
+                }
+                self.dl_remove_at(0);
+                debug_assert!(time_ns >= self.now_ns, "time went backwards");
+                self.now_ns = time_ns;
+                return Some((time_ns, d.ev));
+            }
+        }
         let top = *self.heap.first()?;
         let time_ns = (top.key >> 64) as u64;
         if time_ns > until_ns {
@@ -91,6 +136,49 @@ impl<E: Copy> EventQueue<E> {
         debug_assert!(time_ns >= self.now_ns, "time went backwards");
         self.now_ns = time_ns;
         Some((time_ns, top.ev))
+    }
+
+    /// Sets the deadline of `slot` to `time_ns` (clamped to now) with the
+    /// event `ev` to return when it is due, moving an earlier or later
+    /// deadline of the slot in place; `None` clears it. A slot's deadline
+    /// is returned once by [`EventQueue::pop_until`] and is then cleared.
+    /// Slots are small integers (a `Vec` indexed by slot holds positions).
+    pub fn set_deadline(&mut self, slot: u32, time_ns: Option<u64>, ev: E) {
+        let s = slot as usize;
+        if s >= self.dl_pos.len() {
+            self.dl_pos.resize(s + 1, NO_POS);
+        }
+        let at = self.dl_pos[s];
+        let Some(t) = time_ns else {
+            if at != NO_POS {
+                self.dl_remove_at(at as usize);
+            }
+            return;
+        };
+        let e = Entry {
+            key: key(t.max(self.now_ns), slot as u64),
+            ev,
+        };
+        if at == NO_POS {
+            self.dl.push(e);
+            let i = self.dl.len() - 1;
+            self.dl_sift_up(i, e);
+        } else {
+            let i = at as usize;
+            if e.key < self.dl[i].key {
+                self.dl_sift_up(i, e);
+            } else {
+                self.dl_sift_down(i, e);
+            }
+        }
+    }
+
+    /// The deadline of `slot`, if it has one.
+    pub fn deadline(&self, slot: u32) -> Option<u64> {
+        match self.dl_pos.get(slot as usize) {
+            Some(&i) if i != NO_POS => Some((self.dl[i as usize].key >> 64) as u64),
+            _ => None,
+        }
     }
 
     /// Removes one pending event due at `time_ns` for which `is` holds;
@@ -145,11 +233,69 @@ impl<E: Copy> EventQueue<E> {
     /// When the earliest pending event is due.
     #[inline]
     pub fn peek_time(&self) -> Option<u64> {
-        self.heap.first().map(|e| (e.key >> 64) as u64)
+        let k = self
+            .heap
+            .first()
+            .map_or(u128::MAX, |e| e.key)
+            .min(self.dl.first().map_or(u128::MAX, |e| e.key));
+        (k != u128::MAX).then_some((k >> 64) as u64)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.is_empty() && self.dl.is_empty()
+    }
+
+    /// Takes the entry at `i` out of the deadline heap.
+    fn dl_remove_at(&mut self, i: usize) {
+        let gone = self.dl[i].key as u64 as usize;
+        self.dl_pos[gone] = NO_POS;
+        let last = self.dl.pop().expect("not empty");
+        if i < self.dl.len() {
+            if last.key < self.dl[i].key {
+                self.dl_sift_up(i, last);
+            } else {
+                self.dl_sift_down(i, last);
+            }
+        }
+    }
+
+    /// Deadline heap: puts `e` at the hole `i`, moving it up past larger
+    /// parents (positions kept in `dl_pos`).
+    fn dl_sift_up(&mut self, mut i: usize, e: Entry<E>) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.dl[parent].key <= e.key {
+                break;
+            }
+            self.dl[i] = self.dl[parent];
+            self.dl_pos[self.dl[i].key as u64 as usize] = i as u32;
+            i = parent;
+        }
+        self.dl[i] = e;
+        self.dl_pos[e.key as u64 as usize] = i as u32;
+    }
+
+    /// Deadline heap: puts `e` at the hole `i`, moving it down past smaller
+    /// children.
+    fn dl_sift_down(&mut self, mut i: usize, e: Entry<E>) {
+        let n = self.dl.len();
+        loop {
+            let mut c = 2 * i + 1;
+            if c >= n {
+                break;
+            }
+            if c + 1 < n && self.dl[c + 1].key < self.dl[c].key {
+                c += 1;
+            }
+            if self.dl[c].key >= e.key {
+                break;
+            }
+            self.dl[i] = self.dl[c];
+            self.dl_pos[self.dl[i].key as u64 as usize] = i as u32;
+            i = c;
+        }
+        self.dl[i] = e;
+        self.dl_pos[e.key as u64 as usize] = i as u32;
     }
 
     #[inline]
@@ -258,6 +404,83 @@ mod tests {
             assert_eq!(q.pop_until(u64::MAX), Some(want));
         }
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn deadlines_run_first_at_one_ns_in_slot_order() {
+        let mut q = EventQueue::new();
+        q.schedule(10, 'a');
+        q.set_deadline(5, Some(10), 'x');
+        q.set_deadline(2, Some(30), 'y');
+        q.set_deadline(2, Some(10), 'y'); // moved earlier: same rank
+        q.set_deadline(7, Some(5), 'z');
+        q.set_deadline(7, Some(40), 'z'); // moved later: no early pop
+        q.set_deadline(9, Some(10), 'w');
+        q.set_deadline(9, None, 'w'); // cleared
+        assert_eq!(q.deadline(7), Some(40));
+        assert_eq!(q.deadline(9), None);
+        let out: Vec<(u64, char)> = std::iter::from_fn(|| q.pop_until(u64::MAX)).collect();
+        assert_eq!(out, [(10, 'y'), (10, 'x'), (10, 'a'), (40, 'z')]);
+        assert_eq!(q.deadline(7), None, "a popped deadline is cleared");
+    }
+
+    #[test]
+    fn deadlines_and_events_pop_in_key_order_under_random_moves() {
+        // Against a reference: random events, deadlines set, moved and
+        // cleared; a deadline sorts before events at its ns, by slot.
+        let mut q = EventQueue::new();
+        let mut events: Vec<(u64, u64, u64)> = Vec::new(); // (t, seq, id)
+        let mut dls: Vec<Option<u64>> = vec![None; 40];
+        let mut x = 55555u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut id, mut seq) = (1000u64, 0u64);
+        for _ in 0..40_000 {
+            let now = q.now_ns;
+            match next() % 5 {
+                0 | 1 => {
+                    let t = now + next() % 20;
+                    q.schedule(t, id);
+                    events.push((t, seq, id));
+                    id += 1;
+                    seq += 1;
+                }
+                2 => {
+                    let slot = next() % 40;
+                    let t = (next() % 7 != 0).then(|| now + next() % 30);
+                    q.set_deadline(slot as u32, t, slot);
+                    dls[slot as usize] = t;
+                }
+                _ => {
+                    let want_dl = dls
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(s, t)| t.map(|t| (t, s as u64)))
+                        .min();
+                    let want_ev = events.iter().min().copied();
+                    let want = match (want_dl, want_ev) {
+                        (Some(d), Some(e)) if d.0 <= e.0 => Some(d),
+                        (Some(d), None) => Some(d),
+                        (_, Some(e)) => Some((e.0, e.2)),
+                        (None, None) => None,
+                    };
+                    let got = q.pop_until(u64::MAX);
+                    assert_eq!(got, want);
+                    if let Some((t, v)) = want {
+                        if v < 40 {
+                            dls[v as usize] = None;
+                        } else {
+                            events.retain(|e| e.2 != v);
+                        }
+                        assert_eq!(q.now_ns, t);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

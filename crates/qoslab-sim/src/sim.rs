@@ -18,7 +18,7 @@ use crate::result::{Series, SimResult};
 use crate::stats::{self, FlowStat, Proto};
 use crate::tcp::{AppLimit, TcpHeader, TcpReceiver, TcpSender};
 use crate::timer::{fire_time_ns, lateness_ns};
-use crate::traffic::bulk::{IoBuf, Side, TcpConn, UNARMED};
+use crate::traffic::bulk::{IoBuf, Side, TcpConn};
 use crate::traffic::fetch::{self, Fetch};
 use crate::traffic::ping::PingClock;
 use crate::traffic::udp::UdpClock;
@@ -741,6 +741,13 @@ impl Sim {
     }
 }
 
+/// The deadline slot of endpoint `side` of connection `c` (its rank among
+/// timers due at the same nanosecond: [`crate::engine`]).
+#[inline]
+fn tcp_slot(c: u32, side: Side) -> u32 {
+    c * 2 + side as u32
+}
+
 /// Schedules the `TxDone` of direction `d` for when its transmitter frees
 /// up; it becomes the one live `TxDone` of `d` (any other pending one is
 /// stale from now on). Debug builds check that stale ones never pile up:
@@ -1306,19 +1313,15 @@ impl Sim {
             receiver: TcpReceiver::new(&r.tcp),
             flow: slot.flow,
             header_bytes: r.tcp.header_bytes,
-            armed_ns: [UNARMED; 2],
             fetch: r.fetch.clone(),
         }));
     }
 
-    /// A TCP timer event: run the endpoint's timer if it is due, then
-    /// re-arm (see [`crate::traffic::bulk`] for the lazy arming rule).
+    /// A TCP timer event: the endpoint's deadline came (it is kept exact:
+    /// see [`crate::traffic::bulk`]); run its timer, then re-arm.
     fn on_tcp_timer(&mut self, c: u32, side: Side) {
         let now = self.now_ns;
         let conn = self.conns[c as usize].get_mut();
-        if conn.armed_ns[side as usize] == now {
-            conn.armed_ns[side as usize] = UNARMED;
-        }
         match conn.next_timer_ns(side) {
             Some(t) if t <= now => {
                 match side {
@@ -1335,19 +1338,14 @@ impl Sim {
                 // never in a loop at the same instant.
                 self.after_tcp(c, side, io, now + 1);
             }
-            Some(t) => {
+            // Not reached while every call into an endpoint ends in
+            // `after_tcp` (which keeps the deadline exact); counted so
+            // that a path that forgets it shows in `events_by_kind`.
+            t => {
                 self.by_kind.tcp_timer_early += 1;
-                self.arm_tcp(c, side, t)
+                self.q
+                    .set_deadline(tcp_slot(c, side), t, Ev::TcpTimer(c, side));
             }
-            None => self.by_kind.tcp_timer_early += 1,
-        }
-    }
-
-    fn arm_tcp(&mut self, c: u32, side: Side, t: u64) {
-        let conn = self.conns[c as usize].get_mut();
-        if t < conn.armed_ns[side as usize] {
-            conn.armed_ns[side as usize] = t;
-            self.q.schedule(t, Ev::TcpTimer(c, side));
         }
     }
 
@@ -1422,9 +1420,9 @@ impl Sim {
             }
         }
         let conn = self.conns[c as usize].get();
-        if let Some(t) = conn.next_timer_ns(side) {
-            self.arm_tcp(c, side, t.max(min_timer_ns));
-        }
+        let t = conn.next_timer_ns(side).map(|t| t.max(min_timer_ns));
+        self.q
+            .set_deadline(tcp_slot(c, side), t, Ev::TcpTimer(c, side));
     }
 
     /// The client of connection `c` sends its next request (`retry` > 0:

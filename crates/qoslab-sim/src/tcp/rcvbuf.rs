@@ -104,6 +104,7 @@ pub fn locked_window_bytes(cfg: &TcpConfig, so_rcvbuf: u64) -> u64 {
     (rcvbuf * ratio) >> RMEM_TO_WIN_SCALE
 }
 
+#[derive(Clone)]
 pub struct RcvBuf {
     advmss: u64,
     rcv_mss: u64,
@@ -400,6 +401,33 @@ impl RcvBuf {
         }
         let new = self.raw_window(queued, 1u64 << self.wscale);
         new > 0 && new >= 2 * cur
+    }
+
+    /// Whether the application's read of everything up to `rcv_nxt`, one
+    /// [`RcvBuf::on_read`] per `mss` from `copied_seq`, would end in a
+    /// window update ([`RcvBuf::read_opens_window`]); nothing changes. The
+    /// receiver needs no event for a read that sends nothing (issue 12).
+    pub fn read_would_open_window(
+        &self,
+        copied_seq: u64,
+        rcv_nxt: u64,
+        mss: u64,
+        ooo_span: u64,
+        ooo_bytes: u64,
+    ) -> bool {
+        let mut b = self.clone();
+        let mut copied = copied_seq;
+        while copied < rcv_nxt {
+            copied = (copied + mss).min(rcv_nxt);
+            b.on_read(copied, rcv_nxt, ooo_span);
+            // Every read of one loop is timed with the same `mstamp`, so
+            // once the first has measured (or could not), the others
+            // return at the once-per-RTT check: only the first counts.
+            if b.rtt8_ns >> 3 > 0 {
+                break;
+            }
+        }
+        b.read_opens_window(rcv_nxt, ooo_bytes)
     }
 
     /// `__tcp_ack_snd_check`'s "right edge of window advances far

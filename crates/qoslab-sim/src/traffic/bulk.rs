@@ -2,19 +2,20 @@
 //! host) and one [`TcpReceiver`] (the server, at the destination) per flow,
 //! driven through the sans-I/O contract of [`crate::tcp`].
 //!
-//! Timers: each endpoint exposes one `next_timer()`; the engine keeps at
-//! most one *useful* event per endpoint in the heap. `armed_ns` is the time
-//! of the earliest pending event: a later deadline is not pushed (the
-//! pending event fires first and re-arms), an earlier one is. So an RTO
-//! pushed back by every ACK costs no event per ACK. TCP timers are exact
-//! (Linux uses hrtimers for RTO, delayed ACK and pacing), whatever the
-//! node's [`TimerSpec`](crate::config::TimerSpec).
+//! Timers: each endpoint exposes one `next_timer()`; the engine keeps it as
+//! the endpoint's deadline slot in the event queue
+//! ([`crate::engine::EventQueue::set_deadline`]), set after every call into
+//! the endpoint: a deadline moved later (an RTO pushed back by each ACK, a
+//! delayed ACK cancelled by the next segment, an application read pushed
+//! back) moves the slot and costs no event; the event comes only when the
+//! deadline is due. Timers due at the same nanosecond as a packet arrival
+//! run before it, whichever event set them (the rule is in
+//! [`crate::engine`]). TCP timers are exact (Linux uses hrtimers for RTO,
+//! delayed ACK and pacing), whatever the node's
+//! [`TimerSpec`](crate::config::TimerSpec).
 
 use crate::tcp::{TcpHeader, TcpIo, TcpReceiver, TcpSender};
 use qoslab_core::Duration;
-
-/// "No event pending".
-pub const UNARMED: u64 = u64::MAX;
 
 /// Which endpoint of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,8 +31,6 @@ pub struct TcpConn {
     /// Index of the flow in the results.
     pub flow: u32,
     pub header_bytes: u32,
-    /// Earliest pending timer event per side ([`UNARMED`] if none).
-    pub armed_ns: [u64; 2],
     /// `tcp-fetch`: the request/response state (`None` for bulk).
     pub fetch: Option<Box<super::fetch::Fetch>>,
 }
