@@ -176,3 +176,45 @@ def test_forked_rendering_draws_the_same_figures_as_one_process():
     forked = plots.render(police(), jobs=2)
     assert list(forked) == list(serial) == list(plots.figures(police()))
     assert forked == serial  # byte for byte
+
+
+@pytest.mark.parametrize(
+    ("case", "jobs"),
+    [
+        ("scenarios/isr4000-police.toml", 1),
+        ("scenarios/isr4000-police.toml", 2),
+        ("scenarios/trees/linux-htb-bfifo.toml", 2),
+    ],
+)
+def test_run_report_never_imports_pandas(tmp_path, case, jobs):
+    """`qoslab run --report` draws its figures from the NumPy series: pandas
+    (0.4-0.9 s of a report) is blocked in a fresh interpreter, so an import of
+    it in this process or in a forked figure process fails the report."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    out = tmp_path / "r.html"
+    code = f"""
+        import json, sys
+        sys.modules["pandas"] = None  # `import pandas` raises ImportError, also after a fork
+        from qoslab import plots
+        plots.render_jobs = lambda: {jobs}
+        from qoslab.cli import main
+        rc = main(["run", {case!r}, "--report", {str(out)!r}, "--quiet"])
+        print(json.dumps([rc, sys.modules.get("pandas") is not None]))
+    """
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert p.returncode == 0, p.stderr
+    rc, imported = json.loads(p.stdout.strip().splitlines()[-1])
+    assert rc == 0, p.stderr
+    assert not imported
+    html = out.read_text(encoding="utf-8")
+    assert len(re.findall(r'data-figure="([^"]+)"', html)) >= 4

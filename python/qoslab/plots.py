@@ -255,25 +255,54 @@ def _panel_title(ax: Axes, label: str, many: bool) -> None:
 # --- helpers on results -----------------------------------------------------
 
 
+# The figures read the results' NumPy columns (``SimulationResult.arrays``)
+# and summary dicts, never its DataFrames: a report then never imports pandas
+# (0.4-0.9 s, a third of `qoslab run --report`).
+
+Columns = dict[str, np.ndarray]
+
+
 def _has(r: SimulationResult, series: str) -> bool:
     table = "queue" if series == "tokens" else series  # tokens live in the queue table
-    return series in r.recorded and len(getattr(r, table)) > 0
+    return series in r.recorded and r.rows(table) > 0
 
 
 def _data_flows(r: SimulationResult) -> list[int]:
-    f = r.flows
-    if not len(f):
-        return []
-    return [int(i) for i in f.loc[f["protocol"] != "ping", "id"]]
+    return [int(f["id"]) for f in r.summary["flows"] if f["protocol"] != "ping"]
 
 
 def _flow_label(r: SimulationResult, flow: int) -> str:
-    f = r.flows
-    row = f.loc[f["id"] == flow]
-    if not len(row):
+    row = next((f for f in r.summary["flows"] if f["id"] == flow), None)
+    if row is None:
         return f"flow {flow}"
-    row = row.iloc[0]
     return f"flow {flow} ({row['protocol']} {row['from']}->{row['to']})"
+
+
+def _policy_names(r: SimulationResult, key: str = "name") -> list[str]:
+    return [str(p.get(key, "")) for p in r.summary["policies"]]
+
+
+def _take(cols: Columns, sel: np.ndarray) -> Columns:
+    """The rows ``sel`` (a mask or indices) of every column."""
+    return {k: v[sel] for k, v in cols.items()}
+
+
+def _groups(keys: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """``(key, row indices)`` per distinct key, keys ascending, rows in their
+    order (pandas' ``groupby(sort=True)``)."""
+    uniq, inv = np.unique(keys, return_inverse=True)
+    order = np.argsort(inv, kind="stable")
+    bounds = np.cumsum(np.bincount(inv, minlength=len(uniq)))[:-1]
+    return list(zip(uniq.tolist(), np.split(order, bounds), strict=False))
+
+
+def _sum_by(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``keys`` ascending and the sum of ``values`` (rows, or rows
+    of a matrix) per key, in the values' integer type (exact)."""
+    uniq, inv = np.unique(keys, return_inverse=True)
+    out = np.zeros((len(uniq), *values.shape[1:]), dtype=values.dtype)
+    np.add.at(out, inv, values)
+    return uniq, out
 
 
 def _pick(results: Results, series: str) -> list[tuple[str, SimulationResult]]:
@@ -353,21 +382,21 @@ def _wire(r: SimulationResult) -> tuple[np.ndarray, np.ndarray, str] | None:
         return times / 1e9, tot * 8e9 / step_ns / 1e6, "wire rate (frames on the wire)"
     if not _has(r, "colors"):
         return None
-    c = r.colors
+    c = r.arrays("colors")
     # The bottleneck: the metered policy that saw the most bytes (the
     # aggregate, not one of several edge meters).
-    offered = c.groupby("policy")[["green_bytes", "yellow_bytes", "red_bytes"]].sum().sum(axis=1)
-    first = int(offered.idxmax())
-    c = c[c["policy"] == first]
+    pols, offered = _sum_by(c["policy"], c["green_bytes"] + c["yellow_bytes"] + c["red_bytes"])
+    first = int(pols[int(np.argmax(offered))])
+    c = _take(c, c["policy"] == first)
     passed = (
-        c["green_bytes"].to_numpy(np.float64)
-        + c["yellow_bytes"].to_numpy(np.float64)
-        + c["red_bytes"].to_numpy(np.float64)
-        - c["dropped_bytes"].to_numpy(np.float64)
+        c["green_bytes"].astype(np.float64)
+        + c["yellow_bytes"].astype(np.float64)
+        + c["red_bytes"].astype(np.float64)
+        - c["dropped_bytes"].astype(np.float64)
     )
-    names = r.policies.get("name", [])
-    name = str(names.iloc[first]) if first < len(names) else f"policy {first}"
-    return c["time_s"].to_numpy(), passed * 8e9 / step_ns / 1e6, f"wire rate after {name}"
+    names = _policy_names(r)
+    name = names[first] if first < len(names) else f"policy {first}"
+    return c["time_s"], passed * 8e9 / step_ns / 1e6, f"wire rate after {name}"
 
 
 #: Flows drawn one by one in an IO graph (the busiest); the rest are in the sum.
@@ -375,17 +404,23 @@ MAX_FLOW_LINES = 8
 
 
 def _io_panel(ax: Axes, r: SimulationResult, pixels: int, flows_legend: bool) -> None:
-    g = r.goodput
-    data = set(_data_flows(r))
-    g = g[g["flow"].isin(data)] if data else g
-    per_flow = g.groupby("flow", sort=True)["bytes"].sum()
-    busiest = set(per_flow[per_flow > 0].nlargest(MAX_FLOW_LINES).index.tolist())
-    for flow, part in g[g["flow"].isin(busiest)].groupby("flow", sort=True):
-        x, y = decimate_line(part["time_s"].to_numpy(), part["goodput_bps"] / 1e6, pixels)
-        ax.plot(x, y, lw=0.7, alpha=0.8, label=_flow_label(r, int(flow)) if flows_legend else None)
-    total = g.groupby("time_s", sort=True)["goodput_bps"].sum()
-    x, y = decimate_line(total.index.to_numpy(), total.to_numpy() / 1e6, pixels)
-    n = int((per_flow > 0).sum())
+    g = r.arrays("goodput")
+    data = _data_flows(r)
+    g = _take(g, np.isin(g["flow"], data)) if data else g
+    groups = _groups(g["flow"])
+    sent = [(flow, int(g["bytes"][idx].sum())) for flow, idx in groups]
+    sent = [(flow, b) for flow, b in sent if b > 0]
+    # the busiest flows; a stable sort keeps the lower flow id on a tie
+    busiest = {flow for flow, _ in sorted(sent, key=lambda fb: -fb[1])[:MAX_FLOW_LINES]}
+    for flow, idx in groups:
+        if flow in busiest:
+            x, y = decimate_line(g["time_s"][idx], g["goodput_bps"][idx] / 1e6, pixels)
+            ax.plot(x, y, lw=0.7, alpha=0.8, label=_flow_label(r, flow) if flows_legend else None)
+    # the sum per bin from the integer bytes, as each flow's rate is computed
+    times, total = _sum_by(g["time_s"], g["bytes"])
+    total_bps = total.astype(np.float64) * 8e9 / int(r.raw["record_interval_ns"])
+    x, y = decimate_line(times, total_bps / 1e6, pixels)
+    n = len(sent)
     rest = f" ({len(busiest)} busiest of {n} flows drawn)" if n > len(busiest) else ""
     ax.plot(x, y, lw=1.8, color="black", label=f"goodput, sum{rest}")
     wire = _wire(r)
@@ -517,20 +552,20 @@ def time_sequence(result: SimulationResult, flow: int | None = None) -> Figure |
     bytes from the flow's first segment."""
     if not _has(result, "segments"):
         return None
-    seg = result.segments
+    seg = result.arrays("segments")
     if flow is None:
         present = set(seg["flow"].tolist())
         flows = [f for f in _data_flows(result) if f in present] or sorted(present)
-        with_retx = set(seg.loc[seg["retransmit"].astype(bool), "flow"].tolist())
+        with_retx = set(seg["flow"][seg["retransmit"].astype(bool)].tolist())
         flow = next((f for f in flows if f in with_retx), flows[0])
-    s = seg[seg["flow"] == flow]
-    if not len(s):
+    s = _take(seg, seg["flow"] == flow)
+    if not len(s["flow"]):
         return None
-    t = s["time_s"].to_numpy(np.float64)
+    t = s["time_s"].astype(np.float64)
     base = int(s["seq"].min())
-    seq = (s["seq"].to_numpy(np.int64) - base).astype(np.float64)
-    length = s["len"].to_numpy(np.float64) if "len" in s else np.zeros(len(s))
-    retx = s["retransmit"].to_numpy(dtype=bool)
+    seq = (s["seq"].astype(np.int64) - base).astype(np.float64)
+    length = s["len"].astype(np.float64) if "len" in s else np.zeros(len(t))
+    retx = s["retransmit"].astype(bool)
     acks = sacks = None
     a = _extra(result, "acks")
     if a is not None:
@@ -584,20 +619,20 @@ def _time_sequence_first(results: Results) -> Figure | None:
 
 
 def _rtt_panel(ax: Axes, r: SimulationResult, px: int, legend: bool) -> None:
-    rtt = r.rtt
-    xs = rtt["time_s"].to_numpy(np.float64)
-    ys = rtt["rtt_ms"].to_numpy(np.float64)
+    rtt = r.arrays("rtt")
+    xs = rtt["time_s"]
+    ys = rtt["rtt_ms"]
     limit = _outlier_scale(ax, xs, ys)
     xlim = (float(xs.min()), float(xs.max()) or 1.0)
-    for flow, part in list(rtt.groupby("flow", sort=True))[:16]:
-        x = part["time_s"].to_numpy(np.float64)
-        y = part["rtt_ms"].to_numpy(np.float64)
+    for flow, rows in _groups(rtt["flow"])[:16]:
+        x = xs[rows]
+        y = ys[rows]
         idx = np.flatnonzero(np.isfinite(y) if limit is None else y <= limit)
         # decimated on the scale drawn: one marker per pixel cell
         yd = np.log10(np.maximum(y[idx], 1e-9)) if limit is not None else y[idx]
         lim = (float(yd.min()), float(yd.max())) if len(yd) else (0.0, 1.0)
         idx = idx[decimate_points(x[idx], yd, xlim, lim, (px, 300))]
-        ax.plot(x[idx], y[idx], ".", ms=1.5, label=_flow_label(r, int(flow)) if legend else None)
+        ax.plot(x[idx], y[idx], ".", ms=1.5, label=_flow_label(r, flow) if legend else None)
     if limit is None:
         ax.set_ylim(bottom=0)
     ax.set_ylabel("RTT (ms)")
@@ -638,16 +673,18 @@ def cwnd(results: Results, flow: int | None = None) -> Figure | None:
         fig, axes = _single()
         px = PIXELS
     for ax, (label, r) in zip(axes, runs, strict=True):
-        c = r.cwnd if flow is None else r.cwnd[r.cwnd["flow"] == flow]
+        c = r.arrays("cwnd")
+        if flow is not None:
+            c = _take(c, c["flow"] == flow)
         top = 0.0
-        for j, (fl, part) in enumerate(c.groupby("flow", sort=True)):
+        for j, (fl, rows) in enumerate(_groups(c["flow"])):
             colour = f"C{j % 10}"
-            t = part["time_s"].to_numpy(np.float64)
-            kb = part["cwnd_bytes"].to_numpy(dtype=np.float64) / 1e3
+            t = c["time_s"][rows]
+            kb = c["cwnd_bytes"][rows].astype(np.float64) / 1e3
             top = max(top, float(kb.max(initial=0.0)))
             x, y = decimate_line(t, kb, px)
-            ax.plot(x, y, lw=0.9, color=colour, label=None if many else _flow_label(r, int(fl)))
-            x, y = decimate_line(t, part["ssthresh_bytes"].to_numpy(np.float64) / 1e3, px)
+            ax.plot(x, y, lw=0.9, color=colour, label=None if many else _flow_label(r, fl))
+            x, y = decimate_line(t, c["ssthresh_bytes"][rows].astype(np.float64) / 1e3, px)
             ax.plot(x, y, "--", lw=0.7, color=colour)
         ax.set_ylim(0, top * 1.3 + 1.0)
         ax.set_ylabel("KB")
@@ -659,9 +696,9 @@ def cwnd(results: Results, flow: int | None = None) -> Figure | None:
 
 
 def _ping_panel(ax: Axes, r: SimulationResult, colour: str) -> None:
-    p = r.ping
-    xs = p["time_s"].to_numpy(np.float64)
-    ys = p["rtt_ms"].to_numpy(np.float64)
+    p = r.arrays("ping")
+    xs = p["time_s"]
+    ys = p["rtt_ms"]
     limit = _outlier_scale(ax, xs, ys)
     x, y = decimate_line(xs, ys)
     ax.plot(x, y, "o-", ms=2.5, lw=0.7, color=colour, zorder=3)
@@ -710,13 +747,14 @@ def rtt_cdf(results: Results) -> Figure | None:
     allv = []
     if len(runs) == 1:
         r = runs[0][1]
-        for flow, part in r.rtt.groupby("flow", sort=True):
-            v = part["rtt_ms"].to_numpy(dtype=np.float64)
+        rtt = r.arrays("rtt")
+        for flow, rows in _groups(rtt["flow"]):
+            v = rtt["rtt_ms"][rows]
             allv.append(v)
-            _cdf(ax, v, label=_flow_label(r, int(flow)))
+            _cdf(ax, v, label=_flow_label(r, flow))
     else:
         for label, r in runs:
-            v = r.rtt["rtt_ms"].to_numpy(dtype=np.float64)
+            v = r.arrays("rtt")["rtt_ms"]
             allv.append(v)
             _cdf(ax, v, label=label)
     log = _log_if_wide(ax, np.concatenate(allv))
@@ -735,15 +773,16 @@ def goodput_cdf(results: Results) -> Figure | None:
     fig, (ax,) = _single()
     allv = []
     for label, r in runs:
-        data = set(_data_flows(r))
-        g = r.goodput[r.goodput["flow"].isin(data)] if data else r.goodput
+        data = _data_flows(r)
+        g = r.arrays("goodput")
+        g = _take(g, np.isin(g["flow"], data)) if data else g
         if len(runs) == 1:
-            for flow, part in list(g.groupby("flow", sort=True))[:16]:
-                v = part["goodput_bps"].to_numpy(np.float64) / 1e6
+            for flow, rows in _groups(g["flow"])[:16]:
+                v = g["goodput_bps"][rows] / 1e6
                 allv.append(v)
-                _cdf(ax, v, label=_flow_label(r, int(flow)))
+                _cdf(ax, v, label=_flow_label(r, flow))
         else:
-            v = g["goodput_bps"].to_numpy(np.float64) / 1e6
+            v = g["goodput_bps"] / 1e6
             allv.append(v)
             _cdf(ax, v, label=label)
     log = _log_if_wide(ax, np.concatenate(allv)) if allv else False
@@ -765,13 +804,13 @@ def _meter_kinds() -> set[str]:
 def _policy_rows(r: SimulationResult) -> list[tuple[int, str, bool]]:
     """``(index, name, is_policer)`` of each policy of the queue series."""
     meters = _meter_kinds()
-    names = list(r.policies.get("name", []))
-    kinds = list(r.policies.get("kind", []))
+    names = _policy_names(r)
+    kinds = _policy_names(r, "kind")
     out = []
-    for pol in sorted(set(r.queue["policy"].tolist())):
+    for pol in sorted(set(r.arrays("queue")["policy"].tolist())):
         i = int(pol)
-        name = str(names[i]) if i < len(names) else f"policy {i}"
-        kind = str(kinds[i]) if i < len(kinds) else ""
+        name = names[i] if i < len(names) else f"policy {i}"
+        kind = kinds[i] if i < len(kinds) else ""
         out.append((i, name, kind in meters))
     return out
 
@@ -788,7 +827,11 @@ def queue(results: Results) -> Figure | None:
         rows = _policy_rows(r)
         if "queue" in r.recorded and any(not m for _, _, m in rows):
             kinds.append((label, r, "queue"))
-        if "tokens" in r.recorded and len(r.queue) and r.queue["tokens_bytes"].max() > 0:
+        if (
+            "tokens" in r.recorded
+            and r.rows("queue")
+            and r.arrays("queue")["tokens_bytes"].max() > 0
+        ):
             kinds.append((label, r, "tokens"))
     if not kinds:
         return None
@@ -803,12 +846,13 @@ def queue(results: Results) -> Figure | None:
         for i, name, policer in _policy_rows(r):
             if what == "queue" and policer:
                 continue
-            part = r.queue[r.queue["policy"] == i]
+            q = r.arrays("queue")
+            part = _take(q, q["policy"] == i)
             col = "packets" if what == "queue" else "tokens_bytes"
-            y = part[col].to_numpy(np.float64) / (1 if what == "queue" else 1e3)
+            y = part[col].astype(np.float64) / (1 if what == "queue" else 1e3)
             if what == "tokens" and not y.any():
                 continue
-            x, y = decimate_line(part["time_s"].to_numpy(np.float64), y, px)
+            x, y = decimate_line(part["time_s"], y, px)
             ax.step(x, y, where="post", lw=0.9, label=name + (" (policer)" if policer else ""))
         ax.set_ylim(bottom=0)
         ax.set_ylabel("queue (packets)" if what == "queue" else "tokens (KB)")
@@ -826,12 +870,11 @@ def colors(results: Results) -> Figure | None:
         return None
     per_run = []
     for label, r in runs:
-        c = r.colors
+        c = r.arrays("colors")
         step = r.raw["record_interval_ns"] / 1e9
-        per = c.groupby("time_s", sort=True)[
-            ["green_bytes", "yellow_bytes", "red_bytes", "dropped_bytes"]
-        ].sum()
-        per_run.append((label, per.index.to_numpy(), per.to_numpy(np.float64) * 8 / step / 1e6))
+        cols = ("green_bytes", "yellow_bytes", "red_bytes", "dropped_bytes")
+        times, per = _sum_by(c["time_s"], np.column_stack([c[k] for k in cols]))
+        per_run.append((label, times, per.astype(np.float64) * 8 / step / 1e6))
     shown = [i for i in range(4) if any(m[:, i].any() for _, _, m in per_run)] or [0]
     names = list(_COLOUR_FILL)
     ncols = len(per_run)
@@ -947,11 +990,11 @@ def overview(results: Results) -> Figure | None:
             x += 1.0
             ticks.append(x - 0.5)
             continue
-        g = r.goodput
+        g = r.arrays("goodput")
         flows = _data_flows(r) or sorted(set(g["flow"].tolist()))
         start = x
         for fl in flows[:12]:
-            v = g.loc[g["flow"] == fl, "goodput_bps"].to_numpy(np.float64) / 1e6
+            v = g["goodput_bps"][g["flow"] == fl] / 1e6
             data.append(v)
             pos.append(x)
             colours.append(f"C{i % 10}")
@@ -975,7 +1018,7 @@ def overview(results: Results) -> Figure | None:
         src, col, what = [(lb, r) for lb, r in runs if _has(r, "rtt")], "rtt", "RTT"
     allv = []
     for lb, r in src:
-        v = getattr(r, col)["rtt_ms"].to_numpy(np.float64)
+        v = r.arrays(col)["rtt_ms"]
         allv.append(v)
         i = labels.index(lb)
         _cdf(ax_cdf, v, color=f"C{i % 10}", label=str(i + 1))
@@ -1044,15 +1087,15 @@ def render_jobs() -> int:
 
 def _warm(results: Results) -> None:
     """Everything the figures load lazily, loaded once before the fork: the
-    pandas frames of each result (importing pandas, ~0.4 s, in each forked
-    process otherwise) and the Agg canvas with its font, so the processes
-    only draw."""
+    NumPy columns of each result and the Agg canvas with its font, so the
+    processes only draw."""
     import matplotlib.backends.backend_agg  # noqa: F401 -- the canvas savefig loads
     from matplotlib.font_manager import FontProperties, findfont, get_font
 
     for _, r in labelled(results):
-        for frame in ("flows", "policies", "classes", *r.series()):
-            getattr(r, frame)  # cached properties: built here once, shared by the fork
+        for name in r.raw["series"]:
+            if r.rows(name):
+                r.arrays(name)  # built here once, shared by the fork
     get_font(findfont(FontProperties()))
 
 
