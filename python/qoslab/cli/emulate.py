@@ -41,7 +41,7 @@ examples:
   sudo qoslab emulate scenarios/trees/linux-htb-pfifo.toml --backend kernel
   sudo qoslab emulate scenarios/example.toml --capture 'r1->r2=/tmp/r1r2.pcap'
   sudo qoslab emulate scenarios/example.toml --offload on
-  sudo qoslab emulate scenarios/example.toml --threads 1
+  sudo qoslab emulate scenarios/example.toml --threads 0
   qoslab emulate scenarios/example.toml --plan
   sudo qoslab emulate --cleanup
 """
@@ -73,11 +73,11 @@ examples:
 @click.option(
     "--threads",
     type=click.IntRange(min=0, max=64),
-    default=0,
+    default=1,
     show_default=True,
     metavar="N",
-    help="forwarder threads: 0 = one per independent group of ports (data and ACKs of a"
-    " two-host path apart, at most one per CPU), 1 = a single thread",
+    help="forwarder threads: 1 = a single thread; 0 = one per independent group of ports"
+    " (data and ACKs of a two-host path apart, at most one per CPU)",
 )
 @click.option("--out", type=PATH, metavar="DIR", help="write results.json, series CSV/Parquet here")
 @click.option("--json", is_flag=True, help="print the summary as JSON")

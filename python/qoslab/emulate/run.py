@@ -267,7 +267,7 @@ def emulate(
     capture: list[tuple[str, str, str]] | None = None,
     progress: ProgressFn | None = None,
     offload: bool = False,
-    threads: int = 0,
+    threads: int = 1,
 ) -> SimulationResult:
     """Runs a scenario with real Linux TCP between namespaces through qoslab's
     conditioners (``backend="userspace"``) or the kernel's qdiscs (``"kernel"``).
@@ -276,8 +276,10 @@ def emulate(
     ``offload``: the hosts hand GSO super-packets to their veths (TSO on) and the
     forwarder splits each into its wire segments before any conditioner (as Linux's
     ``tbf_segment``), so every policy still counts wire frames.
-    ``threads``: forwarder threads; 0 (default) = one per independent group of ports
-    (data and ACKs of a two-host path in two threads, one per CPU), 1 = a single thread.
+    ``threads``: forwarder threads; 1 (default) = a single thread, 0 = one per independent
+    group of ports (data and ACKs of a two-host path in two threads, one per CPU). One
+    thread is the default because it measured as fast and with a far tighter delay line
+    (docs/performance.md, issue 16).
     Needs root, iperf3, ip, tc, ethtool, ping. Raises ``qoslab.ScenarioError`` for a
     scenario Linux cannot run, ``EmulationSetupError`` when the machine cannot, and
     ``qoslab.Cancelled`` on Ctrl-C/SIGTERM — after removing every namespace and process.
@@ -309,7 +311,7 @@ def _run(
     capture: list[tuple[str, str, str]],
     progress: ProgressFn | None,
     work: Path,
-    threads: int = 0,
+    threads: int = 1,
 ) -> SimulationResult:
     interval_ns = int(plan["record_interval_ns"])
     duration_ns = int(plan["duration_ns"])
