@@ -13,8 +13,8 @@ echo "== cargo test";        cargo test --workspace --exclude qoslab-py  # + doc
 echo "== cargo doc";         RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== rebuild extension"; pip install -q -e '.[dev]'
 # (one command per line: `set -e` ignores failures on the left of `&&`)
-echo "== ruff check";        ruff check python tests examples scripts validation
-echo "== ruff format";       ruff format --check python tests examples scripts validation
+echo "== ruff check";        ruff check python tests examples scripts validation benchmarks
+echo "== ruff format";       ruff format --check python tests examples scripts validation benchmarks
 echo "== mypy";              mypy  # files and settings: [tool.mypy] in pyproject.toml
 # The documented examples (`>>>` in docstrings) run as written.
 mapfile -t doctested < <(grep -rl --include='*.py' '>>> ' python/qoslab)
