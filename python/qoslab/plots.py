@@ -204,6 +204,17 @@ def _single(
     return fig, axes
 
 
+def _panels(n: int, many: bool, height: float | None = None) -> tuple[Figure, list[Axes], int]:
+    """``n`` axes: small multiples when several runs are compared, else ``n``
+    stacked in one figure (``height`` inches); with the pixel width the data
+    are decimated to."""
+    if many:
+        fig, panels, px = _grid(n)
+        return fig, [a for (a,) in panels], px
+    fig, axes = _single(n, height=height)
+    return fig, axes, PIXELS
+
+
 def _finish(
     fig: Figure, title: str, legend_axes: Sequence[Axes] = (), left_in: float = 0.8
 ) -> Figure:
@@ -666,12 +677,7 @@ def cwnd(results: Results, flow: int | None = None) -> Figure | None:
     if not runs:
         return None
     many = len(runs) > 1
-    if many:
-        fig, panels, px = _grid(len(runs))
-        axes = [a for (a,) in panels]
-    else:
-        fig, axes = _single()
-        px = PIXELS
+    fig, axes, px = _panels(len(runs), many)
     for ax, (label, r) in zip(axes, runs, strict=True):
         c = r.arrays("cwnd")
         if flow is not None:
@@ -836,12 +842,7 @@ def queue(results: Results) -> Figure | None:
     if not kinds:
         return None
     many = len(runs) > 1
-    if many:
-        fig, panels, px = _grid(len(kinds))
-        axes = [a for (a,) in panels]
-    else:
-        fig, axes = _single(len(kinds), height=3.2 * len(kinds) + 0.4)
-        px = PIXELS
+    fig, axes, px = _panels(len(kinds), many, height=3.2 * len(kinds) + 0.4)
     for ax, (label, r, what) in zip(axes, kinds, strict=True):
         for i, name, policer in _policy_rows(r):
             if what == "queue" and policer:
