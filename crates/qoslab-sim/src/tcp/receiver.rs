@@ -198,8 +198,7 @@ impl TcpReceiver {
     fn read_sends_ack(&self) -> bool {
         // As in `read`: a pending once-per-two-segments ACK, which reading
         // does not change, or a read that opens the window.
-        let pending =
-            self.delack_at.is_some() && self.rcv_nxt - self.last_ack_sent > self.mss as u64;
+        let pending = self.two_segment_ack_pending();
         self.autotune.as_ref().is_some_and(|a| {
             pending
                 || a.read_would_open_window(
@@ -210,6 +209,13 @@ impl TcpReceiver {
                     self.ooo_bytes,
                 )
         })
+    }
+
+    /// `__tcp_cleanup_rbuf`'s first reason to ACK at a read (net/ipv4/tcp.c):
+    /// an ACK is pending and "Once-per-two-segments ACK was not sent by
+    /// tcp_input.c" (more than one MSS received since the last ACK).
+    fn two_segment_ack_pending(&self) -> bool {
+        self.delack_at.is_some() && self.rcv_nxt - self.last_ack_sent > self.mss as u64
     }
 
     /// Does a read due by `now` that had no event (it sends nothing, see
@@ -224,9 +230,7 @@ impl TcpReceiver {
     }
 
     pub fn on_timer(&mut self, now: Instant, io: &mut dyn TcpIo) {
-        if let Some(t) = self.read_at.filter(|&t| t <= now) {
-            self.read(t, io);
-        }
+        self.catch_up_read(now, io);
         if self.delack_at.is_some_and(|t| t <= now) {
             self.send_ack(now, io);
         }
@@ -266,6 +270,8 @@ impl TcpReceiver {
         self.read_at = None;
         self.read_first = None;
         let (nxt, span, mss) = (self.rcv_nxt, self.ooo_span(), self.mss as u64);
+        // Reading does not change it (it depends on what arrived and was ACKed).
+        let pending = self.two_segment_ack_pending();
         let Some(a) = &mut self.autotune else {
             return;
         };
@@ -273,10 +279,8 @@ impl TcpReceiver {
             self.copied_seq = (self.copied_seq + mss).min(nxt);
             a.on_read(self.copied_seq, nxt, span);
         }
-        // __tcp_cleanup_rbuf (net/ipv4/tcp.c): an ACK is pending and
-        // "Once-per-two-segments ACK was not sent by tcp_input.c" (more
-        // than one MSS since the last ACK), or the read opens the window.
-        let pending = self.delack_at.is_some() && nxt - self.last_ack_sent > mss;
+        // __tcp_cleanup_rbuf (net/ipv4/tcp.c): the once-per-two-segments
+        // ACK is pending, or the read opens the window.
         if pending || a.read_opens_window(nxt, self.ooo_bytes) {
             self.send_ack(now, io);
         }
