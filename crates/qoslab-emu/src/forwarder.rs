@@ -37,6 +37,7 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -149,6 +150,10 @@ pub struct EmuResult {
     /// segments they carried.
     pub tx_super_packets: u64,
     pub tx_super_segments: u64,
+    /// Of `tx_super_packets`, those handed over exactly as they were read
+    /// (bytes and virtio-net header: all their segments delivered back to
+    /// back, unchanged).
+    pub tx_whole_super_packets: u64,
     /// (path, frames) per capture written.
     pub captures: Vec<(PathBuf, u64)>,
     /// Forwarder threads that ran.
@@ -307,6 +312,7 @@ fn merge(mut parts: Vec<Part>, owners: &Owners) -> EmuResult {
         rx_ring_drops: sum(|r| r.rx_ring_drops),
         tx_super_packets: sum(|r| r.tx_super_packets),
         tx_super_segments: sum(|r| r.tx_super_segments),
+        tx_whole_super_packets: sum(|r| r.tx_whole_super_packets),
         captures: parts.iter().flat_map(|p| p.res.captures.clone()).collect(),
         threads: parts.len(),
     }
@@ -691,6 +697,20 @@ impl Io for RealIo {
             }
         }
     }
+    fn deliver_segment(&mut self, host: u32, _t_ns: u64, sp: &Rc<gso::SuperPacket>, i: usize) {
+        if let Some(p) = self.port_of[host as usize] {
+            let r = &mut self.ports[p];
+            match r.push_segment(sp, i) {
+                Ok(true) => {}
+                Ok(false) => self.tx_refused += 1,
+                Err(e) => {
+                    let name = r.ifname().to_string();
+                    self.error
+                        .get_or_insert_with(|| format!("sending on '{name}': {e}"));
+                }
+            }
+        }
+    }
     fn kernel_send(&mut self, dir: u32, frame: &[u8]) -> bool {
         let Some(s) = &self.kernel_tx[dir as usize] else {
             return false;
@@ -840,7 +860,6 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
     let mut stamps = vec![0u64; BATCH];
     let mut csum = vec![false; BATCH];
     let mut rx_ring_drops = 0u64;
-    let mut seg = Vec::with_capacity(max_frame);
     let mut shown = Shown::default();
     // Kernel receive stamps are CLOCK_REALTIME: shift them by the offset
     // taken now (NTP slews it by parts per million at most during a run).
@@ -872,20 +891,16 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
                 let t = arrival(f.stamp_ns, wall);
                 model.advance(t, wall, &mut io);
                 if let Some(v) = f.vnet.filter(|v| v.gso_type != gso::GSO_NONE) {
-                    // A super-packet: on to the model as its wire segments,
-                    // all read at `t` (they crossed the veth together).
+                    // A super-packet: copied out of the ring once, on to
+                    // the model as descriptors of its wire segments, all
+                    // read at `t` (they crossed the veth together).
                     model.counters.super_packets += 1;
-                    let r = match v.gso_type {
-                        gso::GSO_TCPV4 => {
-                            gso::segment_tcp4(f.data, usize::from(v.gso_size), &mut seg, |s| {
-                                model.ingress_owned(t, *h, s, &mut io)
-                            })
+                    match gso::SuperPacket::new(f.data, &v.raw, Vec::new()) {
+                        Ok(sp) => model.ingress_super(t, *h, sp, &mut io),
+                        Err(_) => {
+                            model.counters.frames_in += 1;
+                            model.counters.unroutable += 1;
                         }
-                        _ => Err(gso::GsoError::Unsupported),
-                    };
-                    if r.is_err() {
-                        model.counters.frames_in += 1;
-                        model.counters.unroutable += 1;
                     }
                     rx.release();
                     continue;
@@ -981,6 +996,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
     io.flush();
     let tx_super_packets = io.ports.iter().map(|r| r.coalesced).sum();
     let tx_super_segments = io.ports.iter().map(|r| r.coalesced_segments).sum();
+    let tx_whole_super_packets = io.ports.iter().map(|r| r.whole).sum();
     publish(&model, &live, &mut shown);
     let tx_refused = io.tx_refused;
     let mut written = Vec::new();
@@ -1003,6 +1019,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
             rx_ring_drops,
             tx_super_packets,
             tx_super_segments,
+            tx_whole_super_packets,
             captures: written,
             threads: 1,
         },
@@ -1196,6 +1213,7 @@ rate = "1mbit"
                     rx_ring_drops: k,
                     tx_super_packets: 0,
                     tx_super_segments: 0,
+                    tx_whole_super_packets: 0,
                     captures: Vec::new(),
                     threads: 1,
                 },

@@ -15,6 +15,7 @@
 
 use crate::conditioner::{Conditioners, Dir};
 use crate::frame::{self, FrameInfo};
+use crate::gso::SuperPacket;
 use crate::timing::LatencyHist;
 use qoslab_core::packet::FiveTuple;
 use qoslab_core::{Action, Color, Instant, Packet};
@@ -26,6 +27,7 @@ use qoslab_sim::policy::{EgressQueue, Policy};
 use qoslab_sim::result::{PolicyResult, Series};
 use qoslab_sim::timer::fire_time_ns;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// A frame that has crossed this many nodes is dropped (as the simulator).
 const MAX_HOPS: u8 = 64;
@@ -43,6 +45,16 @@ pub enum Point {
 pub trait Io {
     /// Write `frame` to the port of host node `host`.
     fn deliver(&mut self, host: u32, t_ns: u64, frame: &[u8]);
+    /// Write wire segment `index` of super-packet `sp` (`--offload on`),
+    /// unchanged since it was read, to the port of host node `host`. The
+    /// real ports join segments delivered back to back
+    /// ([`crate::gso::Run`]); by default, the segment's bytes are made and
+    /// delivered as a frame.
+    fn deliver_segment(&mut self, host: u32, t_ns: u64, sp: &Rc<SuperPacket>, index: usize) {
+        let mut f = Vec::new();
+        sp.write_segment(index, &mut f);
+        self.deliver(host, t_ns, &f);
+    }
     /// Send `frame` into direction `dir`'s real qdisc; `false` when the
     /// kernel refused it (the qdisc dropped it).
     fn kernel_send(&mut self, dir: u32, frame: &[u8]) -> bool;
@@ -62,6 +74,10 @@ enum Ev {
 struct Slot {
     buf: Vec<u8>,
     len: u32,
+    /// `--offload on`: the frame is wire segment `.1` of super-packet `.0`
+    /// and `buf` is empty until something needs its bytes
+    /// ([`Model::materialise`]).
+    seg: Option<(Rc<SuperPacket>, usize)>,
     info: FrameInfo,
     dst: u32,
     hops: u8,
@@ -99,8 +115,8 @@ pub struct Counters {
     pub loops: u64,
     /// TCP/UDP checksums filled in for senders that left them to offload.
     pub checksums_completed: u64,
-    /// GSO super-packets read (`--offload on`), each split into its wire
-    /// segments before the model (which counts those in `frames_in`).
+    /// GSO super-packets read (`--offload on`), each handed to the model
+    /// as its wire segments (counted in `frames_in`).
     pub super_packets: u64,
 }
 
@@ -114,6 +130,8 @@ pub struct Model {
     slots: Vec<Slot>,
     free: Vec<u32>,
     frame_capacity: usize,
+    /// Where a segment's bytes are made for a capture or a kernel qdisc.
+    scratch: Vec<u8>,
     dropped: Vec<qoslab_core::Dropped>,
     dir_dropped: Vec<u64>,
     /// Per direction: capture at [ingress, egress].
@@ -155,6 +173,7 @@ impl Model {
             slots: Vec::new(),
             free: Vec::new(),
             frame_capacity: max_frame_bytes,
+            scratch: Vec::new(),
             dropped: Vec::new(),
             dir_dropped: vec![0; n_dirs],
             taps: vec![[false; 2]; n_dirs],
@@ -188,6 +207,7 @@ impl Model {
                 self.slots.push(Slot {
                     buf: Vec::with_capacity(self.frame_capacity),
                     len: 0,
+                    seg: None,
                     info,
                     dst,
                     hops: 0,
@@ -207,20 +227,32 @@ impl Model {
         id
     }
 
-    /// As [`Model::alloc`], taking `frame`'s buffer instead of copying it
-    /// (the slot's old buffer goes back in `frame`, emptied).
-    fn alloc_owned(&mut self, frame: &mut Vec<u8>, info: FrameInfo, dst: u32) -> u32 {
-        let id = self.alloc(&[], info, dst);
-        let s = &mut self.slots[id as usize];
-        std::mem::swap(&mut s.buf, frame);
-        s.len = s.buf.len() as u32;
-        frame.clear();
-        id
-    }
-
     #[inline]
     fn release(&mut self, id: u32) {
+        self.slots[id as usize].seg = None;
         self.free.push(id);
+    }
+
+    /// Gives a segment slot its own bytes (before they change: a DSCP
+    /// rewrite); a no-op for a frame.
+    fn materialise(&mut self, id: u32) {
+        let s = &mut self.slots[id as usize];
+        if let Some((sp, i)) = s.seg.take() {
+            sp.write_segment(i, &mut s.buf);
+            s.len = s.buf.len() as u32;
+        }
+    }
+
+    /// The bytes of frame `id` (a segment's made in `scratch`).
+    fn bytes<'a>(slots: &'a [Slot], scratch: &'a mut Vec<u8>, id: u32) -> &'a [u8] {
+        let s = &slots[id as usize];
+        match &s.seg {
+            Some((sp, i)) => {
+                sp.write_segment(*i, scratch);
+                scratch
+            }
+            None => &s.buf[..s.len as usize],
+        }
     }
 
     fn route(&mut self, frame: &[u8]) -> Option<(FrameInfo, u32)> {
@@ -256,15 +288,38 @@ impl Model {
         }
     }
 
-    /// As [`Model::ingress`] for a frame the caller built in its own
-    /// buffer (a GSO segment): the model takes the buffer and leaves an
-    /// empty one of at least the same capacity in its place.
-    pub fn ingress_owned(&mut self, now_ns: u64, from: u32, frame: &mut Vec<u8>, io: &mut dyn Io) {
-        let Some((info, dst)) = self.admit(now_ns, from, frame) else {
-            return;
+    /// A GSO super-packet read from host node `from`'s port at `now_ns`
+    /// (`--offload on`): its wire segments enter one by one, in order, as
+    /// descriptors — each counted, routed, policed, queued, shaped and lost
+    /// as the frame it stands for (its own wire length; the headers
+    /// classifiers read are the super-packet's), as Linux tbf's
+    /// `tbf_segment` (net/sched/sch_tbf.c) enqueues a GSO packet's
+    /// segments; bytes are made for a segment only when needed.
+    pub fn ingress_super(&mut self, now_ns: u64, from: u32, sp: SuperPacket, io: &mut dyn Io) {
+        self.now_ns = self.now_ns.max(now_ns);
+        let routed = match self.route(sp.bytes()) {
+            Some((info, dst)) if dst != from => Some((info, dst)),
+            _ => None,
         };
-        let id = self.alloc_owned(frame, info, dst);
-        self.forward(from, id, io);
+        let sp = Rc::new(sp);
+        for i in 0..sp.segments() {
+            self.counters.frames_in += 1;
+            let wire = sp.segment_bytes(i);
+            if wire as usize > self.frame_capacity {
+                self.counters.oversize += 1;
+                continue;
+            }
+            let Some((mut info, dst)) = routed else {
+                self.counters.unroutable += 1;
+                continue;
+            };
+            info.wire_bytes = wire;
+            let id = self.alloc(&[], info, dst);
+            let s = &mut self.slots[id as usize];
+            s.seg = Some((sp.clone(), i));
+            s.len = wire;
+            self.forward(from, id, io);
+        }
     }
 
     /// A frame read back from kernel-backed direction `dir`'s qdisc at
@@ -362,16 +417,16 @@ impl Model {
     fn enqueue(&mut self, d: u32, id: u32, io: &mut dyn Io) {
         let now = Instant::from_ns(self.now_ns);
         if self.taps[d as usize][Point::Ingress as usize] {
-            let s = &self.slots[id as usize];
-            io.capture(d, Point::Ingress, self.now_ns, &s.buf[..s.len as usize]);
+            let b = Self::bytes(&self.slots, &mut self.scratch, id);
+            io.capture(d, Point::Ingress, self.now_ns, b);
         }
         let mut p = self.core(id);
         if let Some(kp) = self.dirs[d as usize].kernel {
             if let Some(kp) = kp {
                 self.policies[kp as usize].count_in_queue(&p);
             }
-            let s = &self.slots[id as usize];
-            let ok = io.kernel_send(d, &s.buf[..s.len as usize]);
+            let b = Self::bytes(&self.slots, &mut self.scratch, id);
+            let ok = io.kernel_send(d, b);
             if !ok {
                 if let Some(kp) = kp {
                     self.policies[kp as usize].count_drop(p.size_bytes);
@@ -399,6 +454,7 @@ impl Model {
                 }
                 Action::SetDscp(x) => {
                     p.dscp = x;
+                    self.materialise(id);
                     let s = &mut self.slots[id as usize];
                     frame::set_dscp(&mut s.buf[..s.len as usize], x);
                     s.info.dscp = x;
@@ -485,8 +541,8 @@ impl Model {
                     self.q.schedule(done, Ev::TxDone(d));
                 }
                 if self.taps[d as usize][Point::Egress as usize] {
-                    let s = &self.slots[id as usize];
-                    io.capture(d, Point::Egress, done, &s.buf[..s.len as usize]);
+                    let b = Self::bytes(&self.slots, &mut self.scratch, id);
+                    io.capture(d, Point::Egress, done, b);
                 }
                 if lost {
                     self.dirs[d as usize].link.lost_packets += 1;
@@ -523,6 +579,7 @@ impl Model {
                     return;
                 }
                 Action::SetDscp(x) => {
+                    self.materialise(id);
                     let s = &mut self.slots[id as usize];
                     frame::set_dscp(&mut s.buf[..s.len as usize], x);
                     s.info.dscp = x;
@@ -534,7 +591,10 @@ impl Model {
         let s = &mut self.slots[id as usize];
         if s.dst == node {
             self.counters.frames_out += 1;
-            io.deliver(node, self.now_ns, &s.buf[..s.len as usize]);
+            match &s.seg {
+                Some((sp, i)) => io.deliver_segment(node, self.now_ns, sp, *i),
+                None => io.deliver(node, self.now_ns, &s.buf[..s.len as usize]),
+            }
             self.release(id);
             return;
         }

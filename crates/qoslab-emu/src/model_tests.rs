@@ -13,19 +13,31 @@ struct FakeIo {
     kernel: Vec<(u32, usize)>,
     kernel_refuse: bool,
     captured: Vec<(u32, Point, u64)>,
+    captured_frames: Vec<Vec<u8>>,
+    /// Per delivery: the wire segment index when it came as a descriptor
+    /// of an unchanged super-packet segment, `None` for a frame.
+    delivered_as: Vec<Option<usize>>,
 }
 
 impl Io for FakeIo {
     fn deliver(&mut self, host: u32, t_ns: u64, frame: &[u8]) {
         self.delivered.push((host, t_ns, frame.len()));
         self.delivered_frames.push(frame.to_vec());
+        self.delivered_as.push(None);
+    }
+    fn deliver_segment(&mut self, host: u32, t_ns: u64, sp: &Rc<SuperPacket>, index: usize) {
+        let mut f = Vec::new();
+        sp.write_segment(index, &mut f);
+        self.deliver(host, t_ns, &f);
+        *self.delivered_as.last_mut().unwrap() = Some(index);
     }
     fn kernel_send(&mut self, dir: u32, frame: &[u8]) -> bool {
         self.kernel.push((dir, frame.len()));
         !self.kernel_refuse
     }
-    fn capture(&mut self, dir: u32, point: Point, t_ns: u64, _frame: &[u8]) {
+    fn capture(&mut self, dir: u32, point: Point, t_ns: u64, frame: &[u8]) {
         self.captured.push((dir, point, t_ns));
+        self.captured_frames.push(frame.to_vec());
     }
 }
 
@@ -249,43 +261,119 @@ fn series_sample_every_interval_relative_to_t0() {
     assert_eq!(s.color_green_bytes[0], 1042);
 }
 
+/// A 44-segment TSO super-packet from A to B (MSS 1448, 1514-byte wire
+/// segments) as the forwarder reads it, and its wire segments as
+/// `tcp_gso_segment` would make them.
+fn super_packet(payload: usize) -> (SuperPacket, Vec<Vec<u8>>) {
+    let mut sp = crate::gso::tests::tcp_frame(payload, 1000, 0x18);
+    sp[14 + 12..14 + 16].copy_from_slice(&A);
+    sp[14 + 16..14 + 20].copy_from_slice(&B);
+    let mut vnet = [0u8; crate::gso::VNET_HDR_BYTES];
+    vnet[0] = crate::gso::F_NEEDS_CSUM;
+    vnet[1] = crate::gso::GSO_TCPV4;
+    vnet[4..6].copy_from_slice(&1448u16.to_ne_bytes());
+    let mut segs = Vec::new();
+    crate::gso::segment_tcp4(&sp, 1448, &mut Vec::new(), |s| segs.push(s.clone())).unwrap();
+    (SuperPacket::new(&sp, &vnet, Vec::new()).unwrap(), segs)
+}
+
 #[test]
 fn a_policer_drops_part_of_a_super_packet_segment_by_segment() {
-    // `--offload on`: a 44-segment TSO super-packet (MSS 1448, 1514-byte
-    // wire segments) is split before the model, so the policer charges,
-    // passes and drops wire segments: a 20 000-byte bucket passes the
-    // first 13 (13 x 1514 = 19 682 B) and drops the rest.
+    // `--offload on`: the super-packet enters the model as its 44 wire
+    // segments, so the policer charges, passes and drops wire segments: a
+    // 20 000-byte bucket passes the first 13 (13 x 1514 = 19 682 B) and
+    // drops the rest.
     let pol = r#"[policy.bottleneck.egress]
 police = { cir = "4mbit", bc = "20000B" }"#;
     let (mut m, net) = model(&format!("{pol}\n"), &[]);
     let s0 = net.node_index("s0").unwrap();
     let d0 = net.node_index("d0").unwrap();
     let mut io = FakeIo::default();
-    let mut sp = crate::gso::tests::tcp_frame(44 * 1448, 1000, 0x18);
-    sp[14 + 12..14 + 16].copy_from_slice(&A);
-    sp[14 + 16..14 + 20].copy_from_slice(&B);
-    let mut scratch = Vec::new();
-    let n = crate::gso::segment_tcp4(&sp, 1448, &mut scratch, |s| {
-        m.ingress_owned(0, s0, s, &mut io)
-    })
-    .unwrap();
-    assert_eq!(n, 44);
+    let (sp, segs) = super_packet(44 * 1448);
+    assert_eq!(sp.segments(), 44);
+    m.ingress_super(0, s0, sp, &mut io);
     drain(&mut m, &mut io, || 0);
     assert_eq!(m.counters.frames_in, 44);
-    let (policies, ..) = m.finish();
+    let (policies, links, ..) = m.finish();
     let p = &policies[0];
     assert_eq!(p.packets_in, 44);
     assert_eq!(p.bytes_in, 44 * 1514);
     assert_eq!(p.packets_dropped, 31);
     assert_eq!(p.bytes_dropped, 31 * 1514);
+    let bn = links.iter().find(|l| l.name == "r1->r2").unwrap();
+    assert_eq!((bn.packets, bn.bytes), (13, 13 * 1514));
     assert_eq!(io.delivered.len(), 13);
     assert!(io
         .delivered
         .iter()
         .all(|&(h, _, len)| h == d0 && len == 1514));
-    // The survivors are the super-packet's first 13 segments, in order.
+    // The survivors are exactly the super-packet's first 13 wire segments,
+    // in order, byte for byte, handed over as descriptors (no bytes made).
+    assert_eq!(io.delivered_frames, segs[..13].to_vec());
+    assert_eq!(io.delivered_as, (0..13).map(Some).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_remarked_segment_gets_its_own_bytes_the_others_stay_descriptors() {
+    // Exceeding segments are re-marked (DSCP 10), not dropped: those get
+    // bytes of their own with the new DSCP and a valid IPv4 checksum; the
+    // conforming first 13 still travel as descriptors, and so does the
+    // last, 166-byte segment: it fits in the 318 bytes the first 13 left.
+    let pol = r#"[policy.bottleneck.egress]
+police = { cir = "4mbit", bc = "20000B", exceed = "set-dscp:10" }"#;
+    let (mut m, net) = model(&format!("{pol}\n"), &[]);
+    let s0 = net.node_index("s0").unwrap();
+    let mut io = FakeIo::default();
+    let (sp, segs) = super_packet(20 * 1448 + 100);
+    m.ingress_super(0, s0, sp, &mut io);
+    drain(&mut m, &mut io, || 0);
+    assert_eq!(io.delivered.len(), 21);
     for (i, f) in io.delivered_frames.iter().enumerate() {
-        let seq = u32::from_be_bytes([f[38], f[39], f[40], f[41]]);
-        assert_eq!(seq, 1000 + 1448 * i as u32);
+        if i < 13 || i == 20 {
+            assert_eq!(io.delivered_as[i], Some(i));
+            assert_eq!(f, &segs[i]);
+        } else {
+            assert_eq!(io.delivered_as[i], None, "segment {i} was re-marked");
+            let mut want = segs[i].clone();
+            crate::frame::set_dscp(&mut want, 10);
+            assert_eq!(f, &want);
+            assert_eq!(f[15] >> 2, 10);
+        }
     }
+    assert_eq!(io.delivered[20].2, 14 + 52 + 100);
+}
+
+#[test]
+fn captures_of_a_super_packet_show_its_wire_segments() {
+    let (mut m, net) = model(TBF, &[]);
+    let s0 = net.node_index("s0").unwrap();
+    let bn = (0..net.dirs.len() as u32)
+        .find(|&d| net.dir_name(d) == "r1->r2")
+        .unwrap();
+    m.tap(bn, Point::Ingress);
+    m.tap(bn, Point::Egress);
+    let mut io = FakeIo::default();
+    let (sp, segs) = super_packet(5 * 1448);
+    m.ingress_super(0, s0, sp, &mut io);
+    drain(&mut m, &mut io, || 0);
+    let ingress: Vec<Vec<u8>> = (0..io.captured.len())
+        .filter(|&k| io.captured[k].1 == Point::Ingress)
+        .map(|k| io.captured_frames[k].clone())
+        .collect();
+    let egress: Vec<Vec<u8>> = (0..io.captured.len())
+        .filter(|&k| io.captured[k].1 == Point::Egress)
+        .map(|k| io.captured_frames[k].clone())
+        .collect();
+    assert_eq!(ingress, segs);
+    assert_eq!(egress, segs);
+    // The TBF (10 Mbit/s, one-frame bucket) released them one by one,
+    // 1 211 200 ns apart, as it would the wire frames.
+    let t: Vec<u64> = io
+        .captured
+        .iter()
+        .filter(|c| c.1 == Point::Egress)
+        .map(|c| c.2)
+        .collect();
+    assert!(t.windows(2).all(|w| w[1] - w[0] >= 1_211_200), "{t:?}");
+    assert_eq!(io.delivered_frames, segs);
 }

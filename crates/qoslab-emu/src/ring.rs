@@ -19,12 +19,21 @@
 //! the time `tpacket_rcv` ran) and `TP_STATUS_CSUMNOTREADY` (the sender
 //! left the TCP/UDP checksum to offload).
 
-use crate::gso::{self, Coalesce, VnetHdr, VNET_HDR_BYTES};
+use crate::gso::{self, Coalesce, Run, SuperPacket, VnetHdr, VNET_HDR_BYTES};
 use crate::sys::PacketSocket;
 use std::io;
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
 use std::rc::Rc;
+
+/// A super-packet being written into a TX slot (`--offload on`), still
+/// ours until closed.
+enum Open {
+    /// Wire frames joined as GRO would ([`Coalesce`]).
+    Join(Coalesce),
+    /// Consecutive segments of one super-packet ([`Run`]).
+    Run(Run),
+}
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// `TPACKET_V2` (linux/if_packet.h `enum tpacket_versions`).
@@ -383,10 +392,13 @@ pub struct TxRing {
     pub wrong_format: u64,
     /// `--offload on`: the super-packet being rebuilt in slot `.0`
     /// (written, not yet handed to the kernel).
-    open: Option<(usize, Coalesce)>,
+    open: Option<(usize, Open)>,
     /// Super-packets of ≥ 2 segments handed over, and their segments.
     pub coalesced: u64,
     pub coalesced_segments: u64,
+    /// Of those, super-packets handed over as they were read (every
+    /// segment delivered, back to back, unchanged).
+    pub whole: u64,
 }
 
 impl TxRing {
@@ -404,6 +416,7 @@ impl TxRing {
             open: None,
             coalesced: 0,
             coalesced_segments: 0,
+            whole: 0,
         }
     }
 
@@ -419,21 +432,30 @@ impl TxRing {
     /// Hands the open super-packet (if any) to the kernel's side of the
     /// ring: its headers and virtio-net header finished, SEND_REQUEST.
     fn close_open(&mut self) {
-        let Some((i, c)) = self.open.take() else {
+        let Some((i, o)) = self.open.take() else {
             return;
         };
         let mut vnet = [0u8; VNET_HDR_BYTES];
-        c.finish(self.frame_room(i), &mut vnet);
-        if c.segments > 1 {
+        let (len, segments) = match o {
+            Open::Join(c) => {
+                c.finish(self.frame_room(i), &mut vnet);
+                (c.len(), c.segments as usize)
+            }
+            Open::Run(r) => {
+                self.whole += u64::from(r.whole() && r.segments() > 1);
+                (r.finish(self.frame_room(i), &mut vnet), r.segments())
+            }
+        };
+        if segments > 1 {
             self.coalesced += 1;
-            self.coalesced_segments += u64::from(c.segments);
+            self.coalesced_segments += segments as u64;
         }
         let slot = self.m.slot(true, i);
         // SAFETY: the slot is ours until the status store below.
         unsafe {
             std::ptr::copy_nonoverlapping(vnet.as_ptr(), slot.add(TX_DATA_OFFSET), vnet.len());
             let h = &mut *(slot as *mut libc::tpacket2_hdr);
-            h.tp_len = (VNET_HDR_BYTES + c.len()) as u32;
+            h.tp_len = (VNET_HDR_BYTES + len) as u32;
             h.tp_snaplen = h.tp_len;
         }
         self.m
@@ -445,20 +467,9 @@ impl TxRing {
         &self.m.sock.ifname
     }
 
-    /// Queues `frame`; `false` when no slot is free (every slot waits to
-    /// be sent or is still being sent: the frame is dropped, as a full
-    /// device queue would).
-    pub fn push(&mut self, frame: &[u8]) -> io::Result<bool> {
-        if frame.len() > self.max_frame {
-            return Ok(false);
-        }
-        if let Some((i, mut c)) = self.open {
-            if c.append(self.frame_room(i), frame) {
-                self.open = Some((i, c));
-                return Ok(true);
-            }
-            self.close_open();
-        }
+    /// A free slot for the next frame (flushing our own unsent frames
+    /// if the ring is full of them), or `None` when there is none.
+    fn take_slot(&mut self) -> io::Result<Option<usize>> {
         let mut st = self.m.status(true, self.next).load(Ordering::Acquire);
         if st & !TP_STATUS_WRONG_FORMAT != TP_STATUS_AVAILABLE && self.queued > 0 {
             // Full of our own unsent frames: send them, look again.
@@ -468,9 +479,35 @@ impl TxRing {
         if st == TP_STATUS_WRONG_FORMAT {
             self.wrong_format += 1;
         } else if st != TP_STATUS_AVAILABLE {
+            return Ok(None);
+        }
+        let i = self.next;
+        self.next = (self.next + 1) % self.m.frames(true);
+        self.queued += 1;
+        Ok(Some(i))
+    }
+
+    /// Queues `frame`; `false` when no slot is free (every slot waits to
+    /// be sent or is still being sent: the frame is dropped, as a full
+    /// device queue would).
+    pub fn push(&mut self, frame: &[u8]) -> io::Result<bool> {
+        if frame.len() > self.max_frame {
             return Ok(false);
         }
-        let slot = self.m.slot(true, self.next);
+        if let Some((i, mut o)) = self.open.take() {
+            if let Open::Join(c) = &mut o {
+                if c.append(self.frame_room(i), frame) {
+                    self.open = Some((i, o));
+                    return Ok(true);
+                }
+            }
+            self.open = Some((i, o));
+            self.close_open();
+        }
+        let Some(i) = self.take_slot()? else {
+            return Ok(false);
+        };
+        let slot = self.m.slot(true, i);
         let vh = if self.m.vnet { VNET_HDR_BYTES } else { 0 };
         // SAFETY: the slot is ours (AVAILABLE); header + frame fit (the
         // geometry leaves ≥ 128 bytes past them, TX_DATA_OFFSET is 32).
@@ -486,14 +523,51 @@ impl TxRing {
         // With virtio-net headers, a TCP data segment may start a
         // super-packet: its slot stays ours until it is closed.
         match Coalesce::start(frame).filter(|_| self.m.vnet) {
-            Some(c) => self.open = Some((self.next, c)),
+            Some(c) => self.open = Some((i, Open::Join(c))),
             None => self
                 .m
-                .status(true, self.next)
+                .status(true, i)
                 .store(TP_STATUS_SEND_REQUEST, Ordering::Release),
         }
-        self.next = (self.next + 1) % self.m.frames(true);
-        self.queued += 1;
+        Ok(true)
+    }
+
+    /// Queues wire segment `index` of super-packet `sp`, unchanged since
+    /// it was read (`--offload on` only): segments of one super-packet
+    /// delivered back to back are written into one slot as they come
+    /// ([`Run`]: the payload is copied once, straight from the
+    /// super-packet), and a run that turns out to be the whole
+    /// super-packet goes out as it came in, virtio-net header included.
+    /// `false` when no slot is free.
+    pub fn push_segment(&mut self, sp: &Rc<SuperPacket>, index: usize) -> io::Result<bool> {
+        if !self.m.vnet {
+            let mut f = Vec::new();
+            sp.write_segment(index, &mut f);
+            return self.push(&f);
+        }
+        if let Some((i, mut o)) = self.open.take() {
+            if let Open::Run(r) = &mut o {
+                if r.append(sp, index, self.frame_room(i)) {
+                    self.open = Some((i, o));
+                    return Ok(true);
+                }
+            }
+            self.open = Some((i, o));
+            self.close_open();
+        }
+        let Some(i) = self.take_slot()? else {
+            return Ok(false);
+        };
+        match Run::start(sp, index, self.frame_room(i)) {
+            Some(r) => self.open = Some((i, Open::Run(r))),
+            None => {
+                // Cannot happen with the slot geometry (room for 64 KB);
+                // hand back the slot unsent rather than send garbage.
+                self.next = i;
+                self.queued -= 1;
+                return Ok(false);
+            }
+        }
         Ok(true)
     }
 

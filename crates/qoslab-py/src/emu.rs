@@ -248,6 +248,7 @@ impl EmuHandle {
         d.set_item("rx_ring_drops", r.rx_ring_drops)?;
         d.set_item("tx_super_packets", r.tx_super_packets)?;
         d.set_item("tx_super_segments", r.tx_super_segments)?;
+        d.set_item("tx_whole_super_packets", r.tx_whole_super_packets)?;
         let caps: Vec<(String, u64)> = r
             .captures
             .iter()

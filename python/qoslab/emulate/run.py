@@ -737,6 +737,7 @@ def _assemble(
                     "super_packets",
                     "tx_super_packets",
                     "tx_super_segments",
+                    "tx_whole_super_packets",
                     "threads",
                 )
             },
