@@ -25,8 +25,8 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
 6. flows 1-64 through the 1 Gbit/s TBF;
 7. the GSO mode (``--offload on``): goodput through a 10 Gbit/s TBF, 1 and 4 flows;
 8. unless ``--threads 1``: the forwarder in a single thread (TBF 1 Gbit/s with 1 and 4
-   flows, idle ping) against one thread per direction (the benchmark's main rows, its
-   ``--threads`` default 0), in the same run.
+   flows, idle ping, and the GSO cases) against one thread per direction (the benchmark's
+   main rows, its ``--threads`` default 0), in the same run.
 
     sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md
     sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3   # quick look

@@ -25,6 +25,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A super-packet being written into a TX slot (`--offload on`), still
 /// ours until closed.
@@ -34,7 +35,6 @@ enum Open {
     /// Consecutive segments of one super-packet ([`Run`]).
     Run(Run),
 }
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// `TPACKET_V2` (linux/if_packet.h `enum tpacket_versions`).
 const TPACKET_V2: libc::c_int = 1;
@@ -172,8 +172,9 @@ fn req(max_frame: usize, ring_bytes: usize) -> libc::tpacket_req {
 ///
 /// `vnet`: PACKET_VNET_HDR (`--offload on`): each received frame comes
 /// with its virtio-net header (GSO type and size), RX slots hold 64 KB
-/// super-packets, and each sent frame carries a header (all zero: the
-/// forwarder sends wire-sized frames with complete checksums).
+/// super-packets, and each sent frame carries a header (all zero for a
+/// wire frame with complete checksums; a GSO header for a super-packet,
+/// joined or forwarded whole).
 pub fn open(ifname: &str, vnet: bool) -> Result<(RxRing, TxRing), String> {
     let (m, max_frame) = map(ifname, vnet, true)?;
     Ok((

@@ -68,7 +68,8 @@ examples:
     "--offload",
     type=click.Choice(("on", "off")),
     default="off",
-    help="on: hosts send GSO super-packets, split into wire segments by the forwarder",
+    help="on: hosts send GSO super-packets; conditioners count, police and shape"
+    " their wire segments",
 )
 @click.option(
     "--threads",

@@ -273,9 +273,10 @@ def emulate(
     conditioners (``backend="userspace"``) or the kernel's qdiscs (``"kernel"``).
 
     ``capture``: (link ``"r1->r2"``, ``"ingress"|"egress"``, pcap path) triples.
-    ``offload``: the hosts hand GSO super-packets to their veths (TSO on) and the
-    forwarder splits each into its wire segments before any conditioner (as Linux's
-    ``tbf_segment``), so every policy still counts wire frames.
+    ``offload``: the hosts hand GSO super-packets to their veths (TSO on) and every
+    conditioner sees each as its wire segments (as Linux's ``tbf_segment``), so every
+    policy still counts wire frames; a super-packet none of whose segments was treated
+    apart reaches the receiver as it came, and captures show wire segments.
     ``threads``: forwarder threads; 1 (default) = a single thread, 0 = one per independent
     group of ports (data and ACKs of a two-host path in two threads, one per CPU). One
     thread is the default because it measured as fast and with a far tighter delay line
@@ -394,9 +395,11 @@ def _run(
     raw["emulation"]["kernel_qdiscs"] = applied
     if netns.offload:
         raw["emulation"]["frames"] = (
-            "GSO (--offload on): the hosts send TSO super-packets, split into wire"
-            " segments before every conditioner; segments leaving in one batch are joined"
-            " back into super-packets for the receiving host"
+            "GSO (--offload on): the hosts send TSO super-packets, each counted, policed"
+            " and shaped as its wire segments by every conditioner (captures show wire"
+            " segments); a super-packet whose segments all leave together unchanged reaches"
+            " the receiving host as it came, other segments leaving in one batch are joined"
+            " back into super-packets"
         )
     return SimulationResult(raw)
 
