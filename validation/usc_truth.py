@@ -811,7 +811,10 @@ and `qoslab run --capture s0->r1`, both read with `qoslab analyze`):
   at 1.1216 s). `tp->reordering` (the DupThresh of `tcp_time_to_recover` and
   `tcp_update_scoreboard`) is raised to the distance seen and lowered to 3 by each RTO
   (`tcp_enter_loss`), then raised again by the next reordering (9 raises in that capture,
-  distances 6-29). Modelled now (`linux-3.x`, `linux-2.6`): `tp->reordering` in
+  distances 6-29). The same replay of the simulated capture of that case (`qoslab run
+  --capture s0->r1`) finds no reordering raise and no head retransmission sent 50 ms or
+  more after the last ACK, against 9 and 10 in the lab. Modelled now (`linux-3.x`,
+  `linux-2.6`): `tp->reordering` in
   `TcpSender::note_reordering`, capped at 3.x's `TCP_MAX_REORDERING` 127, used for
   entering recovery and for marking losses, reset by the RTO (unit test
   `reordering_raises_the_dupthresh_until_the_next_rto`). No figure moves (render unchanged):
