@@ -139,9 +139,10 @@
 //!   D-SACK or the full ACK), nor the undo of a non-SACK (`Reno`/`NewReno`)
 //!   recovery. D-SACKs are counted against the episode whatever segments
 //!   they cover (Linux checks that a covered segment was retransmitted).
-//!   The DupThresh is fixed at 3 (Linux raises `tp->reordering` when it
-//!   sees reordering; with RACK on this only matters for the reo_wnd = 0
-//!   rule).
+//!   The DupThresh is 3, raised by reordering (`tp->reordering`) only in
+//!   the profiles without RACK (`fack` / `mark_lost_retrans`); with RACK
+//!   it would only matter for the reo_wnd = 0 rule. The cached
+//!   per-destination value (`tcp_metrics`) is not modelled.
 //! - Congestion-window validation is only Linux's `tcp_is_cwnd_limited`
 //!   gate on growth: `tcp_cwnd_application_limited` (RFC 7661-like decay
 //!   of an unused window every RTO) and `tcp_cwnd_restart` (slow-start
@@ -178,6 +179,10 @@ const TSO_WIN_DIVISOR: u64 = 3;
 
 /// RFC 5681 §3.2 / RFC 6675 DupThresh.
 pub const DUP_THRESH: u32 = 3;
+
+/// Linux 3.x `TCP_MAX_REORDERING` (include/net/tcp.h): the cap on
+/// `tp->reordering` (a sysctl, default 300, from 3.19).
+const TCP_MAX_REORDERING: u32 = 127;
 
 /// How much the application gives TCP to send (iperf3 `-t` vs `-n`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -315,6 +320,11 @@ pub struct TcpSender {
     /// `tcp_mark_lost_retrans`, is off for the rest of the connection
     /// (see [`TcpSender::note_reordering`]).
     fack_disabled: bool,
+    /// Linux `tp->reordering`: the DupThresh in segments, 3
+    /// (`sysctl_tcp_reordering`) until reordering is seen; raised by
+    /// [`TcpSender::note_reordering`] in the profiles of the kernels
+    /// without RACK, lowered back to 3 by an RTO (`tcp_enter_loss`).
+    reordering: u32,
     /// First retransmission of the current episode (Linux `retrans_stamp`).
     retrans_stamp: Option<Instant>,
     rack: Rack,
@@ -410,6 +420,7 @@ impl TcpSender {
             undo_retrans: -1,
             dsack_dups: 0,
             fack_disabled: false,
+            reordering: DUP_THRESH,
             retrans_stamp: None,
             rack: Rack::default(),
             reo_at: None,
@@ -730,6 +741,9 @@ impl TcpSender {
             self.state.cwnd_bytes = self.sb.pipe() + self.mss() as u64;
         }
         self.ca = CaState::Loss;
+        // tcp_enter_loss (3.x): tp->reordering = min(tp->reordering,
+        // sysctl_tcp_reordering): a timeout forgets the raised DupThresh.
+        self.reordering = self.reordering.min(DUP_THRESH);
         self.high_seq = self.snd_nxt;
         self.dupacks = 0;
         self.tlp_at = None;
@@ -891,7 +905,9 @@ impl TcpSender {
             let mut lost = if self.fack_on() {
                 self.fack_mark_lost(now, dubious)
             } else {
-                self.sb.mark_lost_by_sack(DUP_THRESH, self.mss())
+                // tcp_update_scoreboard without FACK: sacked_out −
+                // tp->reordering segments from the head are lost.
+                self.sb.mark_lost_by_sack(self.reordering, self.mss())
             };
             if self.cfg.mark_lost_retrans && !self.fack_disabled && self.ca == CaState::Recovery {
                 lost += self.sb.mark_lost_retrans(self.sb.highest_sacked_end());
@@ -1224,7 +1240,8 @@ impl TcpSender {
                 }
                 let lost = sack && self.sb.lost_bytes() > 0;
                 // With RACK the DupThresh rule is RACK's zero reo_wnd.
-                let dupthresh = self.dupacks >= DUP_THRESH && !self.rack_on();
+                // tcp_time_to_recover: tcp_dupack_heuristics > tp->reordering.
+                let dupthresh = self.dupacks >= self.reordering && !self.rack_on();
                 if dupthresh || lost {
                     self.enter_recovery(now, io);
                     return;
@@ -1482,7 +1499,7 @@ impl TcpSender {
         } else {
             self.snd_nxt
         };
-        let mut lost = self.sb.mark_lost_fack(DUP_THRESH as u64, bound);
+        let mut lost = self.sb.mark_lost_fack(self.reordering as u64, bound);
         let rto = self.rtt.rto();
         if dubious && self.sb.head_timed_out(now, rto) {
             lost += self.sb.mark_lost_timed_out(now, rto);
@@ -1908,12 +1925,19 @@ impl TcpSender {
     /// (`!tcp_is_fack(tp)`), so a lost retransmission waits for the RTO.
     /// With three SACK blocks per ACK (timestamps on), a receiver holding
     /// more holes than that reports old ranges late, which is the same
-    /// event to the sender. Only with [`TcpConfig::mark_lost_retrans`] or [`TcpConfig::fack`]
-    /// (the profile of those kernels); the raised `tp->reordering`
-    /// (DupThresh) itself is not modelled.
+    /// event to the sender. The same call raises `tp->reordering`, the
+    /// DupThresh of `tcp_time_to_recover` ("classic rule":
+    /// `tcp_dupack_heuristics(tp) > tp->reordering`) and of
+    /// `tcp_update_scoreboard` (`sacked_out - tp->reordering` head
+    /// segments lost), to the distance seen, at most `TCP_MAX_REORDERING`
+    /// (127; include/net/tcp.h of 3.x); `tcp_enter_loss` lowers it back to
+    /// 3 at the next RTO. Only with [`TcpConfig::mark_lost_retrans`] or
+    /// [`TcpConfig::fack`] (the profiles of those kernels, which have no
+    /// RACK to time losses instead).
     fn note_reordering(&mut self, span_bytes: u64) {
         let metric = span_bytes.div_ceil(self.mss().max(1) as u64);
-        if (self.cfg.mark_lost_retrans || self.cfg.fack) && metric > DUP_THRESH as u64 {
+        if (self.cfg.mark_lost_retrans || self.cfg.fack) && metric > self.reordering as u64 {
+            self.reordering = metric.min(TCP_MAX_REORDERING as u64) as u32;
             self.fack_disabled = true;
         }
     }
@@ -2882,6 +2906,33 @@ mod tests {
         };
         assert_eq!(run(3).timeouts, 0, "FACK still on: found by SACKs");
         assert_eq!(run(4).timeouts, 1, "FACK off: the RTO repairs it");
+    }
+
+    /// Linux ≤ 4.3 `tcp_update_reordering` raises `tp->reordering`, the
+    /// DupThresh of `tcp_time_to_recover`, to the reordering distance
+    /// seen: a loss with only five segments after it, repaired by fast
+    /// retransmit at the default 3, waits for the RTO once reordering of
+    /// 8 segments was seen; the RTO (`tcp_enter_loss`) lowers it back to
+    /// 3.
+    #[test]
+    fn reordering_raises_the_dupthresh_until_the_next_rto() {
+        let run = |span_segs: u64| {
+            let mut c = cfg(RecoveryKind::Sack);
+            (c.rack, c.mark_lost_retrans) = (false, true);
+            let mut h = harness(&c, AppLimit::Bytes(300 * MSS), Some(8_000_000));
+            h.sender.note_reordering(span_segs * h.sender.mss() as u64);
+            let raised = h.sender.reordering;
+            h.drops = vec![(seg(294), 1)];
+            let h = completed(h, 300 * MSS);
+            (raised, h.sender.reordering, h.sender.stats())
+        };
+        let (raised, after, s) = run(3);
+        assert_eq!((raised, after), (3, 3));
+        assert_eq!((s.timeouts, s.fast_recoveries), (0, 1), "fast retransmit");
+        let (raised, after, s) = run(8);
+        assert_eq!(raised, 8, "tp->reordering = the distance seen");
+        assert_eq!(s.timeouts, 1, "five SACKs are below the raised DupThresh");
+        assert_eq!(after, 3, "tcp_enter_loss: back to sysctl_tcp_reordering");
     }
 
     /// Two SACKed segments are not DupThresh, but RACK's reordering
