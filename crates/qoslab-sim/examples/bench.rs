@@ -13,6 +13,10 @@
 //! events per bottleneck data packet by kind, for the cases above and the
 //! scaling table's points (deterministic: any machine gives the same table).
 //!
+//! `cargo run --release -p qoslab-sim --example bench -- digest [CASE …]`:
+//! one result digest per case (`benchmarks/engine_digest.sh` compares them
+//! before and after an engine change).
+//!
 //! Each run happens in its own child process so that its peak RSS
 //! (getrusage `ru_maxrss`) and CPU time are its own.
 
@@ -527,6 +531,44 @@ fn write_between_markers(path: &str, table: &str) -> Result<(), String> {
     std::fs::rename(&tmp, path).map_err(|e| format!("{path}: {e}"))
 }
 
+/// The bench cases and every point of the scaling table.
+fn all_cases() -> Vec<String> {
+    let mut cases: Vec<String> = ["a", "b", "c", "r100m", "r1g", "r10g"]
+        .map(String::from)
+        .to_vec();
+    for (bps, secs, flows) in scaling_points().into_iter().flat_map(|x| x.1) {
+        let g = format!("grid:{bps}:{secs}:{flows}");
+        if !cases.contains(&g) {
+            cases.push(g);
+        }
+    }
+    cases
+}
+
+/// The result digest of case `name` (`SimResult::digest_line`), for
+/// `benchmarks/engine_digest.sh`: an engine change meant to keep results
+/// bit-identical must leave it unchanged. Runs with exact RTT percentiles
+/// and, where the run is short enough to keep them in memory (≤ 10¹⁰ bits
+/// through the bottleneck, e.g. 1 Gbit/s for 10 s), every RTT sample and
+/// every data segment sent recorded; none of these adds an event.
+fn digest(name: &str) -> String {
+    let (mut cfg, _) = lookup(name).expect("known case");
+    let r = &mut cfg.record;
+    r.exact_rtt_percentiles = true;
+    let bits = match &cfg.topology {
+        Topology::Dumbbell(d) => {
+            d.bottleneck.rate.bps() as u128 * cfg.duration.as_ns() as u128 / 1_000_000_000
+        }
+        Topology::Explicit(_) => u128::MAX,
+    };
+    if bits <= 10_000_000_000 {
+        r.rtt = true;
+        r.segments = true;
+    }
+    let res = qoslab_sim::run(&cfg, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}"));
+    res.digest_line(name)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let me = std::env::current_exe().expect("own path");
@@ -535,21 +577,28 @@ fn main() {
             // `events [CASE …]`: events per bottleneck packet by kind.
             let mut cases: Vec<String> = args[1..].to_vec();
             if cases.is_empty() {
-                cases = ["a", "b", "c", "r100m", "r1g", "r10g"]
-                    .map(String::from)
-                    .to_vec();
-                for (bps, secs, flows) in scaling_points().into_iter().flat_map(|x| x.1) {
-                    let g = format!("grid:{bps}:{secs}:{flows}");
-                    if !cases.contains(&g) {
-                        cases.push(g);
-                    }
-                }
+                cases = all_cases();
             }
             if let Some(bad) = cases.iter().find(|c| lookup(c).is_none()) {
                 eprintln!("bench: unknown case {bad}");
                 std::process::exit(2);
             }
             println!("{}", events_table(&me, &cases));
+        }
+        Some("digest") => {
+            // `digest [CASE …]`: one result digest per case (see `digest`).
+            let cases = if args.len() > 1 {
+                args[1..].to_vec()
+            } else {
+                all_cases()
+            };
+            if let Some(bad) = cases.iter().find(|c| lookup(c).is_none()) {
+                eprintln!("bench: unknown case {bad}");
+                std::process::exit(2);
+            }
+            for name in &cases {
+                println!("{}", digest(name));
+            }
         }
         Some("scaling") => {
             let table = scaling(&me);

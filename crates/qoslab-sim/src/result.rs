@@ -199,6 +199,65 @@ pub struct EventCounts {
     pub sample: u64,
 }
 
+impl SimResult {
+    /// A 64-bit digest of everything the run produced except how the
+    /// engine got there (the event counts): every flow row (bytes, packets,
+    /// retransmissions, losses, RTT summary, chunks), every policy row,
+    /// every recorded series, goodput and fairness, packets per link
+    /// direction. Two runs with the same digest produced the same result
+    /// (floats by their exact shortest round-trip text). An engine change
+    /// meant to leave results bit-identical is checked with it
+    /// (`benchmarks/engine_digest.sh`); FNV-1a over the `Debug` text,
+    /// streamed, so no copy of a long series is made.
+    pub fn digest(&self) -> u64 {
+        struct Fnv(u64);
+        impl std::fmt::Write for Fnv {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                for b in s.bytes() {
+                    self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+                }
+                Ok(())
+            }
+        }
+        let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+        use std::fmt::Write as _;
+        let _ = write!(
+            h,
+            "{} {} {} {:?} {:?} {:?} {:?} {:?} {:?}",
+            self.name,
+            self.seed,
+            self.duration_ns,
+            self.flows,
+            self.policies,
+            self.series,
+            self.sum_goodput_bps,
+            self.jain_fairness,
+            self.link_tx_packets
+        );
+        h.0
+    }
+
+    /// One line for `benchmarks/engine_digest.sh`: `name`, the
+    /// [`SimResult::digest`], the sums a reader checks first (payload bytes
+    /// delivered, retransmissions, packets lost, RTT samples, policy drops),
+    /// then the event count, the one figure an engine change may alter
+    /// (last, so the script can leave it out of the comparison).
+    pub fn digest_line(&self, name: &str) -> String {
+        let sum = |f: fn(&FlowResult) -> u64| self.flows.iter().map(f).sum::<u64>();
+        let policy_drops: u64 = self.policies.iter().map(|p| p.packets_dropped).sum();
+        format!(
+            "{name} digest={:016x} delivered_bytes={} retransmits={} lost={} rtt_samples={} policy_drops={} events={}",
+            self.digest(),
+            sum(|f| f.bytes_delivered),
+            sum(|f| f.retransmits),
+            sum(|f| f.packets_lost),
+            sum(|f| f.rtt.samples),
+            policy_drops,
+            self.events
+        )
+    }
+}
+
 impl EventCounts {
     /// The kinds as (name, count), in a fixed order.
     pub fn named(&self) -> [(&'static str, u64); 12] {

@@ -319,6 +319,88 @@ fn two_runs_of_the_same_config_are_identical_and_seeds_matter() {
 }
 
 #[test]
+fn the_tuple_table_gives_each_kind_its_protocol_and_ports() {
+    // Reference: the 5-tuple rules as stated in `Hot::core`'s comment.
+    for kind in [
+        Kind::Udp,
+        Kind::PingRequest,
+        Kind::PingReply,
+        Kind::TcpToReceiver,
+        Kind::TcpToSender,
+        Kind::FetchRequest,
+    ] {
+        for flow in [0u32, 1, 77, 55_535, 65_535, 65_536, u32::MAX] {
+            let fp = 10_000u16.wrapping_add(flow as u16);
+            let want = match kind {
+                Kind::Udp => (17, fp, 5201),
+                Kind::PingRequest | Kind::PingReply => (1, 0, 0),
+                Kind::TcpToReceiver => (6, fp, 5201),
+                Kind::TcpToSender | Kind::FetchRequest => (6, 5201, fp),
+            };
+            let h = Hot {
+                src: 3,
+                dst: 9,
+                flow,
+                kind,
+                hops: 0,
+                dscp: 0,
+                color: Color::Green,
+                size_bytes: 100,
+                payload_bytes: 60,
+                sent_ns: 0,
+                seq: 0,
+            };
+            let t = h.core(5).tuple;
+            assert_eq!(
+                (t.protocol, t.src_port, t.dst_port),
+                want,
+                "{kind:?} {flow}"
+            );
+            assert_eq!((t.src_addr, t.dst_addr), (0x0a00_0004, 0x0a00_000a));
+        }
+    }
+}
+
+#[test]
+fn the_result_digest_sees_every_result_field_and_no_event_count() {
+    // `benchmarks/engine_digest.sh` relies on this: identical results give
+    // identical digests whatever the event counts, and a change of one
+    // byte, one series entry or one float bit gives another digest.
+    let c = busy_dumbbell();
+    let a = run(&c, &mut |_| true).unwrap();
+    let mut b = a.clone();
+    b.events += 1000;
+    b.stale_events += 1;
+    b.events_by_kind.arrive += 1;
+    assert_eq!(a.digest(), b.digest());
+    assert!(a
+        .digest_line("x")
+        .starts_with(&format!("x digest={:016x} ", a.digest())));
+    let mut changed = Vec::new();
+    let mut x = a.clone();
+    x.flows[0].bytes_delivered += 1;
+    changed.push(x);
+    let mut x = a.clone();
+    x.flows[3].rtt.mean_ns = f64::from_bits(x.flows[3].rtt.mean_ns.to_bits() + 1);
+    changed.push(x);
+    let mut x = a.clone();
+    *x.series.queue_packets.last_mut().unwrap() += 1;
+    changed.push(x);
+    let mut x = a.clone();
+    x.policies[1].packets_dropped += 1;
+    changed.push(x);
+    let mut x = a.clone();
+    x.link_tx_packets[0] += 1;
+    changed.push(x);
+    for (i, x) in changed.iter().enumerate() {
+        assert_ne!(a.digest(), x.digest(), "change {i} not seen");
+    }
+    let mut c2 = c.clone();
+    c2.seed = 2;
+    assert_ne!(a.digest(), run(&c2, &mut |_| true).unwrap().digest());
+}
+
+#[test]
 fn progress_is_reported_and_can_cancel() {
     let c = busy_dumbbell();
     let mut calls = 0;
