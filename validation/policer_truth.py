@@ -361,6 +361,26 @@ DIAGNOSIS = [
     " ms), an assumption, not a measurement. Against the truth this pass changed the"
     " counts little (goodput 33 -> 33, retransmits 30 -> 29, RTOs 41 -> 40 of 50): the"
     " window-limited phase is reproduced, its end is not (item 3).",
+    "9. **One-frame buckets, packet by packet (2026-11-24, fourth pass).** The emulator's"
+    " capture of `c10-bcmtu-rtt50-wauto-f1-cubic` (`qoslab emulate --capture"
+    " 'r1->r2=...' --capture 'r1->r2:egress=...'`) beside the simulator's (`qoslab run"
+    " --capture`): every back-to-back pair loses its second segment, and the kernel"
+    " answers the ACK that starts a recovery (`ack X, SACK X+1`) with the fast"
+    " retransmission alone, where the simulator sent it and one new segment (lost too)."
+    " Linux computes the window first and sends after: `tcp_ack` runs"
+    " `tcp_fastretrans_alert` (enter recovery, nothing sent), `tcp_cong_control` ->"
+    " `tcp_cwnd_reduction` (cwnd = in flight + sndcnt with prr_out still 0: 'Force a"
+    " fast retransmit upon entering fast recovery'), then `tcp_xmit_recovery`; the"
+    " simulator retransmitted inside the entry, so PRR counted that retransmission in"
+    " the pipe and in prr_out and let one more out. Fixed (tcp/sender.rs"
+    " `enter_recovery`, unit test `prr_entry_sends_only_the_fast_retransmission`, which"
+    " fails without it). Hit rates 41 / 36 / 42 -> 42 / 38 / 40 (RTOs: two 4-flow Bc 10"
+    " ms cases at 7 against 3, item 1's lock); one-frame reno 1.37 -> 1.04, cubic 1.34"
+    " -> 1.11 with 1 RTO against 0; USC per chunk 145 / 137 -> 152 / 141, per capture"
+    " 39 / 37 / 31 -> 39 / 36 / 32. Seen on the way, not modelled: iperf3 sends a"
+    " 37-byte cookie on the data connection and waits a round trip before the data,"
+    " so the kernel's first data segment meets a full bucket; the simulator's follows"
+    " the handshake's ACK at once and its whole initial window is lost.",
 ]
 
 
