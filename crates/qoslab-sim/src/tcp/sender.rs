@@ -791,7 +791,16 @@ impl TcpSender {
                             reord_from = reord_from.min(seg.seq);
                         }
                         let rtx = seg.ever_retransmitted;
-                        rack.on_delivered(seg.sent_at, seg.end(), rtx, now, min_rtt, ts_ecr);
+                        // Linux `tcp_sacktag_one` advances RACK for every
+                        // newly SACKed segment: no `tcp_skb_spurious_retrans`
+                        // test here (that is `tcp_clean_rtx_queue`'s, for
+                        // cumulative ACKs). A SACK never echoes the SACKed
+                        // segment's own timestamp (`tcp_replace_ts_recent`
+                        // takes it only in sequence), so that test would
+                        // discard every SACKed retransmission, and a lost
+                        // retransmission sent before it would wait for the
+                        // RTO.
+                        rack.on_delivered(seg.sent_at, seg.end(), rtx, now, min_rtt, 0);
                         rate.on_delivered(&mut acc, &seg.tx, seg.sent_at, seg.end(), seg.len);
                         if !seg.ever_retransmitted {
                             sack_rtt_from =
@@ -2864,6 +2873,24 @@ mod tests {
         let s = run(true);
         assert_eq!((s.timeouts, s.retransmits, s.fast_recoveries), (0, 2, 1));
         assert_eq!(run(false).timeouts, 1);
+    }
+
+    /// Linux `tcp_sacktag_one` advances RACK on a SACKed retransmission
+    /// whatever timestamp the SACK echoes (a SACK echoes the last segment
+    /// in sequence, older than the retransmission). A burst at the tail,
+    /// its first retransmission lost again: only later retransmissions
+    /// are SACKed after it, and they alone reveal the lost one, without
+    /// waiting for the RTO.
+    #[test]
+    fn a_sacked_retransmission_reveals_an_earlier_lost_one() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.header_bytes = 52; // timestamps on
+        let mut h = harness(&c, AppLimit::Bytes(40 * MSS), Some(8_000_000));
+        h.drops = (20..36).map(|k| (seg(k), 1)).collect();
+        h.drops[0].1 = 2;
+        let s = completed(h, 40 * MSS).sender.stats();
+        assert_eq!(s.timeouts, 0, "the lost retransmission waited for the RTO");
+        assert_eq!(s.retransmits, 17);
     }
 
     /// Linux `tcp_ack`: `tcp_fastretrans_alert` enters recovery and sends
