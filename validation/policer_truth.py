@@ -391,7 +391,7 @@ DIAGNOSIS = [
     " `tcp_replace_ts_recent` takes one only in sequence), so no SACKed retransmission"
     " ever moved RACK. Fixed (tcp/sender.rs, tcp/rack.rs; unit test"
     " `a_sacked_retransmission_reveals_an_earlier_lost_one`, failing without it). Every"
-    " single-flow case now has 0 RTOs, as the kernel (before: 1-3 in 10 cases). Hit"
+    " single-flow case now has 0 RTOs, as the kernel (before: medians of 1-3 in 9 of 36). Hit"
     " rates 42 / 38 / 40 -> 39 / 33 / 42: a lost retransmission is now resent one round"
     " trip later instead of after an RTO's pause, so where item 3's overshoot already"
     " lost 5-15x the kernel's segments it loses more (`c10-bc1s-rtt50-wauto-f1-cubic`"
