@@ -31,14 +31,15 @@ fn tcp(r: &SimResult) -> &FlowResult {
 /// reduction shows. Rate-halving caps cwnd at the collapsed flight + 1 and
 /// ends each recovery there (RFC 6937 §1), where PRR rebuilds it to
 /// ssthresh: the `linux-2.6` flow gets less through than the same profile
-/// with PRR, and less than `linux` (measured: 5.78 against 6.41 and 6.27
-/// Mbit/s).
+/// with PRR. It is no longer below `linux` (measured 5.78 and 5.78 Mbit/s,
+/// was 5.78 and 6.27) since issue 10's two Linux rules (PRR's first window
+/// computed before the fast retransmission, as `tcp_ack` orders it; RACK
+/// advanced by SACKed retransmissions, as `tcp_sacktag_one`); which of the
+/// two closed the gap was not measured.
 #[test]
 fn linux_2_6_through_a_small_policer_differs_from_linux_as_documented() {
     let goodput = |p: &str, extra: &str| tcp(&policed(p, extra)).goodput_bps;
     let old = goodput("linux-2.6", "");
     let prr = goodput("linux-2.6", "rate_halving = false\n");
-    let new = goodput("linux", "");
     assert!(old < 0.95 * prr, "rate-halving {old} vs PRR {prr}");
-    assert!(old < 0.97 * new, "linux-2.6 {old} vs linux {new}");
 }

@@ -8,10 +8,13 @@
 //! - RACK.xmit_ts / RACK.end_seq: send time and end of the most recently
 //!   *sent* segment delivered so far (§6.2 step 2, Linux
 //!   `tcp_rack_advance`); RACK.rtt: the RTT of the latest delivered
-//!   segment. A retransmitted segment is ignored when the ACK echoes a
-//!   timestamp older than its latest transmission (an earlier copy was
-//!   delivered; Linux `tcp_skb_spurious_retrans`) or when it was delivered
-//!   sooner than min_rtt after it (probably the original).
+//!   segment. A retransmitted segment is ignored when it was delivered
+//!   sooner than min_rtt after it (probably the original; Linux
+//!   `tcp_rack_advance`), and, when cumulatively ACKed only, when the ACK
+//!   echoes a timestamp older than its latest transmission (an earlier
+//!   copy was delivered; `tcp_clean_rtx_queue` → `tcp_skb_spurious_retrans`;
+//!   `tcp_sacktag_one` has no such test, and the sender passes no
+//!   timestamp for SACKed segments).
 //! - reo_wnd (§6.2 step 4, Linux `tcp_rack_reo_wnd`): 0 while no
 //!   reordering was seen and the sender is in recovery or already has
 //!   DupThresh segments SACKed (RACK then acts like the DupThresh rule);

@@ -805,7 +805,16 @@ impl TcpSender {
                             reord_from = reord_from.min(seg.seq);
                         }
                         let rtx = seg.ever_retransmitted;
-                        rack.on_delivered(seg.sent_at, seg.end(), rtx, now, min_rtt, ts_ecr);
+                        // Linux `tcp_sacktag_one` advances RACK for every
+                        // newly SACKed segment: no `tcp_skb_spurious_retrans`
+                        // test here (that is `tcp_clean_rtx_queue`'s, for
+                        // cumulative ACKs). A SACK never echoes the SACKed
+                        // segment's own timestamp (`tcp_replace_ts_recent`
+                        // takes it only in sequence), so that test would
+                        // discard every SACKed retransmission, and a lost
+                        // retransmission sent before it would wait for the
+                        // RTO.
+                        rack.on_delivered(seg.sent_at, seg.end(), rtx, now, min_rtt, 0);
                         rate.on_delivered(&mut acc, &seg.tx, seg.sent_at, seg.end(), seg.len);
                         if !seg.ever_retransmitted {
                             sack_rtt_from =
@@ -1443,7 +1452,7 @@ impl TcpSender {
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.rh.start();
-        if !self.cc.owns_cwnd() && !self.rh_active() {
+        if !self.cc.owns_cwnd() && !self.rh_active() && !self.prr_active() {
             let mss = self.mss() as u64;
             self.state.cwnd_bytes = if self.sack_recovery() {
                 ssthresh.max(mss) // RFC 6675 §5 (4.2)
@@ -1460,6 +1469,28 @@ impl TcpSender {
         if self.rh_active() {
             // 2.6: tcp_cwnd_down first, then tcp_xmit_retransmit_queue
             // sends the retransmission under the reduced window (try_send).
+            return;
+        }
+        if self.prr_active() {
+            // Linux (3.2+, PRR): `tcp_enter_recovery` sends nothing and
+            // leaves cwnd alone; `tcp_cwnd_reduction` then sets cwnd =
+            // packets in flight + sndcnt, counted *before* the fast
+            // retransmit ("Force a fast retransmit upon entering fast
+            // recovery": prr_out is still 0), and only then does
+            // `tcp_xmit_recovery` → `tcp_xmit_retransmit_queue` send, under
+            // that window (net/ipv4/tcp_input.c `tcp_ack`: fastretrans_alert,
+            // cong_control, xmit_recovery; 3.x the same order at the end of
+            // `tcp_fastretrans_alert`; `tcp_rack_reo_timeout`, tcp_recovery.c,
+            // likewise). Here: the caller's `prr_reduce`, then `try_send`.
+            // Retransmitting first would count the retransmission in the
+            // pipe and in prr_out and let one more segment out: with a
+            // window of 2 through a one-frame policer bucket, a new segment
+            // beside every fast retransmit, which Linux never sends.
+            self.rescue_rxt = self
+                .sb
+                .first_lost_unsent()
+                .and_then(|idx| self.sb.get(idx))
+                .map(|s| s.end());
             return;
         }
         if let Some(idx) = self.sb.first_lost_unsent() {
@@ -2866,6 +2897,44 @@ mod tests {
         let s = run(true);
         assert_eq!((s.timeouts, s.retransmits, s.fast_recoveries), (0, 2, 1));
         assert_eq!(run(false).timeouts, 1);
+    }
+
+    /// Linux `tcp_sacktag_one` advances RACK on a SACKed retransmission
+    /// whatever timestamp the SACK echoes (a SACK echoes the last segment
+    /// in sequence, older than the retransmission). A burst at the tail,
+    /// its first retransmission lost again: only later retransmissions
+    /// are SACKed after it, and they alone reveal the lost one, without
+    /// waiting for the RTO.
+    #[test]
+    fn a_sacked_retransmission_reveals_an_earlier_lost_one() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.header_bytes = 52; // timestamps on
+        let mut h = harness(&c, AppLimit::Bytes(40 * MSS), Some(8_000_000));
+        h.drops = (20..36).map(|k| (seg(k), 1)).collect();
+        h.drops[0].1 = 2;
+        let s = completed(h, 40 * MSS).sender.stats();
+        assert_eq!(s.timeouts, 0, "the lost retransmission waited for the RTO");
+        assert_eq!(s.retransmits, 17);
+    }
+
+    /// Linux `tcp_ack`: `tcp_fastretrans_alert` enters recovery and sends
+    /// nothing; `tcp_cwnd_reduction` sets cwnd = in flight + sndcnt with
+    /// prr_out still 0; then `tcp_xmit_recovery` sends. After a burst that
+    /// leaves the flight below ssthresh, the ACK (or RACK timer) that
+    /// starts the recovery lets out exactly the fast retransmission
+    /// (sndcnt = max(prr_delivered − prr_out, newly delivered) = 1), not a
+    /// second segment beside it.
+    #[test]
+    fn prr_entry_sends_only_the_fast_retransmission() {
+        let c = cfg(RecoveryKind::Sack);
+        let mut h = harness(&c, AppLimit::Bytes(300_000), Some(8_000_000));
+        h.drops = (60..110).map(|k| (seg(k), 1)).collect();
+        let h = completed(h, 300_000);
+        assert_eq!(h.sender.stats().timeouts, 0);
+        let data = h.data_sent();
+        let first_rtx = data.iter().find(|d| d.2).unwrap().0;
+        let burst: Vec<_> = data.iter().filter(|d| d.0 == first_rtx).collect();
+        assert_eq!(burst.len(), 1, "sent at recovery entry: {burst:?}");
     }
 
     /// Linux ≤ 4.3 without RACK (`tcp_mark_lost_retrans`): the same lost
