@@ -34,9 +34,12 @@ __all__ = [
     "SUMMARY_FLOWS",
     "fmt_bytes",
     "fmt_rate",
+    "print_tables",
     "rate_unit_warnings",
     "render",
     "render_html",
+    "rich_tables",
+    "terminal",
 ]
 
 #: More data flows than this: totals only, unless ``per_flow=True``.
@@ -325,6 +328,25 @@ def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool =
             t.add_row(*row)
         console.print(t)
     return "\n".join(ln.rstrip() for ln in buf.getvalue().splitlines())
+
+
+def terminal() -> tuple[int | None, bool]:
+    """Standard output's width and whether to colour it: the terminal's
+    columns and bold headers on a terminal; off one (a pipe, a file), no
+    limit and plain text, so ``| grep`` sees whole lines."""
+    import shutil
+    import sys
+
+    if not sys.stdout.isatty():
+        return None, False
+    return shutil.get_terminal_size().columns, True
+
+
+def print_tables(tables: Iterable[Table]) -> None:
+    """``tables`` printed to standard output by :func:`rich_tables`, fitted
+    to the terminal (:func:`terminal`)."""
+    width, color = terminal()
+    print(rich_tables(tables, width, color).lstrip("\n"))
 
 
 def _rtt_table(s: dict[str, Any], detail: bool) -> list[Table]:
