@@ -215,8 +215,8 @@ def _list(kinds: list[tuple[str, str, str]], family: str, as_json: bool = False)
         return 0
     from qoslab.table import print_tables
 
-    rows = [[k, f, d] for k, f, d in kinds]
-    print_tables([("", [("kind", "left"), ("family", "left"), ("description", "left")], rows)])
+    cells = [[k, f, d] for k, f, d in kinds]
+    print_tables([("", [("kind", "left"), ("family", "left"), ("description", "left")], cells)])
     return 0
 
 
