@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SUMMARY_FLOWS",
+    "bytes_rate_warning",
     "fmt_bytes",
     "fmt_rate",
     "print_tables",
@@ -463,23 +464,38 @@ def rate_unit_warnings(text: str, filename: str) -> list[str]:
     """A warning per rate written in ``bps`` (``cir = "50Mbps"``): tc reads
     ``bps`` as *bytes* per second (tc(8), "RATES"), so 50Mbps is 400 Mbit/s,
     not the 50 Mbit/s a network engineer usually means."""
-    from qoslab import _core
-
     out = []
     for lineno, line in enumerate(text.splitlines(), 1):
         code = line.split("#", 1)[0]
         for m in _BPS.finditer(code):
             key, value = m.group(1), m.group(2)
-            try:
-                bps = _core.parse_rate(value)
-            except ValueError:
-                continue
-            out.append(
-                f'{filename}:{lineno}: {key} = "{value}" is tc\'s bytes per second: '
-                f"{fmt_rate(bps).strip()} ({bps} bit/s); for bits write "
-                f'"{value[: -len("bps")].strip()}bit"'
-            )
+            w = bytes_rate_warning(value)
+            if w is not None:
+                out.append(f'{filename}:{lineno}: {key} = "{value}" {w}')
     return out
+
+
+#: A whole value in tc's ``bps`` unit (``"50Mbps"``, ``"1 kibps"``).
+_BPS_VALUE = re.compile(r"[0-9.]+\s*(?:[kmgt]i?)?bps", re.IGNORECASE)
+
+
+def bytes_rate_warning(value: str) -> str | None:
+    """For a rate in tc's ``bps`` unit (bytes per second), what it means in
+    bits: ``is tc's bytes per second: 400 Mbits/sec (400000000 bit/s); for
+    bits write "50Mbit"``; ``None`` for any other value."""
+    from qoslab import _core
+
+    value = value.strip()
+    if not _BPS_VALUE.fullmatch(value):
+        return None
+    try:
+        bps = _core.parse_rate(value)
+    except ValueError:
+        return None
+    return (
+        f"is tc's bytes per second: {fmt_rate(bps).strip()} ({bps} bit/s); "
+        f'for bits write "{value[: -len("bps")].strip()}bit"'
+    )
 
 
 def render_html(r: SimulationResult) -> str:

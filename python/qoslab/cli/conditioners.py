@@ -161,6 +161,7 @@ def _conditioner(command: str, values: dict[str, Any], extras: Sequence[str]) ->
             raise UsageError(f"{command}: KIND must come first: 'qoslab {command} {late[0]} ...'")
         raise UsageError(f"{command}: KIND must come first {where}")
     params = _collect_params(args.param, extras)
+    _warn_bytes_rates(params)
     if not args.input:
         raise UsageError(f"{command}: --input CSV is required {where}")
     if args.output is not None:  # before the run; "" is refused, not ignored
@@ -203,6 +204,20 @@ def _collect_params(pairs: Sequence[str], extras: Sequence[str]) -> dict[str, st
             raise _config_error(norm, "given more than once")
         out[norm] = v
     return out
+
+
+def _warn_bytes_rates(params: dict[str, str]) -> None:
+    """A warning on stderr per rate given in tc's ``bps`` unit (bytes per
+    second: ``--cir 50Mbps`` is 400 Mbit/s), as ``qoslab run`` warns for a
+    scenario; stderr, so ``--output -`` keeps stdout for the CSV."""
+    import sys
+
+    from qoslab.table import bytes_rate_warning
+
+    for key, value in params.items():
+        w = bytes_rate_warning(value)
+        if w is not None:
+            print(f"qoslab: warning: --{key} {value} {w}", file=sys.stderr)
 
 
 def _list(kinds: list[tuple[str, str, str]], family: str, as_json: bool = False) -> int:
