@@ -122,3 +122,12 @@ def test_analyze_tables_fit_the_width_and_keep_the_numbers() -> None:
     table_lines = [ln for ln in narrow.splitlines() if "warning" not in ln and "capture " not in ln]
     assert all(len(ln) <= 72 for ln in table_lines)
     assert "…" in narrow and " 332" in narrow  # the flow names gave way, not the numbers
+
+
+def test_wrap_columns_keep_every_word_at_a_narrow_width() -> None:
+    prose = "single-rate three-colour marker (RFC 2697): cir, cbs, ebs, mode"
+    cols = [("kind", "left"), ("description", "wrap")]
+    lines = rich_tables([("", cols, [["srtcm", prose]])], width=40).splitlines()
+    assert all(len(ln) <= 40 for ln in lines)
+    assert "…" not in "".join(lines)
+    assert " ".join(" ".join(ln.split()) for ln in lines[3:]).replace("srtcm ", "") == prose

@@ -367,7 +367,7 @@ def render_policing(
     if not shown:
         return f"{title}\n  no TCP data to analyse"
     cols = [(c, "right") for c in ("flow", "segment")] + [("direction", "left"), ("path", "left")]
-    cols += [("data packets", "right"), ("lost", "right"), ("verdict", "left")]
+    cols += [("data packets", "right"), ("lost", "right"), ("verdict", "wrap")]
     cells = [
         [
             str(r["flow"]),

@@ -274,15 +274,17 @@ def render(
     return text
 
 
-#: A summary table: (title line or "", [(column, "left"|"right")], rows of cells).
+#: A summary table: (title line or "", [(column, "left"|"right"|"wrap")], rows of
+#: cells). "left" text is cut with an ellipsis when the width is short, "wrap"
+#: text (descriptions, verdicts) goes on to more lines, "right" numbers never give way.
 Table = tuple[str, list[tuple[str, str]], list[list[str]]]
 
 
 def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool = False) -> str:
     """``tables`` drawn by rich, each after a blank line and its title line:
     a header underlined, columns as wide as their contents, text columns
-    cut with an ellipsis (numbers never) when ``width`` is too narrow. Plain
-    text unless ``color``."""
+    cut with an ellipsis (``"wrap"`` columns wrapped, numbers never) when
+    ``width`` is too narrow. Plain text unless ``color``."""
     import io
     import os
 
@@ -315,14 +317,14 @@ def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool =
             header_style="bold" if color else "",
         )
         for k, (name, align) in enumerate(columns):
-            text = align == "left"
+            text = align in ("left", "wrap")
             # numbers keep every digit: only text columns give way to the width
             widest = max([len(name), *(len(r[k]) for r in rows)])
             t.add_column(
                 name,
                 justify="left" if text else "right",
-                no_wrap=True,
-                overflow="ellipsis",
+                no_wrap=align != "wrap",  # "wrap": prose kept whole, on more lines
+                overflow="fold" if align == "wrap" else "ellipsis",
                 min_width=None if text else widest,
             )
         for row in rows:

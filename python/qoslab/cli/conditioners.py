@@ -231,7 +231,7 @@ def _list(kinds: list[tuple[str, str, str]], family: str, as_json: bool = False)
     from qoslab.table import print_tables
 
     cells = [[k, f, d] for k, f, d in kinds]
-    print_tables([("", [("kind", "left"), ("family", "left"), ("description", "left")], cells)])
+    print_tables([("", [("kind", "left"), ("family", "left"), ("description", "wrap")], cells)])
     return 0
 
 
