@@ -434,3 +434,15 @@ def test_cli_colours_equal_the_python_api(capsys, tmp_path, pkts, aware, colors)
     got = [line.split(",")[3] for line in out_csv.read_text().splitlines()[1:]]
     want = qoslab.color("srtcm", times, sizes, cin, cir="1mbit", cbs=3000, ebs=6000, mode=mode)
     assert got == [qoslab.COLOR_NAMES[c] for c in want]
+
+
+def test_a_bytes_per_second_rate_is_a_warning_on_stderr(capsys) -> None:
+    """``--cir 1Mbps`` is tc's bytes per second (8 Mbit/s): said on stderr,
+    as `qoslab run` says it for a scenario; stdout keeps only the CSV."""
+    argv = ["meter", "srtcm", "--cir", "1Mbps", "--cbs", "3000B", "--ebs", "6000B"]
+    rc, out, err = run(capsys, *argv, "--input", TRACE, "--output", "-")
+    assert rc == 0 and out.startswith("time_ns,size_bytes")
+    assert "qoslab: warning: --cir 1Mbps is tc's bytes per second: 8.00 Mbits/sec" in err
+    assert 'for bits write "1Mbit"' in err
+    rc, _, err = run(capsys, "meter", "srtcm", *SRTCM, "--input", TRACE)
+    assert rc == 0 and "warning" not in err

@@ -215,3 +215,29 @@ def test_save_writes_png_by_default_and_svg_on_request(tmp_path):
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     both = plots.save(plots.io_graph(police()), tmp_path / "io2", formats=("png", "svg"))
     assert b"<svg" in both[1].read_bytes()[:2000]
+
+
+def test_ticks_are_few_labelled_and_log_axes_have_no_minor_ticks():
+    """Start-up speed (issue 14): every tick is artists made and drawn, so
+    each axis has at most 6 labelled steps (matplotlib's automatic locator
+    fits up to 10 on a full-width axis), a log axis labels 1-2-5 or 1-3
+    steps as plain numbers and draws no minor ticks."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    r = qoslab.simulate(ROOT / "scenarios/isr4000-police.toml")
+    figs = plots.figures(r)
+    logs = 0
+    for name, fig in figs.items():
+        FigureCanvasAgg(fig).draw()  # tick labels get their text when drawn
+        for ax in fig.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                lo, hi = sorted(axis.get_view_interval())
+                inside = [t for t in axis.get_majorticklocs() if lo <= t <= hi]
+                assert len(inside) <= 7, (name, inside)
+                if axis.get_scale() == "log":
+                    logs += 1
+                    assert len(axis.get_minorticklocs()) == 0, name
+                    labels = [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+                    assert labels and all("$" not in t for t in labels), (name, labels)
+                    assert len(inside) >= 3, (name, inside)  # 1-2-5 / 1-3 steps, not decades
+    assert logs >= 2  # the RTT panel and the CDFs of this run are on log axes

@@ -258,70 +258,129 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:.1f}"
 
 
-def render_table(ca: CaptureAnalysis) -> str:
+def _flow_name(f: Mapping[str, Any]) -> str:
+    return f"{f['protocol']} {f['from']} -> {f['to']}"
+
+
+def render_table(ca: CaptureAnalysis, width: int | None = None, color: bool = False) -> str:
+    """The capture's header line, then rich tables (:func:`qoslab.table.rich_tables`,
+    cut to ``width``): a line per flow as iperf3 totals it (interval,
+    transfer, bitrate, retransmits), TCP loss as Wireshark's expert info
+    counts it, RTT percentiles as ``qoslab run`` prints them; then the
+    warnings."""
+    from qoslab.table import Table, rich_tables
+
     raw = ca.raw
-    lines = [
+    head = (
         f"capture {ca.source}: {raw['format']}, {raw['records']} records "
         f"({raw['ip_packets']} IP), {raw['duration_ns'] / 1e9:.2f} s"
-    ]
-    if not raw["flows"]:
-        lines.append("no TCP or UDP flow with data")
-    else:
-        lines.append(
-            f"[ ID] {'Flow':<44} {'Interval':>13}      {'Transfer':>12}  {'Bitrate':>15}  Retr"
-        )
-        for f in raw["flows"]:
-            t0, t1 = f["start_ns"] / 1e9, f["end_ns"] / 1e9
-            flow = f"{f['protocol']} {f['from']} -> {f['to']}"
-            interval = f"{t0:6.2f}-{t1:<6.2f}"
-            lines.append(
-                f"[{f['id']:>3}] {flow:<44} {interval} sec  {fmt_bytes(f['bytes_delivered']):>12}  "
-                f"{fmt_rate(f['goodput_bps']):>15}  {f['retransmits']:>4}"
+    )
+    tables: list[Table] = []
+    if raw["flows"]:
+        flows = [
+            [
+                f"[{f['id']:>3}]",
+                _flow_name(f),
+                f"{f['start_ns'] / 1e9:.2f}-{f['end_ns'] / 1e9:.2f}",
+                fmt_bytes(f["bytes_delivered"]),
+                fmt_rate(f["goodput_bps"]).strip(),
+                str(f["retransmits"]),
+            ]
+            for f in raw["flows"]
+        ]
+        cols = [("[ ID]", "left"), ("flow", "left"), ("interval s", "right")]
+        cols += [(c, "right") for c in ("transfer", "bitrate", "retr")]
+        tables.append(("", cols, flows))
+    tcp = [f for f in raw["flows"] if f["protocol"] == "tcp"]
+    if tcp:
+        loss = []
+        for f in tcp:
+            sent = f["packets_sent"]
+            loss.append(
+                [
+                    f"[{f['id']:>3}]",
+                    str(sent),
+                    str(f["retransmits"]),
+                    f"{100.0 * f['retransmits'] / sent:.1f}" if sent else "-",
+                    *(
+                        str(f[k])
+                        for k in (
+                            "fast_retransmits",
+                            "rto_retransmits",
+                            "spurious_retransmits",
+                            "out_of_order",
+                            "dup_acks",
+                            "sack_blocks",
+                            "max_bytes_in_flight",
+                        )
+                    ),
+                ]
             )
-        tcp = [f for f in raw["flows"] if f["protocol"] == "tcp"]
-        if tcp:
-            lines.append("loss and RTT (TCP, as Wireshark's expert info):")
+        cols = [("[ ID]", "left")] + [
+            (c, "right")
+            for c in (
+                "data segs",
+                "retr",
+                "retr%",
+                "fast",
+                "RTO",
+                "spurious",
+                "out-of-order",
+                "dup ACKs",
+                "SACK blocks",
+                "max in flight B",
+            )
+        ]
+        tables.append(("loss (TCP, as Wireshark's expert info)", cols, loss))
+        rtt = []
         for f in tcp:
             r = f["rtt"]
-            share = 100.0 * f["retransmits"] / f["packets_sent"] if f["packets_sent"] else 0.0
-            rtt = (
-                f"RTT min/p50/p95/max {_ms(r['min_ns'])}/{_ms(r['p50_ns'])}/{_ms(r['p95_ns'])}/"
-                f"{_ms(r['max_ns'])} ms ({r['samples']} samples)"
-                if r["samples"]
-                else "no RTT samples"
-            )
-            lines.append(
-                f"[{f['id']:>3}] retransmits {f['retransmits']} ({share:.1f} % of "
-                f"{f['packets_sent']} data segments; fast {f['fast_retransmits']}, RTO-class "
-                f"{f['rto_retransmits']}, spurious {f['spurious_retransmits']}), out-of-order "
-                f"{f['out_of_order']}, dup ACKs {f['dup_acks']}, SACK blocks {f['sack_blocks']}; "
-                f"{rtt}; max in flight {f['max_bytes_in_flight']} B"
-            )
-            for w in f["warnings"]:
-                lines.append(f"[{f['id']:>3}] warning: {w}")
-    for w in raw["warnings"]:
-        lines.append(f"warning: {w}")
-    return "\n".join(lines)
+            ms = [_ms(r[k]) for k in ("min_ns", "p50_ns", "p95_ns", "max_ns")]
+            rtt.append([f"[{f['id']:>3}]", *(ms if r["samples"] else ["-"] * 4), str(r["samples"])])
+        cols = [("RTT (ms)", "left")] + [
+            (c, "right") for c in ("min", "p50", "p95", "max", "samples")
+        ]
+        tables.append(("", cols, rtt))
+    text = head
+    if not raw["flows"]:
+        text += "\nno TCP or UDP flow with data"
+    if tables:
+        text += "\n" + rich_tables(tables, width, color).lstrip("\n")
+    warnings = [f"[{f['id']:>3}] warning: {w}" for f in tcp for w in f["warnings"]]
+    warnings += [f"warning: {w}" for w in raw["warnings"]]
+    return "\n".join([text, *warnings])
 
 
 def _pick(rows: Sequence[Mapping[str, Any]], direction: str) -> list[Mapping[str, Any]]:
     return [r for r in rows if direction == "both" or r["direction"] == direction]
 
 
-def render_policing(rows: Sequence[Mapping[str, Any]]) -> str:
-    lines = [
-        "policing (Flach et al., SIGCOMM 2016; bucket, wire rate, verdict: qoslab extensions):"
-    ]
+def render_policing(
+    rows: Sequence[Mapping[str, Any]], width: int | None = None, color: bool = False
+) -> str:
+    """The policing detector's verdict per flow, segment and direction, as
+    a rich table (the JSON's ``policing`` rows)."""
+    from qoslab.table import rich_tables
+
+    title = "policing (Flach et al., SIGCOMM 2016; bucket, wire rate, verdict: qoslab extensions):"
     shown = [r for r in rows if r["data_packets"] > 0]
     if not shown:
-        lines.append("  no TCP data to analyse")
-    for r in shown:
-        lines.append(
-            f"  flow {r['flow']} segment {r['segment']} {r['direction']} "
-            f"({r['from']} -> {r['to']}): {r['data_packets']} data packets, {r['losses']} lost: "
-            f"{r['verdict']}"
-        )
-    return "\n".join(lines)
+        return f"{title}\n  no TCP data to analyse"
+    cols = [(c, "right") for c in ("flow", "segment")] + [("direction", "left"), ("path", "left")]
+    cols += [("data packets", "right"), ("lost", "right"), ("verdict", "wrap")]
+    cells = [
+        [
+            str(r["flow"]),
+            str(r["segment"]),
+            r["direction"],
+            f"{r['from']} -> {r['to']}",
+            str(r["data_packets"]),
+            str(r["losses"]),
+            r["verdict"],
+        ]
+        for r in shown
+    ]
+    return rich_tables([(title, cols, cells)], width, color).lstrip("\n")
 
 
 def flach_csv(rows: Sequence[Mapping[str, Any]], file: str, direction: str = "b2a") -> list[str]:
@@ -376,9 +435,13 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(ca.summary, indent=2))
         return 0
-    print(render_table(ca))
+    from qoslab.table import terminal
+
+    width, color = terminal()
+    print(render_table(ca, width, color))
     if args.policing:
-        print(render_policing(rows))
+        print()
+        print(render_policing(rows, width, color))
     if args.out:
         print(f"wrote {args.out}")
     if report_path is not None:

@@ -32,11 +32,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SUMMARY_FLOWS",
+    "bytes_rate_warning",
     "fmt_bytes",
     "fmt_rate",
+    "print_tables",
     "rate_unit_warnings",
     "render",
     "render_html",
+    "rich_tables",
+    "terminal",
 ]
 
 #: More data flows than this: totals only, unless ``per_flow=True``.
@@ -270,15 +274,17 @@ def render(
     return text
 
 
-#: A summary table: (title line or "", [(column, "left"|"right")], rows of cells).
+#: A summary table: (title line or "", [(column, "left"|"right"|"wrap")], rows of
+#: cells). "left" text is cut with an ellipsis when the width is short, "wrap"
+#: text (descriptions, verdicts) goes on to more lines, "right" numbers never give way.
 Table = tuple[str, list[tuple[str, str]], list[list[str]]]
 
 
 def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool = False) -> str:
     """``tables`` drawn by rich, each after a blank line and its title line:
     a header underlined, columns as wide as their contents, text columns
-    cut with an ellipsis (numbers never) when ``width`` is too narrow. Plain
-    text unless ``color``."""
+    cut with an ellipsis (``"wrap"`` columns wrapped, numbers never) when
+    ``width`` is too narrow. Plain text unless ``color``."""
     import io
     import os
 
@@ -311,20 +317,39 @@ def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool =
             header_style="bold" if color else "",
         )
         for k, (name, align) in enumerate(columns):
-            text = align == "left"
+            text = align in ("left", "wrap")
             # numbers keep every digit: only text columns give way to the width
             widest = max([len(name), *(len(r[k]) for r in rows)])
             t.add_column(
                 name,
                 justify="left" if text else "right",
-                no_wrap=True,
-                overflow="ellipsis",
+                no_wrap=align != "wrap",  # "wrap": prose kept whole, on more lines
+                overflow="fold" if align == "wrap" else "ellipsis",
                 min_width=None if text else widest,
             )
         for row in rows:
             t.add_row(*row)
         console.print(t)
     return "\n".join(ln.rstrip() for ln in buf.getvalue().splitlines())
+
+
+def terminal() -> tuple[int | None, bool]:
+    """Standard output's width and whether to colour it: the terminal's
+    columns and bold headers on a terminal; off one (a pipe, a file), no
+    limit and plain text, so ``| grep`` sees whole lines."""
+    import shutil
+    import sys
+
+    if not sys.stdout.isatty():
+        return None, False
+    return shutil.get_terminal_size().columns, True
+
+
+def print_tables(tables: Iterable[Table]) -> None:
+    """``tables`` printed to standard output by :func:`rich_tables`, fitted
+    to the terminal (:func:`terminal`)."""
+    width, color = terminal()
+    print(rich_tables(tables, width, color).lstrip("\n"))
 
 
 def _rtt_table(s: dict[str, Any], detail: bool) -> list[Table]:
@@ -441,23 +466,38 @@ def rate_unit_warnings(text: str, filename: str) -> list[str]:
     """A warning per rate written in ``bps`` (``cir = "50Mbps"``): tc reads
     ``bps`` as *bytes* per second (tc(8), "RATES"), so 50Mbps is 400 Mbit/s,
     not the 50 Mbit/s a network engineer usually means."""
-    from qoslab import _core
-
     out = []
     for lineno, line in enumerate(text.splitlines(), 1):
         code = line.split("#", 1)[0]
         for m in _BPS.finditer(code):
             key, value = m.group(1), m.group(2)
-            try:
-                bps = _core.parse_rate(value)
-            except ValueError:
-                continue
-            out.append(
-                f'{filename}:{lineno}: {key} = "{value}" is tc\'s bytes per second: '
-                f"{fmt_rate(bps).strip()} ({bps} bit/s); for bits write "
-                f'"{value[: -len("bps")].strip()}bit"'
-            )
+            w = bytes_rate_warning(value)
+            if w is not None:
+                out.append(f'{filename}:{lineno}: {key} = "{value}" {w}')
     return out
+
+
+#: A whole value in tc's ``bps`` unit (``"50Mbps"``, ``"1 kibps"``).
+_BPS_VALUE = re.compile(r"[0-9.]+\s*(?:[kmgt]i?)?bps", re.IGNORECASE)
+
+
+def bytes_rate_warning(value: str) -> str | None:
+    """For a rate in tc's ``bps`` unit (bytes per second), what it means in
+    bits: ``is tc's bytes per second: 400 Mbits/sec (400000000 bit/s); for
+    bits write "50Mbit"``; ``None`` for any other value."""
+    from qoslab import _core
+
+    value = value.strip()
+    if not _BPS_VALUE.fullmatch(value):
+        return None
+    try:
+        bps = _core.parse_rate(value)
+    except ValueError:
+        return None
+    return (
+        f"is tc's bytes per second: {fmt_rate(bps).strip()} ({bps} bit/s); "
+        f'for bits write "{value[: -len("bps")].strip()}bit"'
+    )
 
 
 def render_html(r: SimulationResult) -> str:

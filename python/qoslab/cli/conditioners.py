@@ -12,13 +12,16 @@ import argparse
 import difflib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from qoslab import _core
 from qoslab._core import ConfigError
 from qoslab.cli._click import CONTEXT_SETTINGS, PATH, Command, UsageError, namespace
+
+if TYPE_CHECKING:
+    from qoslab.table import Table
 
 #: One-line helps (also the commands' descriptions).
 METER_HELP = "colour (and police) a trace CSV with a meter"
@@ -158,6 +161,7 @@ def _conditioner(command: str, values: dict[str, Any], extras: Sequence[str]) ->
             raise UsageError(f"{command}: KIND must come first: 'qoslab {command} {late[0]} ...'")
         raise UsageError(f"{command}: KIND must come first {where}")
     params = _collect_params(args.param, extras)
+    _warn_bytes_rates(params)
     if not args.input:
         raise UsageError(f"{command}: --input CSV is required {where}")
     if args.output is not None:  # before the run; "" is refused, not ignored
@@ -202,6 +206,20 @@ def _collect_params(pairs: Sequence[str], extras: Sequence[str]) -> dict[str, st
     return out
 
 
+def _warn_bytes_rates(params: dict[str, str]) -> None:
+    """A warning on stderr per rate given in tc's ``bps`` unit (bytes per
+    second: ``--cir 50Mbps`` is 400 Mbit/s), as ``qoslab run`` warns for a
+    scenario; stderr, so ``--output -`` keeps stdout for the CSV."""
+    import sys
+
+    from qoslab.table import bytes_rate_warning
+
+    for key, value in params.items():
+        w = bytes_rate_warning(value)
+        if w is not None:
+            print(f"qoslab: warning: --{key} {value} {w}", file=sys.stderr)
+
+
 def _list(kinds: list[tuple[str, str, str]], family: str, as_json: bool = False) -> int:
     if as_json:
         rows = [{"kind": k, "family": f, "description": d} for k, f, d in kinds]
@@ -210,10 +228,10 @@ def _list(kinds: list[tuple[str, str, str]], family: str, as_json: bool = False)
     if not kinds:
         print(f"no {family} kinds are built into this qoslab")
         return 0
-    width = max(len(k) for k, _, _ in kinds)
-    fwidth = max(len(f) for _, f, _ in kinds)
-    for k, f, d in kinds:
-        print(f"{k:<{width}}  {f:<{fwidth}}  {d}")
+    from qoslab.table import print_tables
+
+    cells = [[k, f, d] for k, f, d in kinds]
+    print_tables([("", [("kind", "left"), ("family", "left"), ("description", "wrap")], cells)])
     return 0
 
 
@@ -243,14 +261,12 @@ def _run_meter(args: argparse.Namespace, params: dict[str, str]) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
+    from qoslab.table import print_tables
+
     _print_params(summary["kind"], described)
-    print(f"{'colour':<8}{'packets':>10}{'bytes':>14}{'% bytes':>9}")
     total = summary["bytes"]
-    for c in COLOR_NAMES:
-        v = summary["colors"][c]
-        print(f"{c:<8}{v['packets']:>10}{v['bytes']:>14}{_pct(v['bytes'], total):>9}")
-    d = summary["dropped"]
-    print(f"{'dropped':<8}{d['packets']:>10}{d['bytes']:>14}{_pct(d['bytes'], total):>9}")
+    counts = [(c, summary["colors"][c]) for c in COLOR_NAMES]
+    print_tables([_counts_table("colour", [*counts, ("dropped", summary["dropped"])], total)])
     if args.output:
         print(f"wrote {args.output}")
     return 0
@@ -282,19 +298,18 @@ def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
         return 0
     # The tree's warnings are printed below, once.
     shown = {k: v for k, v in described.items() if not (k == "warning" and s.get("warnings"))}
+    from qoslab.table import print_tables
+
     _print_params(summary["kind"], shown)
-    total = s["bytes"]
-    print(f"{'':<8}{'packets':>10}{'bytes':>14}{'% bytes':>9}")
-    for label in ("sent", "dropped"):
-        v = s[label]
-        print(f"{label:<8}{v['packets']:>10}{v['bytes']:>14}{_pct(v['bytes'], total):>9}")
+    print_tables([_counts_table("", [(k, s[k]) for k in ("sent", "dropped")], s["bytes"])])
     delay = s["delay_ns"]
     print(
-        f"delay   max {delay['max'] / 1e6:.3f} ms, mean {delay['mean'] / 1e6:.3f} ms; "
+        f"delay max {delay['max'] / 1e6:.3f} ms, mean {delay['mean'] / 1e6:.3f} ms; "
         f"max backlog {s['max_backlog_packets']} packets"
     )
     if len(classes) > 1:
-        _print_classes(classes)
+        print()
+        print_tables([_class_table(classes)])
     for w in s.get("warnings", []):
         print(f"warning: {w}")
     if args.output:
@@ -302,20 +317,39 @@ def _run_shape(args: argparse.Namespace, params: dict[str, str]) -> int:
     return 0
 
 
-def _print_classes(classes: list[dict[str, Any]]) -> None:
-    """One line per class, indented under its parent (tc -s class show)."""
+def _counts_table(first: str, counts: list[tuple[str, dict[str, int]]], total: int) -> Table:
+    """Packets and bytes per colour or outcome, with each one's share of the
+    bytes (the JSON summary's ``packets`` / ``bytes``)."""
+    cols = [(first, "left"), ("packets", "right"), ("bytes", "right"), ("% bytes", "right")]
+    rows = [[k, str(v["packets"]), str(v["bytes"]), _pct(v["bytes"], total)] for k, v in counts]
+    return ("", cols, rows)
+
+
+def _class_table(classes: list[dict[str, Any]]) -> Table:
+    """One line per class, indented under its parent (``tc -s class show``),
+    with the columns of ``qoslab run``'s class table."""
     depth = [0] * len(classes)
     for i, c in enumerate(classes):
         if c["parent"] is not None:
             depth[i] = depth[c["parent"]] + 1
-    names = [f"{'  ' * d}{c['name']}" for d, c in zip(depth, classes, strict=True)]
-    w = max(8, *(len(n) for n in names))
-    print(f"{'class':<{w}}  {'kind':<10}{'in':>9}{'sent':>9}{'dropped':>9}{'max queue':>11}")
-    for n, c in zip(names, classes, strict=True):
-        print(
-            f"{n:<{w}}  {c['kind']:<10}{c['packets_in']:>9}{c['packets_out']:>9}"
-            f"{c['packets_dropped']:>9}{c['max_queue_packets']:>11}"
+    cols = [("class", "left"), ("kind", "left")] + [
+        (c, "right") for c in ("in", "out", "dropped", "drop%", "maxq pkts")
+    ]
+    rows = []
+    for d, c in zip(depth, classes, strict=True):
+        pin, drop = c["packets_in"], c["packets_dropped"]
+        rows.append(
+            [
+                f"{'  ' * d}{c['name']}",
+                c["kind"],
+                str(pin),
+                str(c["packets_out"]),
+                str(drop),
+                f"{100 * drop / pin:.1f}" if pin else "-",
+                str(c["max_queue_packets"]),
+            ]
         )
+    return ("", cols, rows)
 
 
 def _with_typo_hint(e: ConfigError, params: dict[str, str]) -> ConfigError:
