@@ -281,6 +281,8 @@ def test_r2q_quantum_warning_in_header(capsys: pytest.CaptureFixture[str]) -> No
     out = _run(capsys, "\n".join(_toml_lines(doc)))
     head = out.split("[ ID]")[0]
     assert "  warning: " in head and "quantum" in head, head
+    # Once: the tree's own row, not again with the policy's path in front.
+    assert head.count("quantum of class") == 1, head
 
 
 # --- 6. Unix conventions --------------------------------------------------------

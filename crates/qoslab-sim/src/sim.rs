@@ -1849,13 +1849,12 @@ pub fn build_links(cfg: &SimConfig, net: &Net) -> Result<(Vec<Link>, Vec<Policy>
                     PolicySpec::Tree(t) => {
                         let seed = Rng::new(cfg.seed, STREAM_TREE + i as u64).next_u64();
                         let tree = crate::tree::build(t, &plan.path, seed)?;
-                        let warnings = tree.warnings().to_vec();
                         let q = EgressQueue::Tree(tree);
                         let kind = t.root.kind.to_ascii_lowercase();
+                        // The tree's describe rows already carry its warnings
+                        // (tc's r2q/quantum, the kernel's class upgrades):
+                        // adding `tree.warnings()` again printed each twice.
                         let mut p = Policy::new(name, kind, q.describe());
-                        p.res
-                            .describe
-                            .extend(warnings.into_iter().map(|w| ("warning".into(), w)));
                         p.tree = true;
                         (q, p)
                     }
