@@ -142,16 +142,16 @@ impl Mef {
     #[inline(always)]
     fn refill(&mut self, now: Instant) {
         let dt = now.saturating_since(self.last).as_ns();
-        if dt > 0 {
-            self.last = now;
-            // O = max(0, Bc + CIR·Δ − CBS): exactly what did not fit in C.
-            let overflow = self.c.fill(dt);
-            // Be = min(EBS, Be + EIR·Δ + CF·O); capping in two steps is the
-            // same since every term is non-negative.
-            self.e.fill(dt);
-            if self.coupled && overflow > 0 {
-                self.e.add(overflow);
-            }
+        // A zero gap (same instant, or a clock that stepped back) adds nothing
+        // and keeps `last`, so no branch is needed: `max` is `now` iff dt > 0.
+        self.last = self.last.max(now);
+        // O = max(0, Bc + CIR·Δ − CBS): exactly what did not fit in C.
+        let overflow = self.c.fill(dt);
+        // Be = min(EBS, Be + EIR·Δ + CF·O); capping in two steps is the
+        // same since every term is non-negative.
+        self.e.fill(dt);
+        if self.coupled && overflow > 0 {
+            self.e.add(overflow);
         }
     }
 }

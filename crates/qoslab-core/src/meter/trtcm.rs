@@ -106,13 +106,13 @@ impl Trtcm {
     #[inline(always)]
     fn refill(&mut self, now: Instant) {
         let dt = now.saturating_since(self.last).as_ns();
-        if dt > 0 {
-            self.last = now;
-            // §3: Tc and Tp are each incremented at their own rate, capped at
-            // their own depth; nothing passes between them.
-            self.c.fill(dt);
-            self.p.fill(dt);
-        }
+        // A zero gap (same instant, or a clock that stepped back) adds nothing
+        // and keeps `last`, so no branch is needed: `max` is `now` iff dt > 0.
+        self.last = self.last.max(now);
+        // §3: Tc and Tp are each incremented at their own rate, capped at
+        // their own depth; nothing passes between them.
+        self.c.fill(dt);
+        self.p.fill(dt);
     }
 }
 

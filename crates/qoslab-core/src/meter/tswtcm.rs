@@ -134,16 +134,24 @@ impl Tswtcm {
         self.avg
     }
 
-    /// RFC 2859 estimator update for one packet.
+    /// RFC 2859 estimator update for one packet:
+    /// `avg ← ⌊(avg·w + S) / (dt + w)⌋` with `S` the packet in
+    /// (bit/s × 2¹⁶)·ns (a byte is 8·10⁹·2¹⁶).
+    ///
+    /// Computed as `avg + ⌊(S − avg·dt) / (dt + w)⌋`, which is the same
+    /// integer: `avg·w + S = avg·(dt + w) + (S − avg·dt)` and `⌊a + x⌋ =
+    /// a + ⌊x⌋` for a whole `a`. The division is the same one-per-packet
+    /// exact floor, but its dividend is the small signed correction instead
+    /// of a 128-bit product, so it is a 64-bit division (no `__udivti3`
+    /// call) whose quotient has few significant bits — and `avg`, which
+    /// carries from packet to packet, waits on it. Where any term would not
+    /// fit in 63 bits (long idle gaps, huge packets or rates) the 128-bit
+    /// form runs instead; the tests check both against each other.
     #[inline(always)]
     fn estimate(&mut self, now: Instant, size_bytes: u32) {
-        let dt = now.saturating_since(self.t_front).as_ns() as u128;
-        let w = self.win_ns as u128;
-        // bytes_in_win + pkt_size, in (bit/s × 2¹⁶)·ns: a byte is 8·10⁹·2¹⁶.
-        let new_bytes =
-            self.avg as u128 * w + ((size_bytes as u128 * 8_000_000_000) << SCALE_SHIFT);
-        let avg = new_bytes / (dt + w);
-        self.avg = u64::try_from(avg).unwrap_or(u64::MAX);
+        let dt = now.saturating_since(self.t_front).as_ns();
+        self.avg = estimate_fast(self.avg, dt, self.win_ns, size_bytes)
+            .unwrap_or_else(|| estimate_wide(self.avg, dt, self.win_ns, size_bytes));
         self.t_front = now.max(self.t_front);
     }
 
@@ -166,6 +174,35 @@ impl Tswtcm {
             Color::Green
         }
     }
+}
+
+/// One packet in (bit/s × 2¹⁶)·ns per byte: 8·10⁹ bit·ns/s × 2¹⁶.
+const BYTE_SCALED: u64 = 8_000_000_000 << SCALE_SHIFT;
+
+/// The estimator's update in 128-bit arithmetic (the definition).
+#[inline(never)]
+fn estimate_wide(avg: u64, dt: u64, w: u64, size_bytes: u32) -> u64 {
+    let new_bytes = avg as u128 * w as u128 + size_bytes as u128 * BYTE_SCALED as u128;
+    u64::try_from(new_bytes / (dt as u128 + w as u128)).unwrap_or(u64::MAX)
+}
+
+/// The same update as `avg + ⌊(S − avg·dt)/(dt + w)⌋` in 64-bit arithmetic,
+/// or `None` when a term needs more than 63 bits.
+#[inline(always)]
+fn estimate_fast(avg: u64, dt: u64, w: u64, size_bytes: u32) -> Option<u64> {
+    let p = avg.checked_mul(dt)?;
+    let s = (size_bytes as u64).checked_mul(BYTE_SCALED)?;
+    let d = dt.checked_add(w)?;
+    if (p | s | d) >> 63 != 0 {
+        return None;
+    }
+    // d ≥ w ≥ 1, so no division by zero or overflow. Floor division: the
+    // truncated quotient less one when the remainder is negative, taken from
+    // the remainder's sign bit (`rem_euclid`/`div_euclid` compile to a
+    // branch on that sign, which is a coin toss per packet here).
+    let (r, d) = (s as i64 - p as i64, d as i64);
+    let q = r / d + ((r % d) >> 63);
+    avg.checked_add_signed(q)
 }
 
 impl Meter for Tswtcm {
@@ -322,6 +359,46 @@ mod tests {
         p.finish().unwrap();
         assert_eq!(t.describe()[4].1, "200ms");
         assert_eq!(t.describe()[5].1, "7");
+    }
+
+    /// Differential: the 64-bit form against the 128-bit definition on
+    /// random states, gaps, windows and sizes, including ones near the
+    /// 63-bit limits where the fast form must decline.
+    #[test]
+    fn fast_estimator_equals_the_128_bit_definition() {
+        let mut rng = crate::rng::Rng::new(2859, 0);
+        let mut fast = 0u32;
+        for i in 0..300_000u32 {
+            let r =
+                |rng: &mut crate::rng::Rng, bits: u32| rng.next_u64() >> (64 - bits.clamp(1, 64));
+            let bits = |rng: &mut crate::rng::Rng| 1 + (rng.next_u64() % 64) as u32;
+            let avg = match i % 3 {
+                0 => r(&mut rng, 48),
+                _ => {
+                    let b = bits(&mut rng);
+                    r(&mut rng, b)
+                }
+            };
+            let dt = match i % 4 {
+                0 => r(&mut rng, 24),
+                1 => 0,
+                _ => {
+                    let b = bits(&mut rng);
+                    r(&mut rng, b)
+                }
+            };
+            let w = 1 + rng.next_u64() % MAX_WIN_NS;
+            let size = match i % 5 {
+                0 => rng.next_u64() as u32,
+                _ => (rng.next_u64() % 9000) as u32,
+            };
+            let want = estimate_wide(avg, dt, w, size);
+            if let Some(got) = estimate_fast(avg, dt, w, size) {
+                fast += 1;
+                assert_eq!(got, want, "avg {avg} dt {dt} w {w} size {size}");
+            }
+        }
+        assert!(fast > 100_000, "fast path taken {fast} times");
     }
 
     proptest! {
