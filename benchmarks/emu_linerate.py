@@ -124,6 +124,12 @@ class Sample:
     steal: float = 0.0
     ping_ns: list[int] = field(default_factory=list)
     lateness_p99_ns: int = 0
+    lateness_p999_ns: int = 0
+    #: share of the queue series' samples after the first second with the policy's queue
+    #: empty (the bottleneck then idles unless a frame is being let through)
+    queue_empty: float = float("nan")
+    policy_drops: int = 0
+    retransmits: int = 0
     tx_refused: int = 0
     rx_ring_drops: int = 0
     super_packets: int = 0
@@ -142,6 +148,7 @@ def scenario(
     link: str = "10gbit",
     udp_bps: int = 0,
     ping_ms: float = 0.0,
+    interval: str = "100ms",
 ) -> str:
     """A dumbbell with ``flows`` TCP bulk flows (or none), an optional UDP load and
     an optional ping, and one policy on the bottleneck's egress."""
@@ -174,12 +181,12 @@ def scenario(
         lines += ["[[traffic]]", 'kind = "udp"', 'from = "s1"', f'rate = "{udp_bps}bit"']
     if ping_ms:
         lines += ["[[traffic]]", 'kind = "ping"', 'from = "s0"', f'interval = "{ping_ms}ms"']
-    lines += ["[record]", 'interval = "100ms"', 'series = ["goodput", "ping"]']
+    lines += ["[record]", f'interval = "{interval}"', 'series = ["goodput", "ping", "queue"]']
     return "\n".join(lines) + "\n"
 
 
 def run_emulate(
-    text: str, backend: str, work: Path, offload: bool = False, threads: int = 0
+    text: str, backend: str, work: Path, offload: bool = False, threads: int = 0, gro: bool = False
 ) -> Sample:
     from qoslab.emulate.run import emulate
 
@@ -187,7 +194,7 @@ def run_emulate(
     path.write_text(text, encoding="utf-8")
     s0, t0 = proc_stat()
     with ThreadCpu() as cpu:
-        res = emulate(str(path), backend=backend, offload=offload, threads=threads)
+        res = emulate(str(path), backend=backend, offload=offload, threads=threads, gro=gro)
     s1, t1 = proc_stat()
     raw = res.raw
     fwd = raw["emulation"]["forwarder"]
@@ -199,6 +206,9 @@ def run_emulate(
         sys_s=cpu.sys_s,
         steal=(s1 - s0) / max(1, t1 - t0),
         lateness_p99_ns=int((fwd.get("timing") or {}).get("p99_ns", 0)),
+        lateness_p999_ns=int((fwd.get("timing") or {}).get("p999_ns", 0)),
+        policy_drops=sum(int(p.get("packets_dropped") or 0) for p in raw.get("policies", [])),
+        retransmits=sum(int(f.get("retransmits") or 0) for f in tcp),
         tx_refused=int(fwd.get("tx_refused") or 0),
         rx_ring_drops=int(fwd.get("rx_ring_drops") or 0),
         super_packets=int(fwd.get("super_packets") or 0),
@@ -217,6 +227,11 @@ def run_emulate(
             if int(fl) in ids and 1_000_000_000 + step <= int(t) <= dur - step:
                 per_flow.setdefault(int(fl), []).append(int(b))
         out.steady_bps = sum(sum(v) * 8e9 / (len(v) * step) for v in per_flow.values())
+    qs = raw["series"].get("queue", {})
+    if len(qs.get("time_ns", [])):
+        after = [int(b) for t, b in zip(qs["time_ns"], qs["bytes"], strict=False) if t > 1e9]
+        if after:
+            out.queue_empty = sum(1 for b in after if b == 0) / len(after)
     pings = raw["series"].get("ping", {})
     out.ping_ns = [int(x) for x in pings.get("rtt_ns", [])]
     return out
@@ -319,16 +334,25 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         cases[key] = repeat(key, fn, args.runs, args.tries, args.max_steal, not args.quiet)
 
     def emu(
-        text: str, backend: str = "userspace", offload: bool = False, threads: int | None = None
+        text: str,
+        backend: str = "userspace",
+        offload: bool = False,
+        threads: int | None = None,
+        gro: bool = False,
     ) -> Callable[[], Sample]:
         n = args.threads if threads is None else threads
-        return lambda: run_emulate(text, backend, work, offload, n)
+        return lambda: run_emulate(text, backend, work, offload, n, gro)
 
     gbit = 1_000_000_000
     for policy in ("tbf", "police"):
         for flows in (1, 4):
             text = scenario(
-                name="linerate", duration_s=d, flows=flows, rate_bps=gbit, policy=policy
+                name="linerate",
+                duration_s=d,
+                flows=flows,
+                rate_bps=gbit,
+                policy=policy,
+                interval="10ms",
             )
             add(f"goodput/{policy}/{flows}/userspace", emu(text))
             if policy == "tbf":
@@ -359,9 +383,28 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         add(f"goodput/tbf/{flows}/userspace", emu(text))
     if args.threads != 1:
         # The same forwarder in one thread: what one thread per direction changes.
+        for policy in ("tbf", "police"):
+            for flows in (1, 4):
+                text = scenario(
+                    name="linerate", duration_s=d, flows=flows, rate_bps=gbit, policy=policy,
+                    interval="10ms",
+                )  # fmt: skip
+                add(f"threads1/{policy}/{flows}", emu(text, threads=1))
+    # Receiving hosts with GRO in a NAPI thread (`qoslab emulate --gro on`), one forwarder
+    # thread (the default of `qoslab emulate`); the kernel-tbf column with the same hosts.
+    for policy in ("tbf", "police"):
         for flows in (1, 4):
-            text = scenario(name="linerate", duration_s=d, flows=flows, rate_bps=gbit, policy="tbf")
-            add(f"threads1/tbf/{flows}", emu(text, threads=1))
+            text = scenario(
+                name="linerate",
+                duration_s=d,
+                flows=flows,
+                rate_bps=gbit,
+                policy=policy,
+                interval="10ms",
+            )
+            add(f"gro/{policy}/{flows}/userspace", emu(text, threads=1, gro=True))
+            if policy == "tbf":
+                add(f"gro/{policy}/{flows}/kernel", emu(text, "kernel", threads=1, gro=True))
     for flows in (1, 4):
         text = scenario(
             name="gso", duration_s=d, flows=flows, rate_bps=10 * gbit, policy="tbf", link="40gbit"
@@ -511,6 +554,50 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         out.append(
             f"| idle ping RTT p50, µs | {stat(q(lu, 0.5), 1e3)} | {stat(q(lu1, 0.5), 1e3)} | | |"
         )
+    gro_keys = [k for k in cases if k.startswith("gro/")]
+    if gro_keys:
+        out += [
+            "",
+            "Receiving hosts with GRO in a NAPI thread (`qoslab emulate --gro on`) against"
+            " the default hosts (`--gro off`), one forwarder thread, policy at 1 Gbit/s, same"
+            " run. Diagnosis columns: the share of 10 ms queue samples (after the first"
+            " second) with the policy's queue empty, frames the policy dropped, TCP"
+            " retransmissions, and the forwarder's event lateness p99 / p99.9 (µs):",
+            "",
+            "| policy | flows | hosts | goodput Mbit/s | of ideal | kernel tbf Mbit/s"
+            " | µs user / frame | µs sys / frame | queue empty | policy drops | retransmits"
+            " | lateness p99 / p99.9 | runs |",
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+
+        def diag(c: Case, k: Case) -> str:
+            g = [s.goodput_bps for s in c.samples]
+            kg = [s.goodput_bps for s in k.samples]
+            us = [s.user_s * 1e6 / max(1, s.frames) for s in c.samples]
+            sy = [s.sys_s * 1e6 / max(1, s.frames) for s in c.samples]
+            qe = [s.queue_empty for s in c.samples if s.queue_empty == s.queue_empty]
+            dr = [float(s.policy_drops) for s in c.samples]
+            rt = [float(s.retransmits) for s in c.samples]
+            l99 = [float(s.lateness_p99_ns) for s in c.samples]
+            l999 = [float(s.lateness_p999_ns) for s in c.samples]
+            return (
+                f"{stat(g, 1e6)} | {stat(g, ideal / 100, '{:.1f} %')} | {stat(kg, 1e6)}"
+                f" | {stat(us, 1, '{:.2f}')} | {stat(sy, 1, '{:.2f}')}"
+                f" | {stat(qe, 0.01, '{:.1f} %')} | {stat(dr, 1, '{:.0f}')}"
+                f" | {stat(rt, 1, '{:.0f}')} | {stat(l99, 1e3, '{:.0f}')}"
+                f" / {stat(l999, 1e3, '{:.0f}')} | {kept(c)} |"
+            )
+
+        for policy in ("tbf", "police"):
+            for flows in (1, 4):
+                off = get(f"threads1/{policy}/{flows}")
+                if not off.samples:
+                    off = get(f"goodput/{policy}/{flows}/userspace")
+                koff = get(f"goodput/{policy}/{flows}/kernel")
+                on = get(f"gro/{policy}/{flows}/userspace")
+                kon = get(f"gro/{policy}/{flows}/kernel")
+                out.append(f"| {policy} | {flows} | off | {diag(off, koff)}")
+                out.append(f"| {policy} | {flows} | GRO | {diag(on, kon)}")
     out += [
         "",
         "GSO mode (`--offload on`): the hosts send TSO super-packets, the forwarder splits"

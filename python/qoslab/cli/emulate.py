@@ -42,6 +42,7 @@ examples:
   sudo qoslab emulate scenarios/example.toml --capture 'r1->r2=/tmp/r1r2.pcap'
   sudo qoslab emulate scenarios/example.toml --offload on
   sudo qoslab emulate scenarios/example.toml --threads 0
+  sudo qoslab emulate scenarios/example.toml --gro on
   qoslab emulate scenarios/example.toml --plan
   sudo qoslab emulate --cleanup
 """
@@ -69,6 +70,13 @@ examples:
     type=click.Choice(("on", "off")),
     default="off",
     help="on: hosts send GSO super-packets, split into wire segments by the forwarder",
+)
+@click.option(
+    "--gro",
+    type=click.Choice(("on", "off")),
+    default="off",
+    help="on: the hosts coalesce received frames (GRO) in a NAPI thread of their own, as a"
+    " host with a NIC does (wire-sized frames; not with --offload on)",
 )
 @click.option(
     "--threads",
