@@ -24,9 +24,15 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
    (/proc/self/task/TID/stat of the thread named ``qoslab-emu``);
 6. flows 1-64 through the 1 Gbit/s TBF;
 7. the GSO mode (``--offload on``): goodput through a 10 Gbit/s TBF, 1 and 4 flows;
-8. unless ``--threads 1``: the forwarder in a single thread (TBF 1 Gbit/s with 1 and 4
-   flows, idle ping) against one thread per direction (the benchmark's main rows, its
-   ``--threads`` default 0), in the same run.
+8. unless ``--threads 1``: the forwarder in a single thread (TBF and police at 1 Gbit/s
+   with 1 and 4 flows, idle ping) against one thread per direction (the benchmark's main
+   rows, its ``--threads`` default 0), in the same run;
+9. receiving hosts with GRO in a threaded NAPI (``qoslab emulate --gro on``) against the
+   default hosts, one forwarder thread, TBF and police at 1 Gbit/s (kernel tbf on the same
+   GRO hosts), with diagnosis columns for both: the share of 10 ms queue samples with the
+   policy's queue empty, policy drops, TCP retransmissions, the forwarder's event lateness
+   p99 / p99.9, and its run-queue wait per second (schedstat: ~50 ms/s means the kernel held
+   the SCHED_FIFO forwarder off for its 5 % of the CPU, docs/performance.md).
 
     sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md
     sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3   # quick look
@@ -80,12 +86,18 @@ def proc_stat() -> tuple[int, int]:
 class ThreadCpu:
     """Polls this process's threads for the forwarder's (``qoslab-emu``, or
     ``qoslab-emu-N`` when it runs one thread per group of ports) and keeps their last
-    utime/stime, summed (the threads exit when the run stops)."""
+    utime/stime, summed (the threads exit when the run stops), and the time they were
+    runnable but not running (/proc/.../schedstat, second field: run-queue wait). A
+    SCHED_FIFO thread that wants more than ``sched_rt_runtime_us`` of each second while
+    other tasks want its CPU waits ~50 ms at a time (the fair server since Linux 6.12,
+    RT throttling before), and that shows here."""
 
     def __init__(self) -> None:
         self.user_s = 0.0
         self.sys_s = 0.0
+        self.wait_s = 0.0
         self._last: dict[str, tuple[int, int]] = {}
+        self._wait: dict[str, int] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
 
@@ -105,13 +117,15 @@ class ThreadCpu:
                     if not (task / "comm").read_text().startswith("qoslab-emu"):
                         continue
                     stat = (task / "stat").read_text()
-                except OSError:
+                    self._wait[task.name] = int((task / "schedstat").read_text().split()[1])
+                except (OSError, IndexError, ValueError):
                     continue
                 fields = stat.rsplit(")", 1)[1].split()
                 # fields[11], [12] = utime, stime (stat fields 14, 15)
                 self._last[task.name] = (int(fields[11]), int(fields[12]))
             self.user_s = sum(u for u, _ in self._last.values()) / CLK_TCK
             self.sys_s = sum(s for _, s in self._last.values()) / CLK_TCK
+            self.wait_s = sum(self._wait.values()) / 1e9
 
 
 @dataclass
@@ -121,6 +135,8 @@ class Sample:
     frames: int = 0
     user_s: float = 0.0
     sys_s: float = 0.0
+    #: the forwarder threads' run-queue wait (runnable, not running), s
+    wait_s: float = 0.0
     steal: float = 0.0
     ping_ns: list[int] = field(default_factory=list)
     lateness_p99_ns: int = 0
@@ -204,6 +220,7 @@ def run_emulate(
         frames=int(fwd.get("frames_out") or 0),
         user_s=cpu.user_s,
         sys_s=cpu.sys_s,
+        wait_s=cpu.wait_s,
         steal=(s1 - s0) / max(1, t1 - t0),
         lateness_p99_ns=int((fwd.get("timing") or {}).get("p99_ns", 0)),
         lateness_p999_ns=int((fwd.get("timing") or {}).get("p999_ns", 0)),
@@ -562,12 +579,13 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
             " the default hosts (`--gro off`), one forwarder thread, policy at 1 Gbit/s, same"
             " run. Diagnosis columns: the share of 10 ms queue samples (after the first"
             " second) with the policy's queue empty, frames the policy dropped, TCP"
-            " retransmissions, and the forwarder's event lateness p99 / p99.9 (µs):",
+            " retransmissions, the forwarder's event lateness p99 / p99.9 (µs), and how long"
+            " per second the forwarder thread was runnable but not running (schedstat):",
             "",
             "| policy | flows | hosts | goodput Mbit/s | of ideal | kernel tbf Mbit/s"
             " | µs user / frame | µs sys / frame | queue empty | policy drops | retransmits"
-            " | lateness p99 / p99.9 | runs |",
-            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            " | lateness p99 / p99.9 | forwarder waiting, ms/s | runs |",
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
 
         def diag(c: Case, k: Case) -> str:
@@ -580,12 +598,13 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
             rt = [float(s.retransmits) for s in c.samples]
             l99 = [float(s.lateness_p99_ns) for s in c.samples]
             l999 = [float(s.lateness_p999_ns) for s in c.samples]
+            wt = [s.wait_s * 1e3 / args.duration for s in c.samples]
             return (
                 f"{stat(g, 1e6)} | {stat(g, ideal / 100, '{:.1f} %')} | {stat(kg, 1e6)}"
                 f" | {stat(us, 1, '{:.2f}')} | {stat(sy, 1, '{:.2f}')}"
                 f" | {stat(qe, 0.01, '{:.1f} %')} | {stat(dr, 1, '{:.0f}')}"
                 f" | {stat(rt, 1, '{:.0f}')} | {stat(l99, 1e3, '{:.0f}')}"
-                f" / {stat(l999, 1e3, '{:.0f}')} | {kept(c)} |"
+                f" / {stat(l999, 1e3, '{:.0f}')} | {stat(wt, 1, '{:.1f}')} | {kept(c)} |"
             )
 
         for policy in ("tbf", "police"):

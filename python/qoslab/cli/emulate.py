@@ -20,6 +20,8 @@ propagation delay and loss per link direction; police, shape, fifo or a policy t
 Frames are wire-sized (TSO/GSO/GRO off); with --offload on the hosts send TSO
 super-packets, which the forwarder splits into their wire segments before any
 conditioner (as Linux tbf's tbf_segment), so policies still count wire frames.
+With --gro on the receiving hosts coalesce what they get (GRO, in a NAPI thread of
+their own, as a host with a NIC does); what they send stays wire-sized.
 Needs root and iperf3, iproute2, ethtool,
 ping (bash scripts/setup.sh installs them). Every namespace and process is removed at
 the end, on an error, on Ctrl-C and on SIGTERM; after a SIGKILL, run --cleanup.

@@ -13,6 +13,8 @@ route, and no interface of the machine's own namespace is touched. IPv6 is off (
 neighbour discovery), and TSO/GSO/GRO and checksum offload are off on every veth so TCP
 builds wire-sized frames with real checksums (a forwarded frame with a partial checksum
 would be dropped by the receiver).
+With ``gro`` (``--gro on``) each host's eth0 then coalesces what it receives, in a
+threaded NAPI (``HOST_GRO``); what the hosts send stays wire-sized.
 
 Safety: names carry the pid (``qle-<pid>-…``); :class:`Netns` deletes what it made on
 ``close()`` (also on error, SIGINT and SIGTERM through ``qoslab.emulate.run``), killing
