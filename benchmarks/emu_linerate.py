@@ -588,12 +588,13 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
 
-        def diag(c: Case, k: Case) -> str:
+        def diag(c: Case, k: Case, queue: bool) -> str:
             g = [s.goodput_bps for s in c.samples]
             kg = [s.goodput_bps for s in k.samples]
             us = [s.user_s * 1e6 / max(1, s.frames) for s in c.samples]
             sy = [s.sys_s * 1e6 / max(1, s.frames) for s in c.samples]
-            qe = [s.queue_empty for s in c.samples if s.queue_empty == s.queue_empty]
+            # a policer has no queue: its column stays empty
+            qe = [s.queue_empty for s in c.samples if queue and s.queue_empty == s.queue_empty]
             dr = [float(s.policy_drops) for s in c.samples]
             rt = [float(s.retransmits) for s in c.samples]
             l99 = [float(s.lateness_p99_ns) for s in c.samples]
@@ -615,8 +616,9 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
                 koff = get(f"goodput/{policy}/{flows}/kernel")
                 on = get(f"gro/{policy}/{flows}/userspace")
                 kon = get(f"gro/{policy}/{flows}/kernel")
-                out.append(f"| {policy} | {flows} | off | {diag(off, koff)}")
-                out.append(f"| {policy} | {flows} | GRO | {diag(on, kon)}")
+                queue = policy != "police"
+                out.append(f"| {policy} | {flows} | off | {diag(off, koff, queue)}")
+                out.append(f"| {policy} | {flows} | GRO | {diag(on, kon, queue)}")
     out += [
         "",
         "GSO mode (`--offload on`): the hosts send TSO super-packets, the forwarder splits"
