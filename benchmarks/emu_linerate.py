@@ -24,9 +24,15 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
    (/proc/self/task/TID/stat of the thread named ``qoslab-emu``);
 6. flows 1-64 through the 1 Gbit/s TBF;
 7. the GSO mode (``--offload on``): goodput through a 10 Gbit/s TBF, 1 and 4 flows;
-8. unless ``--threads 1``: the forwarder in a single thread (TBF 1 Gbit/s with 1 and 4
-   flows, idle ping, and the GSO cases) against one thread per direction (the benchmark's
-   main rows, its ``--threads`` default 0), in the same run.
+8. unless ``--threads 1``: the forwarder in a single thread (TBF and police at 1 Gbit/s
+   with 1 and 4 flows, idle ping, and the GSO cases) against one thread per direction (the
+   benchmark's main rows, its ``--threads`` default 0), in the same run;
+9. receiving hosts with GRO in a threaded NAPI (``qoslab emulate --gro on``) against the
+   default hosts, one forwarder thread, TBF and police at 1 Gbit/s (kernel tbf on the same
+   GRO hosts), with diagnosis columns for both: the share of 10 ms queue samples with the
+   policy's queue empty, policy drops, TCP retransmissions, the forwarder's event lateness
+   p99 / p99.9, and its run-queue wait per second (schedstat: ~50 ms/s means the kernel held
+   the SCHED_FIFO forwarder off for its 5 % of the CPU, docs/performance.md).
 
     sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md
     sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3   # quick look
@@ -80,12 +86,18 @@ def proc_stat() -> tuple[int, int]:
 class ThreadCpu:
     """Polls this process's threads for the forwarder's (``qoslab-emu``, or
     ``qoslab-emu-N`` when it runs one thread per group of ports) and keeps their last
-    utime/stime, summed (the threads exit when the run stops)."""
+    utime/stime, summed (the threads exit when the run stops), and the time they were
+    runnable but not running (/proc/.../schedstat, second field: run-queue wait). A
+    SCHED_FIFO thread that wants more than ``sched_rt_runtime_us`` of each second while
+    other tasks want its CPU waits ~50 ms at a time (the fair server since Linux 6.12,
+    RT throttling before), and that shows here."""
 
     def __init__(self) -> None:
         self.user_s = 0.0
         self.sys_s = 0.0
+        self.wait_s = 0.0
         self._last: dict[str, tuple[int, int]] = {}
+        self._wait: dict[str, int] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
 
@@ -105,13 +117,15 @@ class ThreadCpu:
                     if not (task / "comm").read_text().startswith("qoslab-emu"):
                         continue
                     stat = (task / "stat").read_text()
-                except OSError:
+                    self._wait[task.name] = int((task / "schedstat").read_text().split()[1])
+                except (OSError, IndexError, ValueError):
                     continue
                 fields = stat.rsplit(")", 1)[1].split()
                 # fields[11], [12] = utime, stime (stat fields 14, 15)
                 self._last[task.name] = (int(fields[11]), int(fields[12]))
             self.user_s = sum(u for u, _ in self._last.values()) / CLK_TCK
             self.sys_s = sum(s for _, s in self._last.values()) / CLK_TCK
+            self.wait_s = sum(self._wait.values()) / 1e9
 
 
 @dataclass
@@ -121,9 +135,17 @@ class Sample:
     frames: int = 0
     user_s: float = 0.0
     sys_s: float = 0.0
+    #: the forwarder threads' run-queue wait (runnable, not running), s
+    wait_s: float = 0.0
     steal: float = 0.0
     ping_ns: list[int] = field(default_factory=list)
     lateness_p99_ns: int = 0
+    lateness_p999_ns: int = 0
+    #: share of the queue series' samples after the first second with the policy's queue
+    #: empty (the bottleneck then idles unless a frame is being let through)
+    queue_empty: float = float("nan")
+    policy_drops: int = 0
+    retransmits: int = 0
     tx_refused: int = 0
     rx_ring_drops: int = 0
     super_packets: int = 0
@@ -143,6 +165,7 @@ def scenario(
     link: str = "10gbit",
     udp_bps: int = 0,
     ping_ms: float = 0.0,
+    interval: str = "100ms",
 ) -> str:
     """A dumbbell with ``flows`` TCP bulk flows (or none), an optional UDP load and
     an optional ping, and one policy on the bottleneck's egress."""
@@ -175,12 +198,12 @@ def scenario(
         lines += ["[[traffic]]", 'kind = "udp"', 'from = "s1"', f'rate = "{udp_bps}bit"']
     if ping_ms:
         lines += ["[[traffic]]", 'kind = "ping"', 'from = "s0"', f'interval = "{ping_ms}ms"']
-    lines += ["[record]", 'interval = "100ms"', 'series = ["goodput", "ping"]']
+    lines += ["[record]", f'interval = "{interval}"', 'series = ["goodput", "ping", "queue"]']
     return "\n".join(lines) + "\n"
 
 
 def run_emulate(
-    text: str, backend: str, work: Path, offload: bool = False, threads: int = 0
+    text: str, backend: str, work: Path, offload: bool = False, threads: int = 0, gro: bool = False
 ) -> Sample:
     from qoslab.emulate.run import emulate
 
@@ -188,7 +211,7 @@ def run_emulate(
     path.write_text(text, encoding="utf-8")
     s0, t0 = proc_stat()
     with ThreadCpu() as cpu:
-        res = emulate(str(path), backend=backend, offload=offload, threads=threads)
+        res = emulate(str(path), backend=backend, offload=offload, threads=threads, gro=gro)
     s1, t1 = proc_stat()
     raw = res.raw
     fwd = raw["emulation"]["forwarder"]
@@ -198,8 +221,12 @@ def run_emulate(
         frames=int(fwd.get("frames_out") or 0),
         user_s=cpu.user_s,
         sys_s=cpu.sys_s,
+        wait_s=cpu.wait_s,
         steal=(s1 - s0) / max(1, t1 - t0),
         lateness_p99_ns=int((fwd.get("timing") or {}).get("p99_ns", 0)),
+        lateness_p999_ns=int((fwd.get("timing") or {}).get("p999_ns", 0)),
+        policy_drops=sum(int(p.get("packets_dropped") or 0) for p in raw.get("policies", [])),
+        retransmits=sum(int(f.get("retransmits") or 0) for f in tcp),
         tx_refused=int(fwd.get("tx_refused") or 0),
         rx_ring_drops=int(fwd.get("rx_ring_drops") or 0),
         super_packets=int(fwd.get("super_packets") or 0),
@@ -219,6 +246,11 @@ def run_emulate(
             if int(fl) in ids and 1_000_000_000 + step <= int(t) <= dur - step:
                 per_flow.setdefault(int(fl), []).append(int(b))
         out.steady_bps = sum(sum(v) * 8e9 / (len(v) * step) for v in per_flow.values())
+    qs = raw["series"].get("queue", {})
+    if len(qs.get("time_ns", [])):
+        after = [int(b) for t, b in zip(qs["time_ns"], qs["bytes"], strict=False) if t > 1e9]
+        if after:
+            out.queue_empty = sum(1 for b in after if b == 0) / len(after)
     pings = raw["series"].get("ping", {})
     out.ping_ns = [int(x) for x in pings.get("rtt_ns", [])]
     return out
@@ -321,16 +353,25 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         cases[key] = repeat(key, fn, args.runs, args.tries, args.max_steal, not args.quiet)
 
     def emu(
-        text: str, backend: str = "userspace", offload: bool = False, threads: int | None = None
+        text: str,
+        backend: str = "userspace",
+        offload: bool = False,
+        threads: int | None = None,
+        gro: bool = False,
     ) -> Callable[[], Sample]:
         n = args.threads if threads is None else threads
-        return lambda: run_emulate(text, backend, work, offload, n)
+        return lambda: run_emulate(text, backend, work, offload, n, gro)
 
     gbit = 1_000_000_000
     for policy in ("tbf", "police"):
         for flows in (1, 4):
             text = scenario(
-                name="linerate", duration_s=d, flows=flows, rate_bps=gbit, policy=policy
+                name="linerate",
+                duration_s=d,
+                flows=flows,
+                rate_bps=gbit,
+                policy=policy,
+                interval="10ms",
             )
             add(f"goodput/{policy}/{flows}/userspace", emu(text))
             if policy == "tbf":
@@ -361,9 +402,28 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         add(f"goodput/tbf/{flows}/userspace", emu(text))
     if args.threads != 1:
         # The same forwarder in one thread: what one thread per direction changes.
+        for policy in ("tbf", "police"):
+            for flows in (1, 4):
+                text = scenario(
+                    name="linerate", duration_s=d, flows=flows, rate_bps=gbit, policy=policy,
+                    interval="10ms",
+                )  # fmt: skip
+                add(f"threads1/{policy}/{flows}", emu(text, threads=1))
+    # Receiving hosts with GRO in a NAPI thread (`qoslab emulate --gro on`), one forwarder
+    # thread (the default of `qoslab emulate`); the kernel-tbf column with the same hosts.
+    for policy in ("tbf", "police"):
         for flows in (1, 4):
-            text = scenario(name="linerate", duration_s=d, flows=flows, rate_bps=gbit, policy="tbf")
-            add(f"threads1/tbf/{flows}", emu(text, threads=1))
+            text = scenario(
+                name="linerate",
+                duration_s=d,
+                flows=flows,
+                rate_bps=gbit,
+                policy=policy,
+                interval="10ms",
+            )
+            add(f"gro/{policy}/{flows}/userspace", emu(text, threads=1, gro=True))
+            if policy == "tbf":
+                add(f"gro/{policy}/{flows}/kernel", emu(text, "kernel", threads=1, gro=True))
     for flows in (1, 4):
         text = scenario(
             name="gso", duration_s=d, flows=flows, rate_bps=10 * gbit, policy="tbf", link="40gbit"
@@ -517,6 +577,54 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         out.append(
             f"| idle ping RTT p50, µs | {stat(q(lu, 0.5), 1e3)} | {stat(q(lu1, 0.5), 1e3)} | | |"
         )
+    gro_keys = [k for k in cases if k.startswith("gro/")]
+    if gro_keys:
+        out += [
+            "",
+            "Receiving hosts with GRO in a NAPI thread (`qoslab emulate --gro on`) against"
+            " the default hosts (`--gro off`), one forwarder thread, policy at 1 Gbit/s, same"
+            " run. Diagnosis columns: the share of 10 ms queue samples (after the first"
+            " second) with the policy's queue empty, frames the policy dropped, TCP"
+            " retransmissions, the forwarder's event lateness p99 / p99.9 (µs), and how long"
+            " per second the forwarder thread was runnable but not running (schedstat):",
+            "",
+            "| policy | flows | hosts | goodput Mbit/s | of ideal | kernel tbf Mbit/s"
+            " | µs user / frame | µs sys / frame | queue empty | policy drops | retransmits"
+            " | lateness p99 / p99.9 | forwarder waiting, ms/s | runs |",
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+
+        def diag(c: Case, k: Case, queue: bool) -> str:
+            g = [s.goodput_bps for s in c.samples]
+            kg = [s.goodput_bps for s in k.samples]
+            us = [s.user_s * 1e6 / max(1, s.frames) for s in c.samples]
+            sy = [s.sys_s * 1e6 / max(1, s.frames) for s in c.samples]
+            # a policer has no queue: its column stays empty
+            qe = [s.queue_empty for s in c.samples if queue and s.queue_empty == s.queue_empty]
+            dr = [float(s.policy_drops) for s in c.samples]
+            rt = [float(s.retransmits) for s in c.samples]
+            l99 = [float(s.lateness_p99_ns) for s in c.samples]
+            l999 = [float(s.lateness_p999_ns) for s in c.samples]
+            wt = [s.wait_s * 1e3 / args.duration for s in c.samples]
+            return (
+                f"{stat(g, 1e6)} | {stat(g, ideal / 100, '{:.1f} %')} | {stat(kg, 1e6)}"
+                f" | {stat(us, 1, '{:.2f}')} | {stat(sy, 1, '{:.2f}')}"
+                f" | {stat(qe, 0.01, '{:.1f} %')} | {stat(dr, 1, '{:.0f}')}"
+                f" | {stat(rt, 1, '{:.0f}')} | {stat(l99, 1e3, '{:.0f}')}"
+                f" / {stat(l999, 1e3, '{:.0f}')} | {stat(wt, 1, '{:.1f}')} | {kept(c)} |"
+            )
+
+        for policy in ("tbf", "police"):
+            for flows in (1, 4):
+                off = get(f"threads1/{policy}/{flows}")
+                if not off.samples:
+                    off = get(f"goodput/{policy}/{flows}/userspace")
+                koff = get(f"goodput/{policy}/{flows}/kernel")
+                on = get(f"gro/{policy}/{flows}/userspace")
+                kon = get(f"gro/{policy}/{flows}/kernel")
+                queue = policy != "police"
+                out.append(f"| {policy} | {flows} | off | {diag(off, koff, queue)}")
+                out.append(f"| {policy} | {flows} | GRO | {diag(on, kon, queue)}")
     out += [
         "",
         "GSO mode (`--offload on`): the hosts send TSO super-packets, the conditioners see"

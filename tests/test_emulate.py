@@ -200,3 +200,38 @@ def test_analyze_finds_the_emulated_policer(
     # the bucket (passes before the first loss, frame bytes) within 25 % of the
     # configured 100 kB (the rate line's intercept, the earlier estimate, read 73 kB)
     assert bulk["extension"]["bucket_bytes"] == pytest.approx(100_000, rel=0.25)
+
+
+@needs_emu
+def test_gro_hosts_coalesce_in_a_napi_thread_and_still_give_the_rate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from qoslab.emulate.netns import Netns, run_cmd
+
+    net = Netns(hosts=["s0", "d0"], tag=f"{os.getpid()}gro", gro=True)
+    try:
+        net.build()
+        for h in net.hosts:
+            k = run_cmd(net.exec_argv(h, ["ethtool", "-k", "eth0"]))
+            assert "generic-receive-offload: on" in k
+            assert "tcp-segmentation-offload: off" in k  # what the host sends stays wire-sized
+            threaded = run_cmd(net.exec_argv(h, ["cat", "/sys/class/net/eth0/threaded"]))
+            assert threaded.strip() in ("1", "enabled")
+            port = run_cmd(["ip", "netns", "exec", net.net, "ethtool", "-k", net.port(h)])
+            assert "generic-receive-offload: off" in port  # the forwarder reads wire frames
+    finally:
+        net.close()
+    s = tmp_path / "tbf.toml"
+    s.write_text(TBF_10MBIT)
+    assert main(["emulate", str(s), "--json", "--gro", "on"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    tcp = [f for f in doc["flows"] if f["protocol"] == "tcp"]
+    assert tcp[0]["goodput_bps"] == pytest.approx(IDEAL_10MBIT, rel=0.08)
+    assert "GRO" in doc["emulation"]["frames"]
+
+
+def test_gro_with_offload_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s = tmp_path / "tbf.toml"
+    s.write_text(TBF_10MBIT)
+    assert main(["emulate", str(s), "--gro", "on", "--offload", "on"]) == 2
+    assert "gro needs offload off" in capsys.readouterr().err

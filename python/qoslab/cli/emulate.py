@@ -20,6 +20,8 @@ propagation delay and loss per link direction; police, shape, fifo or a policy t
 Frames are wire-sized (TSO/GSO/GRO off); with --offload on the hosts send TSO
 super-packets, which the forwarder splits into their wire segments before any
 conditioner (as Linux tbf's tbf_segment), so policies still count wire frames.
+With --gro on the receiving hosts coalesce what they get (GRO, in a NAPI thread of
+their own, as a host with a NIC does); what they send stays wire-sized.
 Needs root and iperf3, iproute2, ethtool,
 ping (bash scripts/setup.sh installs them). Every namespace and process is removed at
 the end, on an error, on Ctrl-C and on SIGTERM; after a SIGKILL, run --cleanup.
@@ -42,6 +44,7 @@ examples:
   sudo qoslab emulate scenarios/example.toml --capture 'r1->r2=/tmp/r1r2.pcap'
   sudo qoslab emulate scenarios/example.toml --offload on
   sudo qoslab emulate scenarios/example.toml --threads 0
+  sudo qoslab emulate scenarios/example.toml --gro on
   qoslab emulate scenarios/example.toml --plan
   sudo qoslab emulate --cleanup
 """
@@ -70,6 +73,13 @@ examples:
     default="off",
     help="on: hosts send GSO super-packets; conditioners count, police and shape"
     " their wire segments",
+)
+@click.option(
+    "--gro",
+    type=click.Choice(("on", "off")),
+    default="off",
+    help="on: the hosts coalesce received frames (GRO) in a NAPI thread of their own, as a"
+    " host with a NIC does (wire-sized frames; not with --offload on)",
 )
 @click.option(
     "--threads",

@@ -66,6 +66,7 @@ def main(args: argparse.Namespace) -> int:
         progress=stderr_progress(args.quiet or args.json),
         offload=args.offload == "on",
         threads=args.threads,
+        gro=args.gro == "on",
     )
     if sys.stderr.isatty() and not (args.quiet or args.json):
         sys.stderr.write("\r\x1b[K")

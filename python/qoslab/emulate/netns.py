@@ -13,6 +13,8 @@ route, and no interface of the machine's own namespace is touched. IPv6 is off (
 neighbour discovery), and TSO/GSO/GRO and checksum offload are off on every veth so TCP
 builds wire-sized frames with real checksums (a forwarded frame with a partial checksum
 would be dropped by the receiver).
+With ``gro`` (``--gro on``) each host's eth0 then coalesces what it receives, in a
+threaded NAPI (``HOST_GRO``); what the hosts send stays wire-sized.
 
 Safety: names carry the pid (``qle-<pid>-…``); :class:`Netns` deletes what it made on
 ``close()`` (also on error, SIGINT and SIGTERM through ``qoslab.emulate.run``), killing
@@ -59,6 +61,15 @@ OFFLOADS_OFF = ("tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "of
 #: receiving host's stack takes the segments one by one again, inside the forwarder's
 #: ``send()``.
 OFFLOADS_GSO = ("sg", "on", "tx", "on", "tso", "on", "gso", "on", "gro", "off", "rx", "off")
+#: With ``gro=True`` (``--gro on``, wire-sized frames only): each host's eth0 receives as a
+#: host with a NIC does. ``gro on`` gives the veth a NAPI context (drivers/net/veth.c,
+#: ``veth_set_features`` enables NAPI when GRO is turned on) so consecutive frames of a flow
+#: are coalesced (``napi_gro_receive``) before IP and TCP input, and ``threaded`` 1
+#: (Documentation/ABI/testing/sysfs-class-net, /sys/class/net/<dev>/threaded) runs that NAPI
+#: poll in a kernel thread of its own instead of inside the sender's ``send()`` — for the
+#: forwarder's ports, inside the forwarder thread. What the host transmits stays
+#: wire-sized (TSO/GSO off), so the forwarder and its conditioners see the same frames.
+HOST_GRO = ("gro", "on")
 SUBNET = "10.77"
 
 
@@ -113,6 +124,8 @@ class Netns:
     tag: str = field(default_factory=lambda: str(os.getpid()))
     #: the hosts send GSO super-packets (see ``OFFLOADS_GSO``)
     offload: bool = False
+    #: the hosts' eth0 coalesce what they receive, in a NAPI thread (see ``HOST_GRO``)
+    gro: bool = False
     created: list[str] = field(default_factory=list)
     procs: list[subprocess.Popen[str]] = field(default_factory=list)
 
@@ -188,6 +201,9 @@ class Netns:
                 k = OFFLOADS_GSO if self.offload else OFFLOADS_OFF
                 run_cmd(["ip", "netns", "exec", where, "ethtool", "-K", dev, *k])
                 run_cmd(["ip", "-n", where, "link", "set", dev, "up"])
+                if self.gro and where == ns:
+                    # after `up`: veth makes its NAPI context when the device opens
+                    self._host_gro(ns)
             run_cmd(["ip", "-n", self.net, "link", "set", port, "promisc", "on"])
         for i, h in enumerate(self.hosts):
             lines = [
@@ -197,6 +213,12 @@ class Netns:
             ]
             if lines:
                 self.batch(self.ns(h), lines)
+
+    def _host_gro(self, ns: str) -> None:
+        """GRO in a threaded NAPI on the host's eth0 (``HOST_GRO``); ``ip netns exec``
+        mounts the namespace's own sysfs, so the path names this host's eth0."""
+        run_cmd(["ip", "netns", "exec", ns, "ethtool", "-K", "eth0", *HOST_GRO])
+        run_cmd(["ip", "netns", "exec", ns, "sh", "-c", "echo 1 > /sys/class/net/eth0/threaded"])
 
     def batch(self, ns: str, lines: Iterable[str]) -> None:
         """Runs ``ip -batch`` lines in ``ns`` (one process for many commands)."""

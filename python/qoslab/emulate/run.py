@@ -239,8 +239,8 @@ def _install_sigterm() -> Callable[[], None]:
 
 
 @contextlib.contextmanager
-def _network(hosts: list[str], offload: bool = False) -> Iterator[Netns]:
-    netns = Netns(hosts=hosts, offload=offload)
+def _network(hosts: list[str], offload: bool = False, gro: bool = False) -> Iterator[Netns]:
+    netns = Netns(hosts=hosts, offload=offload, gro=gro)
     restore = _install_sigterm()
     try:
         netns.build()
@@ -268,6 +268,7 @@ def emulate(
     progress: ProgressFn | None = None,
     offload: bool = False,
     threads: int = 1,
+    gro: bool = False,
 ) -> SimulationResult:
     """Runs a scenario with real Linux TCP between namespaces through qoslab's
     conditioners (``backend="userspace"``) or the kernel's qdiscs (``"kernel"``).
@@ -281,18 +282,24 @@ def emulate(
     group of ports (data and ACKs of a two-host path in two threads, one per CPU). One
     thread is the default because it measured as fast and with a far tighter delay line
     (docs/performance.md, issue 16).
+    ``gro``: the hosts' eth0 coalesce the frames they receive (GRO) in a NAPI kernel thread
+    of their own, as a host with a NIC does, instead of taking each frame through IP and TCP
+    inside the forwarder's ``send()``; frames on the wire stay wire-sized (not with
+    ``offload``, where the forwarder joins segments itself).
     Needs root, iperf3, ip, tc, ethtool, ping. Raises ``qoslab.ScenarioError`` for a
     scenario Linux cannot run, ``EmulationSetupError`` when the machine cannot, and
     ``qoslab.Cancelled`` on Ctrl-C/SIGTERM — after removing every namespace and process.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if gro and offload:
+        raise ValueError("gro needs offload off: with offload the forwarder joins segments itself")
     plan, text, filename = emulation_plan(scenario, seed)
     preflight()
     info = _core.scenario_info(text, filename)
     work = tmpdir()
     try:
-        with _network(list(plan["hosts"]), offload) as netns:
+        with _network(list(plan["hosts"]), offload, gro) as netns:
             return _run(
                 plan, info, text, filename, netns, backend, capture or [], progress, work, threads
             )
@@ -393,6 +400,11 @@ def _run(
     )
     raw["emulation"]["notes"] = route_notes + notes + raw["emulation"]["notes"]
     raw["emulation"]["kernel_qdiscs"] = applied
+    if netns.gro:
+        raw["emulation"]["frames"] = (
+            "wire-sized: TSO, GSO and checksum offload off on every veth; the hosts' eth0"
+            " coalesce what they receive (GRO, in a threaded NAPI)"
+        )
     if netns.offload:
         raw["emulation"]["frames"] = (
             "GSO (--offload on): the hosts send TSO super-packets, each counted, policed"
