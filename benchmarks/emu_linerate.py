@@ -32,7 +32,9 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
    GRO hosts), with diagnosis columns for both: the share of 10 ms queue samples with the
    policy's queue empty, policy drops, TCP retransmissions, the forwarder's event lateness
    p99 / p99.9, and its run-queue wait per second (schedstat: ~50 ms/s means the kernel held
-   the SCHED_FIFO forwarder off for its 5 % of the CPU, docs/performance.md).
+   the SCHED_FIFO forwarder off for its 5 % of the CPU, docs/performance.md); and the
+   same GRO cases with the kernel's RT throttling lifted for the run
+   (``qoslab emulate --gro on --rt-unthrottle``).
 
     sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md
     sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3   # quick look
@@ -203,7 +205,13 @@ def scenario(
 
 
 def run_emulate(
-    text: str, backend: str, work: Path, offload: bool = False, threads: int = 0, gro: bool = False
+    text: str,
+    backend: str,
+    work: Path,
+    offload: bool = False,
+    threads: int = 0,
+    gro: bool = False,
+    rt_unthrottle: bool = False,
 ) -> Sample:
     from qoslab.emulate.run import emulate
 
@@ -211,7 +219,14 @@ def run_emulate(
     path.write_text(text, encoding="utf-8")
     s0, t0 = proc_stat()
     with ThreadCpu() as cpu:
-        res = emulate(str(path), backend=backend, offload=offload, threads=threads, gro=gro)
+        res = emulate(
+            str(path),
+            backend=backend,
+            offload=offload,
+            threads=threads,
+            gro=gro,
+            rt_unthrottle=rt_unthrottle,
+        )
     s1, t1 = proc_stat()
     raw = res.raw
     fwd = raw["emulation"]["forwarder"]
@@ -358,9 +373,10 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         offload: bool = False,
         threads: int | None = None,
         gro: bool = False,
+        rt_unthrottle: bool = False,
     ) -> Callable[[], Sample]:
         n = args.threads if threads is None else threads
-        return lambda: run_emulate(text, backend, work, offload, n, gro)
+        return lambda: run_emulate(text, backend, work, offload, n, gro, rt_unthrottle)
 
     gbit = 1_000_000_000
     for policy in ("tbf", "police"):
@@ -424,6 +440,17 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
             add(f"gro/{policy}/{flows}/userspace", emu(text, threads=1, gro=True))
             if policy == "tbf":
                 add(f"gro/{policy}/{flows}/kernel", emu(text, "kernel", threads=1, gro=True))
+            # ... and with the kernel's RT throttling lifted (`--rt-unthrottle`), so the
+            # SCHED_FIFO forwarder is not held off 50 ms of every second.
+            add(
+                f"gro-rt/{policy}/{flows}/userspace",
+                emu(text, threads=1, gro=True, rt_unthrottle=True),
+            )
+            if policy == "tbf":
+                add(
+                    f"gro-rt/{policy}/{flows}/kernel",
+                    emu(text, "kernel", threads=1, gro=True, rt_unthrottle=True),
+                )
     for flows in (1, 4):
         text = scenario(
             name="gso", duration_s=d, flows=flows, rate_bps=10 * gbit, policy="tbf", link="40gbit"
@@ -625,6 +652,12 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
                 queue = policy != "police"
                 out.append(f"| {policy} | {flows} | off | {diag(off, koff, queue)}")
                 out.append(f"| {policy} | {flows} | GRO | {diag(on, kon, queue)}")
+                rt_on = get(f"gro-rt/{policy}/{flows}/userspace")
+                if rt_on.samples:
+                    rt_k = get(f"gro-rt/{policy}/{flows}/kernel")
+                    out.append(
+                        f"| {policy} | {flows} | GRO, RT unthrottled | {diag(rt_on, rt_k, queue)}"
+                    )
     out += [
         "",
         "GSO mode (`--offload on`): the hosts send TSO super-packets, the conditioners see"

@@ -22,6 +22,10 @@ super-packets, which the forwarder splits into their wire segments before any
 conditioner (as Linux tbf's tbf_segment), so policies still count wire frames.
 With --gro on the receiving hosts coalesce what they get (GRO, in a NAPI thread of
 their own, as a host with a NIC does); what they send stays wire-sized.
+The forwarder runs SCHED_FIFO; the kernel's RT throttling (95 % of each second by
+default) holds it off 50 ms per second when it needs a whole CPU (about 1 Gbit/s of
+wire-sized frames): --rt-unthrottle lifts that for the run and restores it after
+(--cleanup restores it after a SIGKILL).
 Needs root and iperf3, iproute2, ethtool,
 ping (bash scripts/setup.sh installs them). Every namespace and process is removed at
 the end, on an error, on Ctrl-C and on SIGTERM; after a SIGKILL, run --cleanup.
@@ -45,6 +49,7 @@ examples:
   sudo qoslab emulate scenarios/example.toml --offload on
   sudo qoslab emulate scenarios/example.toml --threads 0
   sudo qoslab emulate scenarios/example.toml --gro on
+  sudo qoslab emulate scenarios/example.toml --gro on --rt-unthrottle
   qoslab emulate scenarios/example.toml --plan
   sudo qoslab emulate --cleanup
 """
@@ -80,6 +85,13 @@ examples:
     default="off",
     help="on: the hosts coalesce received frames (GRO) in a NAPI thread of their own, as a"
     " host with a NIC does (wire-sized frames; not with --offload on)",
+)
+@click.option(
+    "--rt-unthrottle",
+    is_flag=True,
+    help="lift the kernel's real-time throttling (kernel.sched_rt_runtime_us = -1) for the"
+    " run, so the SCHED_FIFO forwarder is not held off 50 ms of every second; restored"
+    " after (machine-wide)",
 )
 @click.option(
     "--threads",

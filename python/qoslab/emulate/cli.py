@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from qoslab import outputs
+from qoslab.emulate import rt
 from qoslab.emulate.netns import cleanup_stale
 from qoslab.emulate.run import emulate, emulation_plan, stderr_progress
 from qoslab.results import write_results
@@ -45,10 +46,13 @@ def main(args: argparse.Namespace) -> int:
     """``qoslab emulate``: returns the exit status; errors propagate to the CLI."""
     if args.cleanup:
         gone = cleanup_stale(all_runs=args.all)
+        restored = rt.restore_stale()
         if args.json:
-            print(json.dumps({"removed": gone}))
+            print(json.dumps({"removed": gone, "rt_runtime_us_restored": restored}))
         elif not args.quiet:
             print(f"removed {len(gone)} namespace(s)" + (": " + " ".join(gone) if gone else ""))
+            if restored is not None:
+                print(f"restored kernel.sched_rt_runtime_us = {restored}")
         return 0
     if not args.scenario:
         raise ValueError("SCENARIO is required (or --cleanup)")
@@ -67,6 +71,7 @@ def main(args: argparse.Namespace) -> int:
         offload=args.offload == "on",
         threads=args.threads,
         gro=args.gro == "on",
+        rt_unthrottle=args.rt_unthrottle,
     )
     if sys.stderr.isatty() and not (args.quiet or args.json):
         sys.stderr.write("\r\x1b[K")

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from qoslab import _core
+from qoslab.emulate import rt
 from qoslab.emulate.netns import EmulationSetupError, Netns, preflight, run_cmd
 from qoslab.emulate.traffic import (
     Program,
@@ -269,6 +270,7 @@ def emulate(
     offload: bool = False,
     threads: int = 1,
     gro: bool = False,
+    rt_unthrottle: bool = False,
 ) -> SimulationResult:
     """Runs a scenario with real Linux TCP between namespaces through qoslab's
     conditioners (``backend="userspace"``) or the kernel's qdiscs (``"kernel"``).
@@ -286,6 +288,9 @@ def emulate(
     of their own, as a host with a NIC does, instead of taking each frame through IP and TCP
     inside the forwarder's ``send()``; frames on the wire stay wire-sized (not with
     ``offload``, where the forwarder joins segments itself).
+    ``rt_unthrottle``: the kernel's real-time throttling (``kernel.sched_rt_runtime_us``)
+    is lifted for the run and restored after it, so the SCHED_FIFO forwarder is not held
+    off for 50 ms of every second (``qoslab.emulate.rt``; a machine-wide setting).
     Needs root, iperf3, ip, tc, ethtool, ping. Raises ``qoslab.ScenarioError`` for a
     scenario Linux cannot run, ``EmulationSetupError`` when the machine cannot, and
     ``qoslab.Cancelled`` on Ctrl-C/SIGTERM — after removing every namespace and process.
@@ -299,10 +304,19 @@ def emulate(
     info = _core.scenario_info(text, filename)
     work = tmpdir()
     try:
-        with _network(list(plan["hosts"]), offload, gro) as netns:
-            return _run(
+        with (
+            _network(list(plan["hosts"]), offload, gro) as netns,
+            rt.unthrottled() if rt_unthrottle else contextlib.nullcontext() as rt_before,
+        ):
+            result = _run(
                 plan, info, text, filename, netns, backend, capture or [], progress, work, threads
             )
+            if rt_unthrottle:
+                result.raw["emulation"]["notes"].append(
+                    f"kernel RT throttling lifted for the run (sched_rt_runtime_us {rt_before}"
+                    " -> -1, restored after)"
+                )
+            return result
     except KeyboardInterrupt:
         raise _core.Cancelled("emulation cancelled") from None
     finally:
