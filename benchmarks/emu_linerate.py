@@ -48,6 +48,7 @@ removed at the end, on an error and on Ctrl-C (``qoslab.emulate``'s own cleanup,
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -252,15 +253,27 @@ def run_emulate(
     g = raw["series"].get("goodput", {})
     if len(g.get("time_ns", [])):
         ids = {f["id"] for f in tcp}
-        step = int(raw["record_interval_ns"])
         dur = int(raw["duration_ns"])
-        per_flow: dict[int, list[int]] = {}
+        per_flow: dict[int, list[tuple[int, int]]] = {}
         for t, fl, b in zip(g["time_ns"], g["flow"], g["bytes"], strict=False):
-            # intervals ending after the first second (slow start, the bucket's
-            # initial burst) and before the last one (iperf3's last can be partial)
-            if int(fl) in ids and 1_000_000_000 + step <= int(t) <= dur - step:
-                per_flow.setdefault(int(fl), []).append(int(b))
-        out.steady_bps = sum(sum(v) * 8e9 / (len(v) * step) for v in per_flow.values())
+            if int(fl) in ids:
+                per_flow.setdefault(int(fl), []).append((int(t), int(b)))
+        # Each entry is one iperf3 interval ending at t; its length is the time since the
+        # flow's previous entry (iperf3's intervals are ~100 ms, never shorter — `-i` 0.1
+        # is its floor — and not exactly 100 ms), not the scenario's record interval.
+        # Intervals ending after the first second (slow start, the bucket's initial burst)
+        # and before the last one (iperf3's last can be partial) count.
+        steady = 0.0
+        for rows in per_flow.values():
+            rows.sort()
+            sent = span = 0
+            for (t0, _), (t1, b1) in itertools.pairwise(rows):
+                if 1_100_000_000 <= t1 <= dur - 100_000_000 and t1 > t0:
+                    sent += b1
+                    span += t1 - t0
+            if span:
+                steady += sent * 8e9 / span
+        out.steady_bps = steady
     qs = raw["series"].get("queue", {})
     if len(qs.get("time_ns", [])):
         after = [int(b) for t, b in zip(qs["time_ns"], qs["bytes"], strict=False) if t > 1e9]
@@ -514,6 +527,16 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         kg = [s.steady_bps for s in k.samples]
         out.append(
             f"| {rate / 1e6:g} Mbit/s | {i / 1e6:.3f} | {stat(ug, 1e6, '{:.3f}')}"
+            f" | {stat(ug, i / 100, '{:.2f} %')} | {stat(kg, 1e6, '{:.3f}')}"
+            f" | {stat(kg, i / 100, '{:.2f} %')} |"
+        )
+    ru, rk = get("gro-rt/tbf/1/userspace"), get("gro-rt/tbf/1/kernel")
+    if ru.samples:
+        i = gbit * PAYLOAD_SHARE
+        ug = [s.steady_bps for s in ru.samples]
+        kg = [s.steady_bps for s in rk.samples]
+        out.append(
+            f"| 1000 Mbit/s, GRO hosts, RT unthrottled | {i / 1e6:.3f} | {stat(ug, 1e6, '{:.3f}')}"
             f" | {stat(ug, i / 100, '{:.2f} %')} | {stat(kg, 1e6, '{:.3f}')}"
             f" | {stat(kg, i / 100, '{:.2f} %')} |"
         )
