@@ -519,27 +519,24 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         "| rate | ideal Mbit/s | userspace | of ideal | kernel tbf | of ideal |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for rate in (1_000_000, 10_000_000, 100_000_000, 1_000_000_000):
-        key = "goodput/tbf/1" if rate == gbit else f"accuracy/{rate}"
-        u, k = get(f"{key}/userspace"), get(f"{key}/kernel")
+
+    def accuracy_row(label: str, rate: float, u: Case, k: Case) -> str:
         i = rate * PAYLOAD_SHARE
         ug = [s.steady_bps for s in u.samples]
         kg = [s.steady_bps for s in k.samples]
-        out.append(
-            f"| {rate / 1e6:g} Mbit/s | {i / 1e6:.3f} | {stat(ug, 1e6, '{:.3f}')}"
+        return (
+            f"| {label} | {i / 1e6:.3f} | {stat(ug, 1e6, '{:.3f}')}"
             f" | {stat(ug, i / 100, '{:.2f} %')} | {stat(kg, 1e6, '{:.3f}')}"
             f" | {stat(kg, i / 100, '{:.2f} %')} |"
         )
+
+    for rate in (1_000_000, 10_000_000, 100_000_000, 1_000_000_000):
+        key = "goodput/tbf/1" if rate == gbit else f"accuracy/{rate}"
+        u, k = get(f"{key}/userspace"), get(f"{key}/kernel")
+        out.append(accuracy_row(f"{rate / 1e6:g} Mbit/s", rate, u, k))
     ru, rk = get("gro-rt/tbf/1/userspace"), get("gro-rt/tbf/1/kernel")
     if ru.samples:
-        i = gbit * PAYLOAD_SHARE
-        ug = [s.steady_bps for s in ru.samples]
-        kg = [s.steady_bps for s in rk.samples]
-        out.append(
-            f"| 1000 Mbit/s, GRO hosts, RT unthrottled | {i / 1e6:.3f} | {stat(ug, 1e6, '{:.3f}')}"
-            f" | {stat(ug, i / 100, '{:.2f} %')} | {stat(kg, 1e6, '{:.3f}')}"
-            f" | {stat(kg, i / 100, '{:.2f} %')} |"
-        )
+        out.append(accuracy_row("1000 Mbit/s, GRO hosts, RT unthrottled", gbit, ru, rk))
     lu, lk = get("latency/userspace"), get("latency/kernel-forwarding")
     dl = get("delay/userspace")
 

@@ -682,11 +682,13 @@ struct RealIo {
     tx_refused: u64,
 }
 
-impl Io for RealIo {
-    fn deliver(&mut self, host: u32, _t_ns: u64, frame: &[u8]) {
+impl RealIo {
+    /// Hands a frame to `host`'s TX ring through `push`: a full ring is
+    /// counted (`tx_refused`), the first send error kept for the run's end.
+    fn push_to(&mut self, host: u32, push: impl FnOnce(&mut TxRing) -> std::io::Result<bool>) {
         if let Some(p) = self.port_of[host as usize] {
             let r = &mut self.ports[p];
-            match r.push(frame) {
+            match push(r) {
                 Ok(true) => {}
                 Ok(false) => self.tx_refused += 1,
                 Err(e) => {
@@ -697,19 +699,14 @@ impl Io for RealIo {
             }
         }
     }
+}
+
+impl Io for RealIo {
+    fn deliver(&mut self, host: u32, _t_ns: u64, frame: &[u8]) {
+        self.push_to(host, |r| r.push(frame));
+    }
     fn deliver_segment(&mut self, host: u32, _t_ns: u64, sp: &Rc<gso::SuperPacket>, i: usize) {
-        if let Some(p) = self.port_of[host as usize] {
-            let r = &mut self.ports[p];
-            match r.push_segment(sp, i) {
-                Ok(true) => {}
-                Ok(false) => self.tx_refused += 1,
-                Err(e) => {
-                    let name = r.ifname().to_string();
-                    self.error
-                        .get_or_insert_with(|| format!("sending on '{name}': {e}"));
-                }
-            }
-        }
+        self.push_to(host, |r| r.push_segment(sp, i));
     }
     fn kernel_send(&mut self, dir: u32, frame: &[u8]) -> bool {
         let Some(s) = &self.kernel_tx[dir as usize] else {

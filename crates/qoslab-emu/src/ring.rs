@@ -495,15 +495,11 @@ impl TxRing {
         if frame.len() > self.max_frame {
             return Ok(false);
         }
-        if let Some((i, mut o)) = self.open.take() {
-            if let Open::Join(c) = &mut o {
-                if c.append(self.frame_room(i), frame) {
-                    self.open = Some((i, o));
-                    return Ok(true);
-                }
-            }
-            self.open = Some((i, o));
-            self.close_open();
+        if self.extend_open(|o, room| match o {
+            Open::Join(c) => c.append(room, frame),
+            _ => false,
+        }) {
+            return Ok(true);
         }
         let Some(i) = self.take_slot()? else {
             return Ok(false);
@@ -533,6 +529,23 @@ impl TxRing {
         Ok(true)
     }
 
+    /// Offers the next frame to the slot still open (a super-packet being
+    /// joined, or a run of one super-packet's segments): `append` gets the
+    /// open slot and its room and says whether it took the frame. When it
+    /// did not, the open slot is closed (handed to the kernel) first.
+    fn extend_open(&mut self, append: impl FnOnce(&mut Open, &mut [u8]) -> bool) -> bool {
+        if let Some((i, mut o)) = self.open.take() {
+            let room = self.frame_room(i);
+            let taken = append(&mut o, room);
+            self.open = Some((i, o));
+            if taken {
+                return true;
+            }
+            self.close_open();
+        }
+        false
+    }
+
     /// Queues wire segment `index` of super-packet `sp`, unchanged since
     /// it was read (`--offload on` only): segments of one super-packet
     /// delivered back to back are written into one slot as they come
@@ -546,15 +559,11 @@ impl TxRing {
             sp.write_segment(index, &mut f);
             return self.push(&f);
         }
-        if let Some((i, mut o)) = self.open.take() {
-            if let Open::Run(r) = &mut o {
-                if r.append(sp, index, self.frame_room(i)) {
-                    self.open = Some((i, o));
-                    return Ok(true);
-                }
-            }
-            self.open = Some((i, o));
-            self.close_open();
+        if self.extend_open(|o, room| match o {
+            Open::Run(r) => r.append(sp, index, room),
+            _ => false,
+        }) {
+            return Ok(true);
         }
         let Some(i) = self.take_slot()? else {
             return Ok(false);
