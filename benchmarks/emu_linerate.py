@@ -392,16 +392,21 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         return lambda: run_emulate(text, backend, work, offload, n, gro, rt_unthrottle)
 
     gbit = 1_000_000_000
+
+    def linerate(policy: str, flows: int) -> str:
+        # the 1 Gbit/s cases record every 10 ms: the queue-empty share needs it
+        return scenario(
+            name="linerate",
+            duration_s=d,
+            flows=flows,
+            rate_bps=gbit,
+            policy=policy,
+            interval="10ms",
+        )
+
     for policy in ("tbf", "police"):
         for flows in (1, 4):
-            text = scenario(
-                name="linerate",
-                duration_s=d,
-                flows=flows,
-                rate_bps=gbit,
-                policy=policy,
-                interval="10ms",
-            )
+            text = linerate(policy, flows)
             add(f"goodput/{policy}/{flows}/userspace", emu(text))
             if policy == "tbf":
                 add(f"goodput/{policy}/{flows}/kernel", emu(text, "kernel"))
@@ -433,23 +438,13 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         # The same forwarder in one thread: what one thread per direction changes.
         for policy in ("tbf", "police"):
             for flows in (1, 4):
-                text = scenario(
-                    name="linerate", duration_s=d, flows=flows, rate_bps=gbit, policy=policy,
-                    interval="10ms",
-                )  # fmt: skip
+                text = linerate(policy, flows)
                 add(f"threads1/{policy}/{flows}", emu(text, threads=1))
     # Receiving hosts with GRO in a NAPI thread (`qoslab emulate --gro on`), one forwarder
     # thread (the default of `qoslab emulate`); the kernel-tbf column with the same hosts.
     for policy in ("tbf", "police"):
         for flows in (1, 4):
-            text = scenario(
-                name="linerate",
-                duration_s=d,
-                flows=flows,
-                rate_bps=gbit,
-                policy=policy,
-                interval="10ms",
-            )
+            text = linerate(policy, flows)
             add(f"gro/{policy}/{flows}/userspace", emu(text, threads=1, gro=True))
             if policy == "tbf":
                 add(f"gro/{policy}/{flows}/kernel", emu(text, "kernel", threads=1, gro=True))
