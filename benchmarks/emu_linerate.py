@@ -15,11 +15,15 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
    the first second, from the 100 ms goodput series), userspace vs kernel tbf;
 3. idle latency: ping through the emulator (every link 10 Gbit/s, no delay) against
    ping through plain kernel forwarding (a Linux bridge in a namespace joining the
-   same two host namespaces): median and p99 of the RTT, and the difference;
-4. the delay line under load: a 4 ms bottleneck (each way) carrying a UDP load while
-   ping measures; RTT - 2 x 4 ms - the idle emulator median, halved (one way). 4 ms,
-   not 5: iputils ping prints an RTT of 10 ms or more with one decimal (100 µs steps),
-   below 10 ms with two (10 µs steps), and the target is ±20 µs;
+   same two host namespaces): median and p99 of the RTT, and the difference; for the
+   main form (``--threads``), the default single thread, and a single thread that
+   never sleeps (``--busy-poll``), alone and with ``--rt-unthrottle``;
+4. the delay line under load, in the same forms: a 4 ms bottleneck (each way) carrying a
+   UDP load while ping measures; RTT - 2 x 4 ms - the same form's idle median, halved
+   (one way), with the forwarder's event lateness, how late its timed sleeps woke and
+   the spin margin it learnt. 4 ms, not 5: iputils ping prints an RTT of 10 ms or more
+   with one decimal (100 µs steps), below 10 ms with two (10 µs steps), and the target
+   is ±20 µs;
 5. CPU per forwarded frame, user and system, of the forwarder thread
    (/proc/self/task/TID/stat of the thread named ``qoslab-emu``);
 6. flows 1-64 through the 1 Gbit/s TBF;
@@ -144,6 +148,10 @@ class Sample:
     ping_ns: list[int] = field(default_factory=list)
     lateness_p99_ns: int = 0
     lateness_p999_ns: int = 0
+    #: how late the forwarder's timed sleeps (ppoll) woke, p99, and the spin margin it
+    #: learnt from them (docs/performance.md, issue 16)
+    wake_p99_ns: int = 0
+    spin_margin_ns: int = 0
     #: share of the queue series' samples after the first second with the policy's queue
     #: empty (the bottleneck then idles unless a frame is being let through)
     queue_empty: float = float("nan")
@@ -213,6 +221,7 @@ def run_emulate(
     threads: int = 0,
     gro: bool = False,
     rt_unthrottle: bool = False,
+    busy_poll: bool = False,
 ) -> Sample:
     from qoslab.emulate.run import emulate
 
@@ -227,6 +236,7 @@ def run_emulate(
             threads=threads,
             gro=gro,
             rt_unthrottle=rt_unthrottle,
+            busy_poll=busy_poll,
         )
     s1, t1 = proc_stat()
     raw = res.raw
@@ -241,6 +251,8 @@ def run_emulate(
         steal=(s1 - s0) / max(1, t1 - t0),
         lateness_p99_ns=int((fwd.get("timing") or {}).get("p99_ns", 0)),
         lateness_p999_ns=int((fwd.get("timing") or {}).get("p999_ns", 0)),
+        wake_p99_ns=int((fwd.get("timing") or {}).get("wake_p99_ns", 0)),
+        spin_margin_ns=int((fwd.get("timing") or {}).get("spin_margin_ns", 0)),
         policy_drops=sum(int(p.get("packets_dropped") or 0) for p in raw.get("policies", [])),
         retransmits=sum(int(f.get("retransmits") or 0) for f in tcp),
         tx_refused=int(fwd.get("tx_refused") or 0),
@@ -387,9 +399,10 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         threads: int | None = None,
         gro: bool = False,
         rt_unthrottle: bool = False,
+        busy_poll: bool = False,
     ) -> Callable[[], Sample]:
         n = args.threads if threads is None else threads
-        return lambda: run_emulate(text, backend, work, offload, n, gro, rt_unthrottle)
+        return lambda: run_emulate(text, backend, work, offload, n, gro, rt_unthrottle, busy_poll)
 
     gbit = 1_000_000_000
 
@@ -417,7 +430,11 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
     idle = scenario(name="idle", duration_s=d, flows=0, rate_bps=None, policy="", ping_ms=10)
     add("latency/userspace", emu(idle))
     if args.threads != 1:
-        add("threads1/latency", emu(idle, threads=1))
+        add("latency/threads1", emu(idle, threads=1))
+    # The default form (one thread) never sleeping (`--busy-poll`), and with the kernel's
+    # RT throttling lifted as well (a spinning SCHED_FIFO thread wants its whole CPU).
+    add("latency/busy-poll", emu(idle, threads=1, busy_poll=True))
+    add("latency/busy-poll-rt", emu(idle, threads=1, busy_poll=True, rt_unthrottle=True))
     add("latency/kernel-forwarding", lambda: kernel_forward_ping(d, 10))
     loaded = scenario(
         name="delay",
@@ -431,6 +448,10 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         ping_ms=10,
     )
     add("delay/userspace", emu(loaded))
+    if args.threads != 1:
+        add("delay/threads1", emu(loaded, threads=1))
+    add("delay/busy-poll", emu(loaded, threads=1, busy_poll=True))
+    add("delay/busy-poll-rt", emu(loaded, threads=1, busy_poll=True, rt_unthrottle=True))
     for flows in (16, 64):
         text = scenario(name="flows", duration_s=d, flows=flows, rate_bps=gbit, policy="tbf")
         add(f"goodput/tbf/{flows}/userspace", emu(text))
@@ -533,40 +554,80 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
     if ru.samples:
         out.append(accuracy_row("1000 Mbit/s, GRO hosts, RT unthrottled", gbit, ru, rk))
     lu, lk = get("latency/userspace"), get("latency/kernel-forwarding")
-    dl = get("delay/userspace")
 
     def q(c: Case, p: float) -> list[float]:
         return [pct(s.ping_ns, p) for s in c.samples if s.ping_ns]
 
-    added50 = [a - b for a, b in zip(q(lu, 0.5), q(lk, 0.5), strict=False)]
-    added99 = [a - b for a, b in zip(q(lu, 0.99), q(lk, 0.99), strict=False)]
-    idle50 = statistics.median(q(lu, 0.5)) if q(lu, 0.5) else 0.0
-    one_way = [
-        [(x - 2 * DELAY_NS - idle50) / 2 for x in s.ping_ns] for s in dl.samples if s.ping_ns
+    # The forwarder's forms measured idle and under load: (label, suffix of the
+    # latency/ and delay/ keys). The main rows are `--threads` as given; one thread is
+    # `qoslab emulate`'s default.
+    forms = [
+        (f"threads={args.threads}", "userspace"),
+        ("threads=1 (default)", "threads1"),
+        ("threads=1, --busy-poll", "busy-poll"),
+        ("threads=1, --busy-poll --rt-unthrottle", "busy-poll-rt"),
     ]
+    if args.threads == 1:
+        forms.pop(1)
     out += [
         "",
-        "Latency (ping every 10 ms, 56-byte payload; µs):",
+        "Latency (ping every 10 ms, 56-byte payload; µs). Added = the form's RTT minus kernel"
+        " forwarding's, run by run:",
         "",
-        "| path | RTT p50 | RTT p99 | runs |",
-        "|---|---:|---:|---:|",
+        "| path | RTT p50 | RTT p99 | added p50 | added p99 | runs |",
+        "|---|---:|---:|---:|---:|---:|",
         f"| kernel forwarding (bridge) | {stat(q(lk, 0.5), 1e3)} | {stat(q(lk, 0.99), 1e3)}"
-        f" | {kept(lk)} |",
-        f"| qoslab emulate, idle | {stat(q(lu, 0.5), 1e3)} | {stat(q(lu, 0.99), 1e3)}"
-        f" | {kept(lu)} |",
-        f"| added by the emulator | {stat(added50, 1e3)} | {stat(added99, 1e3)} | |",
+        f" | | | {kept(lk)} |",
+    ]
+    for label, key in forms:
+        c = get(f"latency/{key}")
+        if not c.samples:
+            continue
+        a50 = [a - b for a, b in zip(q(c, 0.5), q(lk, 0.5), strict=False)]
+        a99 = [a - b for a, b in zip(q(c, 0.99), q(lk, 0.99), strict=False)]
+        out.append(
+            f"| qoslab emulate, idle, {label} | {stat(q(c, 0.5), 1e3)} | {stat(q(c, 0.99), 1e3)}"
+            f" | {stat(a50, 1e3)} | {stat(a99, 1e3)} | {kept(c)} |"
+        )
+    out += [
         "",
         f"Delay line under load ({DELAY_NS // 1_000_000} ms each way on a 1 Gbit/s bottleneck,"
         " 300 Mbit/s UDP alongside the ping): one-way error = (RTT -"
-        f" {2 * DELAY_NS // 1_000_000} ms - idle emulator median) / 2,"
-        " µs; the forwarder's own event lateness p99 (a sanity check of its clock, not an"
-        " outside measurement):",
+        f" {2 * DELAY_NS // 1_000_000} ms - the same form's idle RTT median) / 2, µs (it"
+        " includes the path's own jitter, and up to one UDP frame's 12 µs of modelled"
+        " queueing at the bottleneck for the pings that meet one); the forwarder's own"
+        " event lateness p99 and how late its timed sleeps woke (p99) with the spin margin"
+        " it learnt from them (sanity checks of its clock, not outside measurements), and"
+        " how long per second it was runnable but not running (schedstat):",
         "",
-        "| one-way error p50 | p99 | forwarder lateness p99 | runs |",
-        "|---:|---:|---:|---:|",
-        f"| {stat([pct([int(v) for v in o], 0.5) for o in one_way], 1e3)}"
-        f" | {stat([pct([int(v) for v in o], 0.99) for o in one_way], 1e3)}"
-        f" | {stat([float(s.lateness_p99_ns) for s in dl.samples], 1e3)} | {kept(dl)} |",
+        "| forwarder | one-way error p50 | p99 | forwarder lateness p99 | sleep wake-up late"
+        " p99 | spin margin | forwarder waiting, ms/s | runs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, key in forms:
+        dl, idle_c = get(f"delay/{key}"), get(f"latency/{key}")
+        if not dl.samples:
+            continue
+        if q(idle_c, 0.5):
+            idle50 = statistics.median(q(idle_c, 0.5))
+            one_way = [
+                [(x - 2 * DELAY_NS - idle50) / 2 for x in s.ping_ns]
+                for s in dl.samples
+                if s.ping_ns
+            ]
+            e50 = stat([pct([int(v) for v in o], 0.5) for o in one_way], 1e3)
+            e99 = stat([pct([int(v) for v in o], 0.99) for o in one_way], 1e3)
+        else:
+            e50 = e99 = "— (no idle run of this form)"
+        out.append(
+            f"| {label} | {e50} | {e99}"
+            f" | {stat([float(s.lateness_p99_ns) for s in dl.samples], 1e3)}"
+            f" | {stat([float(s.wake_p99_ns) for s in dl.samples], 1e3)}"
+            f" | {stat([float(s.spin_margin_ns) for s in dl.samples], 1e3)}"
+            f" | {stat([s.wait_s * 1e3 / max(1e-9, args.duration) for s in dl.samples])}"
+            f" | {kept(dl)} |"
+        )
+    out += [
         "",
         "CPU of the forwarder thread per forwarded frame (data and ACKs), and flows"
         " through the 1 Gbit/s TBF:",
@@ -595,7 +656,7 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         )
         for f in (1, 4)
     ]
-    if any(get(k1).samples for _, _, k1 in one) or get("threads1/latency").samples:
+    if any(get(k1).samples for _, _, k1 in one) or get("latency/threads1").samples:
         out += [
             "",
             "One forwarder thread per direction (`threads=0`) against a single thread"
@@ -615,7 +676,7 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
             ga = [s.goodput_bps for s in a.samples]
             gb = [s.goodput_bps for s in b.samples]
             out.append(f"| {label} | {stat(ga, 1e6)} | {stat(gb, 1e6)} | {cpu(a)} | {cpu(b)} |")
-        lu1 = get("threads1/latency")
+        lu1 = get("latency/threads1")
         out.append(
             f"| idle ping RTT p50, µs | {stat(q(lu, 0.5), 1e3)} | {stat(q(lu1, 0.5), 1e3)} | | |"
         )

@@ -78,6 +78,7 @@ def test_help_works_without_root(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["emulate", "--help"]) == 0
     out = capsys.readouterr().out
     assert "examples:" in out and "--backend" in out and "--cleanup" in out
+    assert "--busy-poll" in out
 
 
 def test_plan_refuses_what_linux_cannot_do(
@@ -235,3 +236,22 @@ def test_gro_with_offload_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
     s.write_text(TBF_10MBIT)
     assert main(["emulate", str(s), "--gro", "on", "--offload", "on"]) == 2
     assert "gro needs offload off" in capsys.readouterr().err
+
+
+@needs_emu
+def test_busy_poll_from_the_cli_gives_rate_and_delay_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = tmp_path / "tbf.toml"
+    s.write_text(TBF_10MBIT)
+    assert main(["emulate", str(s), "--json", "--busy-poll"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    tcp = [f for f in doc["flows"] if f["protocol"] == "tcp"]
+    ping = [f for f in doc["flows"] if f["protocol"] == "ping"]
+    # Wider than the default's 8 %: on a loaded machine a thread that never sleeps is
+    # held off its CPU for the fair tasks' share, up to 50 ms at a time.
+    assert tcp[0]["goodput_bps"] == pytest.approx(IDEAL_10MBIT, rel=0.15)
+    assert ping[0]["rtt_ms"]["min"] >= 21.0
+    fwd = doc["emulation"]["forwarder"]
+    assert fwd["timing"]["wake_count"] == 0  # it never slept
+    assert any("busy-polled" in n for n in doc["emulation"]["notes"])

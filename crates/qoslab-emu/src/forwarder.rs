@@ -18,10 +18,13 @@
 //! kernel-backend socket (recvmmsg), run the events due, write what they
 //! released into the ports' transmit rings and flush each ring with one
 //! `send()` ([`crate::ring`]); with several threads, spin while any of them
-//! read a frame in the last [`IDLE_SPIN_NS`]; else sleep in ppoll until [`SPIN_NS`] before the
-//! next due event — or until a frame arrives or a peer kicks it — and spin
-//! the last stretch. Each event's lateness (clock when run − due time) goes
-//! into a histogram; conditioners never see it.
+//! read a frame in the last [`IDLE_SPIN_NS`]; else sleep in ppoll until a
+//! margin before the next due event — or until a frame arrives or a peer
+//! kicks it — and spin the last stretch. The margin is learnt from how late
+//! the thread's own timed sleeps wake ([`WakeMargin`]). With `busy_poll` the
+//! loop never sleeps. Each event's lateness (clock when run − due time), and
+//! each timed sleep's (woken − asked), go into histograms; conditioners
+//! never see them.
 
 use crate::capture::Capture;
 use crate::conditioner;
@@ -29,7 +32,7 @@ use crate::gso;
 use crate::model::{Counters, DirResult, Io, Model, Point};
 use crate::ring::{self, RxRing, TxRing};
 use crate::sys::{self, PacketSocket};
-use crate::timing::{monotonic_ns, realtime_ns, LatencyHist};
+use crate::timing::{monotonic_ns, realtime_ns, LatencyHist, WakeMargin};
 use qoslab_scenario::Scenario;
 use qoslab_sim::net::Net;
 use qoslab_sim::result::{PolicyResult, Series};
@@ -45,8 +48,6 @@ use std::thread::JoinHandle;
 /// Frames read per port (ring) or per recvmmsg call (kernel backend) in
 /// one round before the loop runs the due events and flushes.
 pub const BATCH: usize = 64;
-/// Sleep until this long before the next due event, then spin.
-pub const SPIN_NS: u64 = 50_000;
 /// Longest sleep (so a stop request is seen quickly).
 const MAX_SLEEP_NS: u64 = 20_000_000;
 /// With several threads: after any of them read a frame, spin (instead of
@@ -92,6 +93,11 @@ pub struct EmuSpec {
     /// Forwarder threads: 0 = one per independent group of ports, at most
     /// one per CPU; 1 = a single thread; n = at most n.
     pub threads: usize,
+    /// `--busy-poll`: the threads never sleep in ppoll; they spin on their
+    /// rings and clocks, so a frame or a due release is seen within about a
+    /// µs instead of after a wake-up (an IPI to a halted virtual CPU: tens of
+    /// µs). Costs a CPU per thread, all the time.
+    pub busy_poll: bool,
 }
 
 /// Live counters, readable while the forwarder runs.
@@ -115,10 +121,19 @@ pub struct Timing {
     pub p99_ns: u64,
     pub p999_ns: u64,
     pub max_ns: u64,
+    /// Timed sleeps in ppoll that ran out, and how late they woke (woken
+    /// − asked): p50, p99, maximum.
+    pub wake_count: u64,
+    pub wake_p50_ns: u64,
+    pub wake_p99_ns: u64,
+    pub wake_max_ns: u64,
+    /// The learnt spin margin at the end of the run (the largest of the
+    /// threads'; [`WakeMargin`]).
+    pub spin_margin_ns: u64,
 }
 
 impl Timing {
-    fn of(h: &LatencyHist) -> Timing {
+    fn of(h: &LatencyHist, wake: &LatencyHist, spin_margin_ns: u64) -> Timing {
         Timing {
             count: h.count,
             mean_ns: h.mean_ns(),
@@ -126,6 +141,11 @@ impl Timing {
             p99_ns: h.quantile(0.99),
             p999_ns: h.quantile(0.999),
             max_ns: h.max_ns,
+            wake_count: wake.count,
+            wake_p50_ns: wake.quantile(0.5),
+            wake_p99_ns: wake.quantile(0.99),
+            wake_max_ns: wake.max_ns,
+            spin_margin_ns,
         }
     }
 }
@@ -219,6 +239,8 @@ impl Drop for Handle {
 struct Part {
     res: EmuResult,
     lateness: LatencyHist,
+    wake: LatencyHist,
+    margin_ns: u64,
 }
 
 /// Which thread's copy of the model holds each direction's and each
@@ -237,13 +259,16 @@ fn merge(mut parts: Vec<Part>, owners: &Owners) -> EmuResult {
     if parts.len() == 1 {
         let p = parts.pop().expect("one part");
         let mut res = p.res;
-        res.timing = Timing::of(&p.lateness);
+        res.timing = Timing::of(&p.lateness, &p.wake, p.margin_ns);
         return res;
     }
     let mut lateness = LatencyHist::default();
+    let mut wake = LatencyHist::default();
     for p in &parts {
         lateness.merge(&p.lateness);
+        wake.merge(&p.wake);
     }
+    let margin_ns = parts.iter().map(|p| p.margin_ns).max().unwrap_or(0);
     let pick = |i: usize, o: &[usize]| o.get(i).copied().unwrap_or(0).min(parts.len() - 1);
     let policies = (0..parts[0].res.policies.len())
         .map(|i| parts[pick(i, &owners.policy)].res.policies[i].clone())
@@ -306,7 +331,7 @@ fn merge(mut parts: Vec<Part>, owners: &Owners) -> EmuResult {
         links,
         series,
         counters,
-        timing: Timing::of(&lateness),
+        timing: Timing::of(&lateness, &wake, margin_ns),
         realtime: parts.iter().all(|p| p.res.realtime),
         tx_refused: sum(|r| r.tx_refused),
         rx_ring_drops: sum(|r| r.rx_ring_drops),
@@ -806,6 +831,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
             rt,
         ))
     };
+    let busy_poll = spec.busy_poll;
     let (ports, port_of, kernel_tx, kernel_rx, (captures, capture_files), mtu, realtime) =
         match setup() {
             Ok(x) => x,
@@ -858,6 +884,8 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
     let mut csum = vec![false; BATCH];
     let mut rx_ring_drops = 0u64;
     let mut shown = Shown::default();
+    let mut wake = LatencyHist::default();
+    let mut margin = WakeMargin::default();
     // Kernel receive stamps are CLOCK_REALTIME: shift them by the offset
     // taken now (NTP slews it by parts per million at most during a run).
     let real_minus_mono = i128::from(realtime_ns()) - i128::from(monotonic_ns());
@@ -870,10 +898,12 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
     while !stop.load(Ordering::Relaxed) {
         let mut got = 0;
         for (h, rx) in &mut rx_rings {
-            let wall = monotonic_ns();
             for _ in 0..BATCH {
                 let Some(f) = rx.peek() else { break };
                 got += 1;
+                // Read per frame: the events run before it are recorded
+                // as late as they really are, not as of the batch's start.
+                let wall = monotonic_ns();
                 let limit = if f.vnet.is_some_and(|v| v.gso_type != gso::GSO_NONE) {
                     usize::MAX
                 } else {
@@ -970,18 +1000,28 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
             std::hint::spin_loop();
             continue;
         }
+        if busy_poll {
+            std::hint::spin_loop();
+            continue;
+        }
         let sleep_ns = match model.next_due() {
-            Some(d) if d <= now.saturating_add(SPIN_NS) => {
+            Some(d) if d <= now.saturating_add(margin.ns()) => {
                 std::hint::spin_loop();
                 continue;
             }
-            Some(d) => (d - SPIN_NS - now).min(MAX_SLEEP_NS),
+            Some(d) => (d - margin.ns() - now).min(MAX_SLEEP_NS),
             None => MAX_SLEEP_NS,
         };
         let mine = &peers[me];
         mine.sleeping.store(true, Ordering::Release);
-        sys::wait_readable(&mut fds, sleep_ns);
+        let timed_out = sys::wait_readable(&mut fds, sleep_ns);
         mine.sleeping.store(false, Ordering::Release);
+        if timed_out && sleep_ns < MAX_SLEEP_NS {
+            // Only sleeps that end at an event teach the margin.
+            let late = monotonic_ns().saturating_sub(now + sleep_ns);
+            wake.record(late);
+            margin.woke(late);
+        }
         if fds.last().is_some_and(|f| f.revents != 0) && peers.len() > 1 {
             // Kicked: clear the eventfd (the last fd polled).
             sys::eventfd_drain(mine.wake.as_raw_fd());
@@ -1010,7 +1050,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
             links,
             series,
             counters,
-            timing: Timing::of(&lateness),
+            timing: Timing::of(&lateness, &wake, margin.ns()),
             realtime,
             tx_refused,
             rx_ring_drops,
@@ -1021,6 +1061,8 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
             threads: 1,
         },
         lateness,
+        wake,
+        margin_ns: margin.ns(),
     })
 }
 
@@ -1215,6 +1257,8 @@ rate = "1mbit"
                     threads: 1,
                 },
                 lateness,
+                wake: LatencyHist::default(),
+                margin_ns: 1000 * k,
             }
         };
         let m = merge(vec![part(0), part(1)], &owners);
@@ -1227,5 +1271,6 @@ rate = "1mbit"
         assert_eq!(m.counters.frames_in, 10);
         assert_eq!(m.rx_ring_drops, 1);
         assert_eq!(m.timing.count, 2);
+        assert_eq!(m.timing.spin_margin_ns, 1000);
     }
 }

@@ -359,8 +359,9 @@ fn if_mtu(fd: RawFd, ifname: &str) -> io::Result<u32> {
     Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
 }
 
-/// Waits until one of `fds` is readable or `timeout_ns` passed (ppoll(2)).
-pub fn wait_readable(fds: &mut [libc::pollfd], timeout_ns: u64) {
+/// Waits until one of `fds` is readable or `timeout_ns` passed (ppoll(2));
+/// `true` when it returned for the timeout (no fd ready, no signal).
+pub fn wait_readable(fds: &mut [libc::pollfd], timeout_ns: u64) -> bool {
     let ts = libc::timespec {
         tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
@@ -369,7 +370,7 @@ pub fn wait_readable(fds: &mut [libc::pollfd], timeout_ns: u64) {
         f.revents = 0;
     }
     // SAFETY: `fds` and `ts` are valid for the call; no signal mask.
-    unsafe {
+    let r = unsafe {
         libc::ppoll(
             fds.as_mut_ptr(),
             fds.len() as libc::nfds_t,
@@ -377,6 +378,7 @@ pub fn wait_readable(fds: &mut [libc::pollfd], timeout_ns: u64) {
             std::ptr::null(),
         )
     };
+    r == 0
 }
 
 /// A non-blocking eventfd(2): one forwarder thread wakes another with it.

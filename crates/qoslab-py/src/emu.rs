@@ -232,6 +232,11 @@ impl EmuHandle {
         t.set_item("p99_ns", r.timing.p99_ns)?;
         t.set_item("p999_ns", r.timing.p999_ns)?;
         t.set_item("max_ns", r.timing.max_ns)?;
+        t.set_item("wake_count", r.timing.wake_count)?;
+        t.set_item("wake_p50_ns", r.timing.wake_p50_ns)?;
+        t.set_item("wake_p99_ns", r.timing.wake_p99_ns)?;
+        t.set_item("wake_max_ns", r.timing.wake_max_ns)?;
+        t.set_item("spin_margin_ns", r.timing.spin_margin_ns)?;
         t.set_item("realtime_priority", r.realtime)?;
         d.set_item("timing", t)?;
         let c = &r.counters;
@@ -262,7 +267,7 @@ impl EmuHandle {
 
 /// Starts the forwarder of scenario `text` in namespace `netns`.
 #[pyfunction]
-#[pyo3(signature = (text, filename, netns, ports, host_ips, kernel_links, captures, t0_ns, offload=false, threads=0))]
+#[pyo3(signature = (text, filename, netns, ports, host_ips, kernel_links, captures, t0_ns, offload=false, threads=0, busy_poll=false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn emu_start(
     py: Python<'_>,
@@ -276,6 +281,7 @@ pub(crate) fn emu_start(
     t0_ns: u64,
     offload: bool,
     threads: usize,
+    busy_poll: bool,
 ) -> PyResult<EmuHandle> {
     let sc = parse(py, text, filename)?;
     // Refuse what `emu_plan` refuses.
@@ -298,6 +304,7 @@ pub(crate) fn emu_start(
         t0_ns,
         offload,
         threads,
+        busy_poll,
     };
     let h = py
         .detach(|| qoslab_emu::start(&sc, spec))

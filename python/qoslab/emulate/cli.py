@@ -72,6 +72,7 @@ def main(args: argparse.Namespace) -> int:
         threads=args.threads,
         gro=args.gro == "on",
         rt_unthrottle=args.rt_unthrottle,
+        busy_poll=args.busy_poll,
     )
     if sys.stderr.isatty() and not (args.quiet or args.json):
         sys.stderr.write("\r\x1b[K")

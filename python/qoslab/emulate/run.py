@@ -271,6 +271,7 @@ def emulate(
     threads: int = 1,
     gro: bool = False,
     rt_unthrottle: bool = False,
+    busy_poll: bool = False,
 ) -> SimulationResult:
     """Runs a scenario with real Linux TCP between namespaces through qoslab's
     conditioners (``backend="userspace"``) or the kernel's qdiscs (``"kernel"``).
@@ -291,6 +292,10 @@ def emulate(
     ``rt_unthrottle``: the kernel's real-time throttling (``kernel.sched_rt_runtime_us``)
     is lifted for the run and restored after it, so the SCHED_FIFO forwarder is not held
     off for 50 ms of every second (``qoslab.emulate.rt``; a machine-wide setting).
+    ``busy_poll``: the forwarder threads never sleep: a frame or a due delay-line release
+    is handled within about a µs instead of after the wake-up of a sleeping thread (tens of
+    µs on a virtual machine whose idle CPU halts). Costs a whole CPU per forwarder thread
+    for the run (docs/performance.md, issue 16).
     Needs root, iperf3, ip, tc, ethtool, ping. Raises ``qoslab.ScenarioError`` for a
     scenario Linux cannot run, ``EmulationSetupError`` when the machine cannot, and
     ``qoslab.Cancelled`` on Ctrl-C/SIGTERM — after removing every namespace and process.
@@ -309,12 +314,26 @@ def emulate(
             rt.unthrottled() if rt_unthrottle else contextlib.nullcontext() as rt_before,
         ):
             result = _run(
-                plan, info, text, filename, netns, backend, capture or [], progress, work, threads
+                plan,
+                info,
+                text,
+                filename,
+                netns,
+                backend,
+                capture or [],
+                progress,
+                work,
+                threads,
+                busy_poll,
             )
             if rt_unthrottle:
                 result.raw["emulation"]["notes"].append(
                     f"kernel RT throttling lifted for the run (sched_rt_runtime_us {rt_before}"
                     " -> -1, restored after)"
+                )
+            if busy_poll:
+                result.raw["emulation"]["notes"].append(
+                    "forwarder busy-polled: it never slept, one CPU per thread spent spinning"
                 )
             return result
     except KeyboardInterrupt:
@@ -334,6 +353,7 @@ def _run(
     progress: ProgressFn | None,
     work: Path,
     threads: int = 1,
+    busy_poll: bool = False,
 ) -> SimulationResult:
     interval_ns = int(plan["record_interval_ns"])
     duration_ns = int(plan["duration_ns"])
@@ -365,6 +385,7 @@ def _run(
         t0,
         offload=netns.offload,
         threads=threads,
+        busy_poll=busy_poll,
     )
     sampler = None
     if kernel_links:
