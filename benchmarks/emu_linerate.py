@@ -150,6 +150,7 @@ class Sample:
     lateness_p999_ns: int = 0
     #: how late the forwarder's timed sleeps (ppoll) woke, p99, and the spin margin it
     #: learnt from them (docs/performance.md, issue 16)
+    wake_count: int = 0
     wake_p99_ns: int = 0
     spin_margin_ns: int = 0
     #: share of the queue series' samples after the first second with the policy's queue
@@ -251,6 +252,7 @@ def run_emulate(
         steal=(s1 - s0) / max(1, t1 - t0),
         lateness_p99_ns=int((fwd.get("timing") or {}).get("p99_ns", 0)),
         lateness_p999_ns=int((fwd.get("timing") or {}).get("p999_ns", 0)),
+        wake_count=int((fwd.get("timing") or {}).get("wake_count", 0)),
         wake_p99_ns=int((fwd.get("timing") or {}).get("wake_p99_ns", 0)),
         spin_margin_ns=int((fwd.get("timing") or {}).get("spin_margin_ns", 0)),
         policy_drops=sum(int(p.get("packets_dropped") or 0) for p in raw.get("policies", [])),
@@ -619,11 +621,13 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
             e99 = stat([pct([int(v) for v in o], 0.99) for o in one_way], 1e3)
         else:
             e50 = e99 = "— (no idle run of this form)"
+        slept = any(s.wake_count for s in dl.samples)  # a busy-polling forwarder never does
+        wake99 = stat([float(s.wake_p99_ns) for s in dl.samples], 1e3) if slept else "—"
+        margin = stat([float(s.spin_margin_ns) for s in dl.samples], 1e3) if slept else "—"
         out.append(
             f"| {label} | {e50} | {e99}"
             f" | {stat([float(s.lateness_p99_ns) for s in dl.samples], 1e3)}"
-            f" | {stat([float(s.wake_p99_ns) for s in dl.samples], 1e3)}"
-            f" | {stat([float(s.spin_margin_ns) for s in dl.samples], 1e3)}"
+            f" | {wake99} | {margin}"
             f" | {stat([s.wait_s * 1e3 / max(1e-9, args.duration) for s in dl.samples])}"
             f" | {kept(dl)} |"
         )
