@@ -1,0 +1,72 @@
+"""The latency and delay-line tables of benchmarks/emu_linerate.py, rendered from
+made-up samples (no emulation): one row per forwarder form, the one-way error taken
+against the same form's idle median, no wake-up columns for a form that never slept."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import emu_linerate as bench  # noqa: E402
+
+
+def _args(threads: int = 0) -> argparse.Namespace:
+    return argparse.Namespace(threads=threads, duration=6.0, runs=1, label="test", max_steal=0.05)
+
+
+def _case(key: str, *samples: bench.Sample) -> bench.Case:
+    return bench.Case(key, list(samples))
+
+
+def _row(text: str, start: str) -> list[str]:
+    (line,) = [ln for ln in text.splitlines() if ln.startswith(start)]
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_latency_and_delay_rows_per_form() -> None:
+    idle_us = {"userspace": 150, "threads1": 120, "busy-poll": 80, "busy-poll-rt": 78}
+    cases = {
+        "latency/kernel-forwarding": _case("k", bench.Sample(ping_ns=[60_000] * 100)),
+    }
+    for key, us in idle_us.items():
+        cases[f"latency/{key}"] = _case(key, bench.Sample(ping_ns=[us * 1000] * 100))
+        slept = not key.startswith("busy")
+        cases[f"delay/{key}"] = _case(
+            key,
+            bench.Sample(
+                # every ping 8 ms + the idle RTT + 2 x 10 µs: one-way error 10 µs
+                ping_ns=[bench.DELAY_NS * 2 + us * 1000 + 20_000] * 100,
+                lateness_p99_ns=30_000,
+                wake_count=50 if slept else 0,
+                wake_p99_ns=90_000 if slept else 0,
+                spin_margin_ns=122_500 if slept else 50_000,
+                wait_s=0.006,
+            ),
+        )
+    text = bench.render(cases, _args(), 1.0)
+    assert _row(text, "| qoslab emulate, idle, threads=1 (default)")[1:5] == [
+        "120.0",
+        "120.0",
+        "60.0",
+        "60.0",
+    ]
+    assert _row(text, "| qoslab emulate, idle, threads=1, --busy-poll |")[3] == "20.0"
+    one = _row(text, "| threads=1 (default) |")
+    assert one[1:7] == ["10.0", "10.0", "30.0", "90.0", "122.5", "1.0"]
+    busy = _row(text, "| threads=1, --busy-poll |")
+    assert busy[1:3] == ["10.0", "10.0"] and busy[4:6] == ["—", "—"]
+
+
+def test_one_thread_main_rows_have_no_duplicate_form() -> None:
+    cases = {
+        "latency/kernel-forwarding": _case("k", bench.Sample(ping_ns=[60_000] * 10)),
+        "latency/userspace": _case("u", bench.Sample(ping_ns=[100_000] * 10)),
+        "delay/userspace": _case("d", bench.Sample(ping_ns=[8_100_000] * 10)),
+    }
+    text = bench.render(cases, _args(threads=1), 1.0)
+    assert "threads=1 (default)" not in text
+    assert _row(text, "| threads=1 |")[1] == "0.0"
