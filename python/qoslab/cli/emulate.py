@@ -29,8 +29,10 @@ wire-sized frames): --rt-unthrottle lifts that for the run and restores it after
 The forwarder sleeps in ppoll when it has nothing to do; waking it costs tens of µs
 on a virtual machine whose idle CPUs halt. --busy-poll keeps it spinning instead (a
 CPU per forwarder thread, all the time) for the lowest added latency and the
-tightest delay line; with it a SCHED_FIFO forwarder always wants its whole CPU, so
-combine it with --rt-unthrottle where the 50 ms hold-offs matter.
+tightest delay line. A forwarder that never sleeps is held off its CPU whenever
+ordinary tasks queue on it (the kernel gives them their share, up to 50 ms at a
+time; --rt-unthrottle lifts the RT limit, not that share): use it on a machine
+with a CPU to spare.
 Needs root and iperf3, iproute2, ethtool,
 ping (bash scripts/setup.sh installs them). Every namespace and process is removed at
 the end, on an error, on Ctrl-C and on SIGTERM; after a SIGKILL, run --cleanup.
