@@ -76,6 +76,10 @@ PAYLOAD_SHARE = 1448 / 1514
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 #: One-way delay of the delay-line case: under 10 ms of RTT, so ping prints 10 µs steps.
 DELAY_NS = 4_000_000
+#: What the model adds to an echo request's one way besides the delay: its 98-byte frame
+#: (56 B payload, ICMP, IP, Ethernet) serialised on three 1 Gbit/s hops (access,
+#: bottleneck, access), 784 ns each.
+PING_SERIALISATION_NS = 3 * 98 * 8
 
 
 # --- measurement helpers ------------------------------------------------------------
@@ -146,6 +150,8 @@ class Sample:
     wait_s: float = 0.0
     steal: float = 0.0
     ping_ns: list[int] = field(default_factory=list)
+    #: echo requests' one-way time, s0's eth0 -> d0's eth0, kernel stamps (VethTaps)
+    veth_one_way_ns: list[int] = field(default_factory=list)
     lateness_p99_ns: int = 0
     lateness_p999_ns: int = 0
     #: how late the forwarder's timed sleeps (ppoll) woke, p99, and the spin margin it
@@ -223,22 +229,28 @@ def run_emulate(
     gro: bool = False,
     rt_unthrottle: bool = False,
     busy_poll: bool = False,
+    veth_one_way: bool = False,
 ) -> Sample:
     from qoslab.emulate.run import emulate
 
     path = work / "scenario.toml"
     path.write_text(text, encoding="utf-8")
+    taps = VethTaps(work) if veth_one_way else None
     s0, t0 = proc_stat()
-    with ThreadCpu() as cpu:
-        res = emulate(
-            str(path),
-            backend=backend,
-            offload=offload,
-            threads=threads,
-            gro=gro,
-            rt_unthrottle=rt_unthrottle,
-            busy_poll=busy_poll,
-        )
+    try:
+        with ThreadCpu() as cpu:
+            res = emulate(
+                str(path),
+                backend=backend,
+                offload=offload,
+                threads=threads,
+                gro=gro,
+                rt_unthrottle=rt_unthrottle,
+                busy_poll=busy_poll,
+                progress=taps.progress if taps else None,
+            )
+    finally:
+        one_way = taps.finish() if taps else []
     s1, t1 = proc_stat()
     raw = res.raw
     fwd = raw["emulation"]["forwarder"]
@@ -295,7 +307,70 @@ def run_emulate(
             out.queue_empty = sum(1 for b in after if b == 0) / len(after)
     pings = raw["series"].get("ping", {})
     out.ping_ns = [int(x) for x in pings.get("rtt_ns", [])]
+    out.veth_one_way_ns = one_way
     return out
+
+
+class VethTaps:
+    """The pings' one-way time through the emulator as the hosts' kernels stamp it:
+    ``dumpcap`` on s0's and d0's eth0 (ICMP only), started from the run's first progress
+    call (the namespaces exist then) and stopped by its own duration before the run's
+    end; each echo request's stamp leaving s0 (when the kernel hands it to the veth) is
+    matched with its stamp arriving at d0 (when d0's stack takes it) by ICMP id and
+    sequence. Outside the ping program, so its scheduling and the reply's way back are
+    not in it: what is left is the delay line, the modelled serialisation and queueing,
+    and the forwarder's own lateness."""
+
+    HOSTS = ("s0", "d0")
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.files: dict[str, Path] = {}
+        self.started = False
+
+    def progress(self, done_ns: int, total_ns: int, _live: dict[str, Any]) -> None:
+        if self.started or done_ns > total_ns // 4:
+            return
+        from qoslab.emulate.netns import PREFIX
+
+        self.started = True
+        # Stop a second before the scenario's end, while the veths still exist.
+        left_s = max(1, int((total_ns - done_ns) / 1e9) - 1)
+        for h in self.HOSTS:
+            f = self.work / f"icmp-{h}.pcapng"
+            f.unlink(missing_ok=True)
+            self.files[h] = f
+            ns = f"{PREFIX}{os.getpid()}-{h}"
+            argv = ["ip", "netns", "exec", ns, "dumpcap", "-q", "-i", "eth0", "-f", "icmp"]
+            argv += ["-a", f"duration:{left_s}", "-w", str(f)]
+            self.procs.append(
+                subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            )
+
+    def finish(self) -> list[int]:
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if not self.started or any(not f.exists() for f in self.files.values()):
+            return []
+        stamps: dict[str, dict[tuple[str, str], int]] = {}
+        for h, f in self.files.items():
+            fields = ["frame.time_epoch", "icmp.ident", "icmp.seq"]
+            argv = ["tshark", "-r", str(f), "-Y", "icmp.type == 8", "-T", "fields"]
+            for x in fields:
+                argv += ["-e", x]
+            text = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+            stamps[h] = {}
+            for line in text.splitlines():
+                t, ident, seq = line.split("\t")[:3]
+                sec, _, frac = t.partition(".")
+                stamps[h][(ident, seq)] = int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
+        a, b = stamps[self.HOSTS[0]], stamps[self.HOSTS[1]]
+        return [b[k] - a[k] for k in a if k in b]
 
 
 def kernel_forward_ping(duration_s: float, interval_ms: float, load_bps: int = 0) -> Sample:
@@ -402,9 +477,12 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         gro: bool = False,
         rt_unthrottle: bool = False,
         busy_poll: bool = False,
+        veth_one_way: bool = False,
     ) -> Callable[[], Sample]:
         n = args.threads if threads is None else threads
-        return lambda: run_emulate(text, backend, work, offload, n, gro, rt_unthrottle, busy_poll)
+        return lambda: run_emulate(
+            text, backend, work, offload, n, gro, rt_unthrottle, busy_poll, veth_one_way
+        )
 
     gbit = 1_000_000_000
 
@@ -449,11 +527,14 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         udp_bps=300_000_000,
         ping_ms=10,
     )
-    add("delay/userspace", emu(loaded))
+    add("delay/userspace", emu(loaded, veth_one_way=True))
     if args.threads != 1:
-        add("delay/threads1", emu(loaded, threads=1))
-    add("delay/busy-poll", emu(loaded, threads=1, busy_poll=True))
-    add("delay/busy-poll-rt", emu(loaded, threads=1, busy_poll=True, rt_unthrottle=True))
+        add("delay/threads1", emu(loaded, threads=1, veth_one_way=True))
+    add("delay/busy-poll", emu(loaded, threads=1, busy_poll=True, veth_one_way=True))
+    add(
+        "delay/busy-poll-rt",
+        emu(loaded, threads=1, busy_poll=True, rt_unthrottle=True, veth_one_way=True),
+    )
     for flows in (16, 64):
         text = scenario(name="flows", duration_s=d, flows=flows, rate_bps=gbit, policy="tbf")
         add(f"goodput/tbf/{flows}/userspace", emu(text))
@@ -597,14 +678,19 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         " 300 Mbit/s UDP alongside the ping): one-way error = (RTT -"
         f" {2 * DELAY_NS // 1_000_000} ms - the same form's idle RTT median) / 2, µs (it"
         " includes the path's own jitter, and up to one UDP frame's 12 µs of modelled"
-        " queueing at the bottleneck for the pings that meet one); the forwarder's own"
+        " queueing at the bottleneck for the pings that meet one); at the veths: each echo"
+        " request's one way from s0's eth0 to d0's eth0 as the hosts' kernels stamp it"
+        " (dumpcap), minus the delay and its 2.4 µs of modelled serialisation, µs (no"
+        " ping program, no way back: the delay line, modelled queueing and the"
+        " forwarder's lateness; `requests` = those matched); the forwarder's own"
         " event lateness p99 and how late its timed sleeps woke (p99) with the spin margin"
         " it learnt from them (sanity checks of its clock, not outside measurements), and"
         " how long per second it was runnable but not running (schedstat):",
         "",
-        "| forwarder | one-way error p50 | p99 | forwarder lateness p99 | sleep wake-up late"
-        " p99 | spin margin | forwarder waiting, ms/s | runs |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| forwarder | one-way error p50 | p99 | at the veths: error p50 | p99 | requests"
+        " | forwarder lateness p99 | sleep wake-up late p99 | spin margin"
+        " | forwarder waiting, ms/s | runs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, key in forms:
         dl, idle_c = get(f"delay/{key}"), get(f"latency/{key}")
@@ -621,11 +707,19 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
             e99 = stat([pct([int(v) for v in o], 0.99) for o in one_way], 1e3)
         else:
             e50 = e99 = "— (no idle run of this form)"
+        veth = [
+            [x - DELAY_NS - PING_SERIALISATION_NS for x in s.veth_one_way_ns]
+            for s in dl.samples
+            if s.veth_one_way_ns
+        ]
+        v50 = stat([pct(v, 0.5) for v in veth], 1e3)
+        v99 = stat([pct(v, 0.99) for v in veth], 1e3)
+        vn = stat([float(len(v)) for v in veth], 1, "{:.0f}")
         slept = any(s.wake_count for s in dl.samples)  # a busy-polling forwarder never does
         wake99 = stat([float(s.wake_p99_ns) for s in dl.samples], 1e3) if slept else "—"
         margin = stat([float(s.spin_margin_ns) for s in dl.samples], 1e3) if slept else "—"
         out.append(
-            f"| {label} | {e50} | {e99}"
+            f"| {label} | {e50} | {e99} | {v50} | {v99} | {vn}"
             f" | {stat([float(s.lateness_p99_ns) for s in dl.samples], 1e3)}"
             f" | {wake99} | {margin}"
             f" | {stat([s.wait_s * 1e3 / max(1e-9, args.duration) for s in dl.samples])}"
@@ -821,6 +915,8 @@ def main() -> int:
                     {
                         **s.__dict__,
                         "ping_ns": None,
+                        "veth_one_way_ns": None,
+                        "veth_one_way_p99_ns": pct(s.veth_one_way_ns, 0.99),
                         "pings": len(s.ping_ns),
                         "ping_p50_ns": pct(s.ping_ns, 0.5),
                         "ping_p99_ns": pct(s.ping_ns, 0.99),
