@@ -44,9 +44,10 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
     sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3   # quick look
     sudo .venv/bin/python benchmarks/emu_linerate.py --label "loaded (7 builds)" --json
 
-Needs root, iperf3, ip, tc, ethtool, ping. Every namespace and process it starts is
-removed at the end, on an error and on Ctrl-C (``qoslab.emulate``'s own cleanup, and
-:class:`qoslab.emulate.netns.Netns` for the kernel-forwarding baseline).
+Needs root, iperf3, ip, tc, ethtool, ping (and dumpcap with tshark for the delay line's
+one way at the hosts' veths; without them those columns stay empty). Every namespace and
+process it starts is removed at the end, on an error and on Ctrl-C (``qoslab.emulate``'s
+own cleanup, and :class:`qoslab.emulate.netns.Netns` for the kernel-forwarding baseline).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ import itertools
 import json
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
@@ -235,7 +237,10 @@ def run_emulate(
 
     path = work / "scenario.toml"
     path.write_text(text, encoding="utf-8")
-    taps = VethTaps(work) if veth_one_way else None
+    # dumpcap and tshark come with Wireshark's command-line tools; without them the veth
+    # columns stay empty.
+    have_taps = shutil.which("dumpcap") is not None and shutil.which("tshark") is not None
+    taps = VethTaps(work) if veth_one_way and have_taps else None
     s0, t0 = proc_stat()
     try:
         with ThreadCpu() as cpu:
