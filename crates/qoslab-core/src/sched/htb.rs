@@ -288,6 +288,7 @@ impl Class {
     fn diff(&self, now: u64) -> i64 {
         (now.saturating_sub(self.t_c) as i64).min(MBUFFER_NS)
     }
+    #[cfg(any(test, debug_assertions))]
     #[inline]
     fn mode(&self, now: u64) -> Mode {
         let d = self.diff(now);
@@ -303,6 +304,7 @@ impl Class {
     /// (`htb_class_mode`'s `*diff`), `None` when it is "can send" (a mode
     /// only rises with time between charges). Exact: below the 60 s cap
     /// `diff = now − t_c`, and both bucket levels stay above `−mbuffer`.
+    #[cfg(test)]
     fn next_change(&self, now: u64) -> Option<u64> {
         let d = self.diff(now);
         let need = if self.ctokens + d < 0 {
@@ -313,6 +315,21 @@ impl Class {
             return None;
         };
         Some(now + need as u64)
+    }
+    /// [`Class::mode`] and [`Class::next_change`] (`u64::MAX` for `None`)
+    /// from one `diff`: the same compares, made once (a test checks the
+    /// pair against the two functions).
+    #[inline(always)]
+    fn mode_and_change(&self, now: u64) -> (Mode, u64) {
+        let d = self.diff(now);
+        let (c, r) = (self.ctokens + d, self.tokens + d);
+        if c < 0 {
+            (Mode::CantSend, now + (-c) as u64)
+        } else if r < 0 {
+            (Mode::MayBorrow, now + (-r) as u64)
+        } else {
+            (Mode::CanSend, u64::MAX)
+        }
     }
     /// (instant it stops being "can't send", instant it is "can send").
     fn mode_times(&self, now: u64) -> (u64, u64) {
@@ -389,6 +406,36 @@ fn next_cyclic(row: &[u64], prio: &[u64], skipped: &[u64], from: usize) -> Optio
         }
     }
     None
+}
+
+/// Adds (`ADD`) or removes bits `x` in `d`.
+#[inline(always)]
+fn apply<const ADD: bool>(d: &mut u64, x: u64) {
+    if ADD {
+        *d |= x;
+    } else {
+        *d &= !x;
+    }
+}
+
+/// Adds (`ADD`) or removes the set `s` in `d` (both `w` words). Up to 128
+/// classes (`w` ≤ 2) take a straight line: the general loop is vectorised
+/// with a prologue that costs more than the one or two words it moves, at
+/// every mode change.
+#[inline(always)]
+fn merge<const ADD: bool>(d: &mut [u64], s: &[u64]) {
+    match (d, s) {
+        ([d0], [s0]) => apply::<ADD>(d0, *s0),
+        ([d0, d1], [s0, s1]) => {
+            apply::<ADD>(d0, *s0);
+            apply::<ADD>(d1, *s1);
+        }
+        (d, s) => {
+            for (d, &x) in d.iter_mut().zip(s) {
+                apply::<ADD>(d, x);
+            }
+        }
+    }
 }
 
 impl Htb {
@@ -652,7 +699,7 @@ impl Htb {
     /// `c`'s own feed set, read in place: the walk writes only to classes
     /// above `c` and to rows, never to `c`'s set.
     #[inline(always)]
-    fn relink(&mut self, c: usize, add: bool, bit: Option<(usize, u64)>) {
+    fn relink<const ADD: bool>(&mut self, c: usize, bit: Option<(usize, u64)>) {
         let w = self.sets.w;
         let mut a = c;
         loop {
@@ -670,13 +717,7 @@ impl Htb {
                 }
             };
             let sets = &mut self.sets;
-            let apply = |d: &mut u64, x: u64| {
-                if add {
-                    *d |= x;
-                } else {
-                    *d &= !x;
-                }
-            };
+
             match bit {
                 Some((wi, b)) => {
                     let d = if to_row {
@@ -684,7 +725,7 @@ impl Htb {
                     } else {
                         &mut sets.sub[dst * w + wi]
                     };
-                    apply(d, b);
+                    apply::<ADD>(d, b);
                 }
                 None => {
                     // Whole slices (no bounds check per word); `dst` is
@@ -702,9 +743,7 @@ impl Htb {
                         let (lo, hi) = sets.sub.split_at_mut(dst * w);
                         (&lo[c * w..(c + 1) * w], &mut hi[..w])
                     };
-                    for (d, &x) in d.iter_mut().zip(src) {
-                        apply(d, x);
-                    }
+                    merge::<ADD>(d, src);
                 }
             }
             if to_row {
@@ -716,6 +755,7 @@ impl Htb {
 
     /// Moves class `c`'s feed set from where its old mode put it to where
     /// `mode` puts it (`htb_change_class_mode`).
+    #[inline(always)]
     fn set_mode(&mut self, c: usize, mode: Mode) {
         if self.classes[c].mode == mode {
             return;
@@ -723,11 +763,11 @@ impl Htb {
         let w = self.sets.w;
         let any = self.sets.sub[c * w..(c + 1) * w].iter().any(|&x| x != 0);
         if any {
-            self.relink(c, false, None);
+            self.relink::<false>(c, None);
         }
         self.classes[c].mode = mode;
         if any {
-            self.relink(c, true, None);
+            self.relink::<true>(c, None);
         }
     }
 
@@ -748,9 +788,12 @@ impl Htb {
     /// has just handled, one sift instead of a pop and a push).
     #[inline(always)]
     fn update_mode_key(&mut self, c: usize, now: u64) -> Option<u128> {
-        let m = self.classes[c].mode(now);
-        self.set_mode(c, m);
-        let at = self.classes[c].next_change(now).unwrap_or(u64::MAX);
+        // `set_mode` touches only the sets and the cached mode, never the
+        // buckets, so the next change computed before it is the same.
+        let (m, at) = self.classes[c].mode_and_change(now);
+        if self.classes[c].mode != m {
+            self.set_mode(c, m);
+        }
         let cl = &mut self.classes[c];
         if at == u64::MAX {
             cl.ev_at = u64::MAX; // "can send": a queued entry is now stale
@@ -810,13 +853,13 @@ impl Htb {
         let (wi, bit) = (l / 64, 1u64 << (l % 64));
         self.sets.active[wi] |= bit;
         self.sets.sub[l * w + wi] |= bit;
-        self.relink(l, true, Some((wi, bit)));
+        self.relink::<true>(l, Some((wi, bit)));
     }
 
     fn deactivate(&mut self, l: usize) {
         let w = self.sets.w;
         let (wi, bit) = (l / 64, 1u64 << (l % 64));
-        self.relink(l, false, Some((wi, bit)));
+        self.relink::<false>(l, Some((wi, bit)));
         self.sets.sub[l * w + wi] &= !bit;
         self.sets.active[wi] &= !bit;
         if let Some(leaf) = self.classes[l].leaf.as_mut() {
@@ -1078,6 +1121,38 @@ mod tests {
     fn rates(q: &mut Htb, sizes: &[u32], n_out: usize) -> Vec<f64> {
         let (bytes, ns) = backlogged_bytes(q, sizes, n_out);
         bytes.iter().map(|&b| b as f64 * 8e3 / ns as f64).collect()
+    }
+
+    /// Differential: the one-pass `mode_and_change` against `mode` and
+    /// `next_change` on random bucket levels, last-charge instants and
+    /// clocks, including both sides of each zero and the 60 s cap.
+    #[test]
+    fn mode_and_change_equals_mode_and_next_change() {
+        let mut q = Htb::new(
+            HtbConfig::default(),
+            vec![HtbClassConfig::new(None, mbit(10))],
+            Filters::new().with_default(0),
+        )
+        .unwrap();
+        let mut rng = crate::rng::Rng::new(4242, 0);
+        let cl = &mut q.classes[0];
+        for i in 0..200_000u64 {
+            let lvl = |rng: &mut crate::rng::Rng| match rng.next_u64() % 4 {
+                0 => (rng.next_u64() % 5) as i64 - 2,
+                1 => 1 - MBUFFER_NS + (rng.next_u64() % 3) as i64,
+                _ => (rng.next_u64() % (2 * MBUFFER_NS as u64)) as i64 - MBUFFER_NS,
+            };
+            cl.tokens = lvl(&mut rng);
+            cl.ctokens = lvl(&mut rng);
+            cl.t_c = rng.next_u64() % (1 << 40);
+            let now = match i % 3 {
+                0 => cl.t_c + rng.next_u64() % 4,
+                1 => cl.t_c + MBUFFER_NS as u64 + rng.next_u64() % 3 - 1,
+                _ => rng.next_u64() % (1 << 41),
+            };
+            let want = (cl.mode(now), cl.next_change(now).unwrap_or(u64::MAX));
+            assert_eq!(cl.mode_and_change(now), want, "{i}");
+        }
     }
 
     #[test]
