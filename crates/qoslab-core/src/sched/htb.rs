@@ -357,6 +357,11 @@ pub struct Htb {
     /// live while its instant equals the class's `ev_at` (older ones are
     /// skipped when they come up). One integer compares faster than a pair.
     wait: BinaryHeap<Reverse<u128>>,
+    /// Tests: `false` turns off the reuse of a superseded top entry (see
+    /// [`Htb::queue_event`]), for the differential test against the plain
+    /// pop-and-push queue.
+    #[cfg(test)]
+    reuse_stale: bool,
     /// Debug builds: the last `now` seen (modes are cached, so time must not
     /// go back).
     #[cfg(debug_assertions)]
@@ -612,6 +617,8 @@ impl Htb {
             ptr: [[0; NUM_PRIO]; MAX_DEPTH],
             sets,
             wait: BinaryHeap::new(),
+            #[cfg(test)]
+            reuse_stale: true,
             #[cfg(debug_assertions)]
             last_now: 0,
             warnings,
@@ -779,8 +786,32 @@ impl Htb {
     /// event comes early at worst, recomputes the same mode and re-queues.
     fn update_mode(&mut self, c: usize, now: u64) {
         if let Some(key) = self.update_mode_key(c, now) {
-            self.wait.push(Reverse(key));
+            self.queue_event(key);
         }
+    }
+
+    /// Adds `key` to the wait queue, in the place of the top entry when that
+    /// one is superseded (its class's `ev_at` differs): a superseded entry
+    /// is skipped whenever it comes up, so dropping it early changes no
+    /// event, and one sift replaces a later pop plus this push. `do_events`
+    /// leaves the entry it has just made superseded on top when nothing
+    /// else is due, for this.
+    #[inline(always)]
+    fn queue_event(&mut self, key: u128) {
+        #[cfg(test)]
+        let reuse = self.reuse_stale;
+        #[cfg(not(test))]
+        let reuse = true;
+        if reuse {
+            if let Some(mut top) = self.wait.peek_mut() {
+                let Reverse(k) = *top;
+                if self.classes[(k as u32) as usize].ev_at != (k >> 32) as u64 {
+                    *top = Reverse(key);
+                    return;
+                }
+            }
+        }
+        self.wait.push(Reverse(key));
     }
 
     /// [`Htb::update_mode`] without the push: the wait-queue key to add, if
@@ -833,6 +864,20 @@ impl Htb {
                     }
                 }
                 None => {
+                    // The entry is superseded now ("can send"). Its
+                    // children are the only candidates for the next
+                    // earliest: when neither is due, nothing else is, and
+                    // the entry stays on top for `queue_event` to reuse.
+                    #[cfg(test)]
+                    let reuse = self.reuse_stale;
+                    #[cfg(not(test))]
+                    let reuse = true;
+                    let s = self.wait.as_slice();
+                    let due =
+                        |i: usize| s.get(i).is_some_and(|&Reverse(k)| (k >> 32) as u64 <= now);
+                    if reuse && !due(1) && !due(2) {
+                        break;
+                    }
                     self.wait.pop();
                 }
             }
@@ -1417,6 +1462,67 @@ mod tests {
                 prop_assert!(q.dequeue(Instant::from_ns(now)).is_some());
             }
             prop_assert_eq!(q.backlog_packets(), 0);
+        }
+
+        /// Differential: reusing superseded top entries of the wait queue
+        /// (`queue_event`) against the plain pop-and-push queue: the same
+        /// packets at the same instants and the same `next_ready`, on the
+        /// three-level tree and on 100 throttled leaves.
+        #[test]
+        fn reusing_superseded_wait_entries_changes_nothing(
+            ops in prop::collection::vec((0u64..200_000, 0u8..3, 0usize..120, 64u32..1500), 1..600),
+            wide in any::<bool>())
+        {
+            let mk = |reuse: bool| {
+                let (classes, hash) = if wide {
+                    let mut c = vec![HtbClassConfig::new(None, mbit(400))];
+                    for _ in 0..100 {
+                        c.push(HtbClassConfig::new(Some(0), mbit(2)).ceil(mbit(8)).child(pfifo(20)));
+                    }
+                    (c, 100)
+                } else {
+                    (vec![
+                        HtbClassConfig::new(None, mbit(30)),
+                        HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(30)),
+                        HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(20)),
+                        HtbClassConfig::new(Some(1), mbit(3)).ceil(mbit(30)).child(pfifo(20)),
+                        HtbClassConfig::new(Some(1), mbit(3)).ceil(mbit(10)).prio(1).child(pfifo(20)),
+                        HtbClassConfig::new(Some(2), mbit(5)).ceil(mbit(20)).child(pfifo(20)),
+                        HtbClassConfig::new(Some(2), mbit(2)).ceil(mbit(20)).prio(2).child(pfifo(20)),
+                    ], 4)
+                };
+                let first = if wide { 1 } else { 3 };
+                let mut q = Htb::new(HtbConfig::default(), classes, Filters::new().push(
+                    crate::classify::Classifier::FlowHash(crate::classify::FlowHash::new(hash, 0).unwrap()), first)).unwrap();
+                q.reuse_stale = reuse;
+                q
+            };
+            let (mut a, mut b) = (mk(true), mk(false));
+            let mut now = 0u64;
+            for (id, &(gap, op, f, s)) in ops.iter().enumerate() {
+                now += gap;
+                let t = Instant::from_ns(now);
+                prop_assert_eq!(a.next_ready(t), b.next_ready(t));
+                if op == 0 {
+                    let (x, y) = (a.enqueue(t, flow_packet(id as u64, f, s)), b.enqueue(t, flow_packet(id as u64, f, s)));
+                    prop_assert_eq!(x.is_ok(), y.is_ok());
+                } else {
+                    loop {
+                        let (x, y) = (a.dequeue(t), b.dequeue(t));
+                        prop_assert_eq!(x.map(|p| p.id), y.map(|p| p.id));
+                        if x.is_none() || op == 1 {
+                            break;
+                        }
+                    }
+                }
+            }
+            while let Some(r) = b.next_ready(Instant::from_ns(now)) {
+                now = now.max(r.as_ns());
+                let t = Instant::from_ns(now);
+                prop_assert_eq!(a.next_ready(t), Some(r));
+                prop_assert_eq!(a.dequeue(t).map(|p| p.id), b.dequeue(t).map(|p| p.id));
+            }
+            prop_assert_eq!(a.backlog_packets(), 0);
         }
 
         /// Conservation, per-class FIFO, exact next_ready, and the ceil
