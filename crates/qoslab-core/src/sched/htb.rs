@@ -288,6 +288,7 @@ impl Class {
     fn diff(&self, now: u64) -> i64 {
         (now.saturating_sub(self.t_c) as i64).min(MBUFFER_NS)
     }
+    #[cfg(any(test, debug_assertions))]
     #[inline]
     fn mode(&self, now: u64) -> Mode {
         let d = self.diff(now);
@@ -303,6 +304,7 @@ impl Class {
     /// (`htb_class_mode`'s `*diff`), `None` when it is "can send" (a mode
     /// only rises with time between charges). Exact: below the 60 s cap
     /// `diff = now − t_c`, and both bucket levels stay above `−mbuffer`.
+    #[cfg(test)]
     fn next_change(&self, now: u64) -> Option<u64> {
         let d = self.diff(now);
         let need = if self.ctokens + d < 0 {
@@ -313,6 +315,21 @@ impl Class {
             return None;
         };
         Some(now + need as u64)
+    }
+    /// [`Class::mode`] and [`Class::next_change`] (`u64::MAX` for `None`)
+    /// from one `diff`: the same compares, made once (a test checks the
+    /// pair against the two functions).
+    #[inline(always)]
+    fn mode_and_change(&self, now: u64) -> (Mode, u64) {
+        let d = self.diff(now);
+        let (c, r) = (self.ctokens + d, self.tokens + d);
+        if c < 0 {
+            (Mode::CantSend, now + (-c) as u64)
+        } else if r < 0 {
+            (Mode::MayBorrow, now + (-r) as u64)
+        } else {
+            (Mode::CanSend, u64::MAX)
+        }
     }
     /// (instant it stops being "can't send", instant it is "can send").
     fn mode_times(&self, now: u64) -> (u64, u64) {
@@ -340,6 +357,11 @@ pub struct Htb {
     /// live while its instant equals the class's `ev_at` (older ones are
     /// skipped when they come up). One integer compares faster than a pair.
     wait: BinaryHeap<Reverse<u128>>,
+    /// Tests: `false` turns off the reuse of a superseded top entry (see
+    /// [`Htb::queue_event`]), for the differential test against the plain
+    /// pop-and-push queue.
+    #[cfg(test)]
+    reuse_stale: bool,
     /// Debug builds: the last `now` seen (modes are cached, so time must not
     /// go back).
     #[cfg(debug_assertions)]
@@ -389,6 +411,36 @@ fn next_cyclic(row: &[u64], prio: &[u64], skipped: &[u64], from: usize) -> Optio
         }
     }
     None
+}
+
+/// Adds (`ADD`) or removes bits `x` in `d`.
+#[inline(always)]
+fn apply<const ADD: bool>(d: &mut u64, x: u64) {
+    if ADD {
+        *d |= x;
+    } else {
+        *d &= !x;
+    }
+}
+
+/// Adds (`ADD`) or removes the set `s` in `d` (both `w` words). Up to 128
+/// classes (`w` ≤ 2) take a straight line: the general loop is vectorised
+/// with a prologue that costs more than the one or two words it moves, at
+/// every mode change.
+#[inline(always)]
+fn merge<const ADD: bool>(d: &mut [u64], s: &[u64]) {
+    match (d, s) {
+        ([d0], [s0]) => apply::<ADD>(d0, *s0),
+        ([d0, d1], [s0, s1]) => {
+            apply::<ADD>(d0, *s0);
+            apply::<ADD>(d1, *s1);
+        }
+        (d, s) => {
+            for (d, &x) in d.iter_mut().zip(s) {
+                apply::<ADD>(d, x);
+            }
+        }
+    }
 }
 
 impl Htb {
@@ -565,6 +617,8 @@ impl Htb {
             ptr: [[0; NUM_PRIO]; MAX_DEPTH],
             sets,
             wait: BinaryHeap::new(),
+            #[cfg(test)]
+            reuse_stale: true,
             #[cfg(debug_assertions)]
             last_now: 0,
             warnings,
@@ -652,7 +706,7 @@ impl Htb {
     /// `c`'s own feed set, read in place: the walk writes only to classes
     /// above `c` and to rows, never to `c`'s set.
     #[inline(always)]
-    fn relink(&mut self, c: usize, add: bool, bit: Option<(usize, u64)>) {
+    fn relink<const ADD: bool>(&mut self, c: usize, bit: Option<(usize, u64)>) {
         let w = self.sets.w;
         let mut a = c;
         loop {
@@ -670,13 +724,7 @@ impl Htb {
                 }
             };
             let sets = &mut self.sets;
-            let apply = |d: &mut u64, x: u64| {
-                if add {
-                    *d |= x;
-                } else {
-                    *d &= !x;
-                }
-            };
+
             match bit {
                 Some((wi, b)) => {
                     let d = if to_row {
@@ -684,7 +732,7 @@ impl Htb {
                     } else {
                         &mut sets.sub[dst * w + wi]
                     };
-                    apply(d, b);
+                    apply::<ADD>(d, b);
                 }
                 None => {
                     // Whole slices (no bounds check per word); `dst` is
@@ -702,9 +750,7 @@ impl Htb {
                         let (lo, hi) = sets.sub.split_at_mut(dst * w);
                         (&lo[c * w..(c + 1) * w], &mut hi[..w])
                     };
-                    for (d, &x) in d.iter_mut().zip(src) {
-                        apply(d, x);
-                    }
+                    merge::<ADD>(d, src);
                 }
             }
             if to_row {
@@ -716,6 +762,7 @@ impl Htb {
 
     /// Moves class `c`'s feed set from where its old mode put it to where
     /// `mode` puts it (`htb_change_class_mode`).
+    #[inline(always)]
     fn set_mode(&mut self, c: usize, mode: Mode) {
         if self.classes[c].mode == mode {
             return;
@@ -723,11 +770,11 @@ impl Htb {
         let w = self.sets.w;
         let any = self.sets.sub[c * w..(c + 1) * w].iter().any(|&x| x != 0);
         if any {
-            self.relink(c, false, None);
+            self.relink::<false>(c, None);
         }
         self.classes[c].mode = mode;
         if any {
-            self.relink(c, true, None);
+            self.relink::<true>(c, None);
         }
     }
 
@@ -739,8 +786,32 @@ impl Htb {
     /// event comes early at worst, recomputes the same mode and re-queues.
     fn update_mode(&mut self, c: usize, now: u64) {
         if let Some(key) = self.update_mode_key(c, now) {
-            self.wait.push(Reverse(key));
+            self.queue_event(key);
         }
+    }
+
+    /// Adds `key` to the wait queue, in the place of the top entry when that
+    /// one is superseded (its class's `ev_at` differs): a superseded entry
+    /// is skipped whenever it comes up, so dropping it early changes no
+    /// event, and one sift replaces a later pop plus this push. `do_events`
+    /// leaves the entry it has just made superseded on top when nothing
+    /// else is due, for this.
+    #[inline(always)]
+    fn queue_event(&mut self, key: u128) {
+        #[cfg(test)]
+        let reuse = self.reuse_stale;
+        #[cfg(not(test))]
+        let reuse = true;
+        if reuse {
+            if let Some(mut top) = self.wait.peek_mut() {
+                let Reverse(k) = *top;
+                if self.classes[(k as u32) as usize].ev_at != (k >> 32) as u64 {
+                    *top = Reverse(key);
+                    return;
+                }
+            }
+        }
+        self.wait.push(Reverse(key));
     }
 
     /// [`Htb::update_mode`] without the push: the wait-queue key to add, if
@@ -748,9 +819,12 @@ impl Htb {
     /// has just handled, one sift instead of a pop and a push).
     #[inline(always)]
     fn update_mode_key(&mut self, c: usize, now: u64) -> Option<u128> {
-        let m = self.classes[c].mode(now);
-        self.set_mode(c, m);
-        let at = self.classes[c].next_change(now).unwrap_or(u64::MAX);
+        // `set_mode` touches only the sets and the cached mode, never the
+        // buckets, so the next change computed before it is the same.
+        let (m, at) = self.classes[c].mode_and_change(now);
+        if self.classes[c].mode != m {
+            self.set_mode(c, m);
+        }
         let cl = &mut self.classes[c];
         if at == u64::MAX {
             cl.ev_at = u64::MAX; // "can send": a queued entry is now stale
@@ -790,6 +864,20 @@ impl Htb {
                     }
                 }
                 None => {
+                    // The entry is superseded now ("can send"). Its
+                    // children are the only candidates for the next
+                    // earliest: when neither is due, nothing else is, and
+                    // the entry stays on top for `queue_event` to reuse.
+                    #[cfg(test)]
+                    let reuse = self.reuse_stale;
+                    #[cfg(not(test))]
+                    let reuse = true;
+                    let s = self.wait.as_slice();
+                    let due =
+                        |i: usize| s.get(i).is_some_and(|&Reverse(k)| (k >> 32) as u64 <= now);
+                    if reuse && !due(1) && !due(2) {
+                        break;
+                    }
                     self.wait.pop();
                 }
             }
@@ -810,13 +898,13 @@ impl Htb {
         let (wi, bit) = (l / 64, 1u64 << (l % 64));
         self.sets.active[wi] |= bit;
         self.sets.sub[l * w + wi] |= bit;
-        self.relink(l, true, Some((wi, bit)));
+        self.relink::<true>(l, Some((wi, bit)));
     }
 
     fn deactivate(&mut self, l: usize) {
         let w = self.sets.w;
         let (wi, bit) = (l / 64, 1u64 << (l % 64));
-        self.relink(l, false, Some((wi, bit)));
+        self.relink::<false>(l, Some((wi, bit)));
         self.sets.sub[l * w + wi] &= !bit;
         self.sets.active[wi] &= !bit;
         if let Some(leaf) = self.classes[l].leaf.as_mut() {
@@ -1078,6 +1166,38 @@ mod tests {
     fn rates(q: &mut Htb, sizes: &[u32], n_out: usize) -> Vec<f64> {
         let (bytes, ns) = backlogged_bytes(q, sizes, n_out);
         bytes.iter().map(|&b| b as f64 * 8e3 / ns as f64).collect()
+    }
+
+    /// Differential: the one-pass `mode_and_change` against `mode` and
+    /// `next_change` on random bucket levels, last-charge instants and
+    /// clocks, including both sides of each zero and the 60 s cap.
+    #[test]
+    fn mode_and_change_equals_mode_and_next_change() {
+        let mut q = Htb::new(
+            HtbConfig::default(),
+            vec![HtbClassConfig::new(None, mbit(10))],
+            Filters::new().with_default(0),
+        )
+        .unwrap();
+        let mut rng = crate::rng::Rng::new(4242, 0);
+        let cl = &mut q.classes[0];
+        for i in 0..200_000u64 {
+            let lvl = |rng: &mut crate::rng::Rng| match rng.next_u64() % 4 {
+                0 => (rng.next_u64() % 5) as i64 - 2,
+                1 => 1 - MBUFFER_NS + (rng.next_u64() % 3) as i64,
+                _ => (rng.next_u64() % (2 * MBUFFER_NS as u64)) as i64 - MBUFFER_NS,
+            };
+            cl.tokens = lvl(&mut rng);
+            cl.ctokens = lvl(&mut rng);
+            cl.t_c = rng.next_u64() % (1 << 40);
+            let now = match i % 3 {
+                0 => cl.t_c + rng.next_u64() % 4,
+                1 => cl.t_c + MBUFFER_NS as u64 + rng.next_u64() % 3 - 1,
+                _ => rng.next_u64() % (1 << 41),
+            };
+            let want = (cl.mode(now), cl.next_change(now).unwrap_or(u64::MAX));
+            assert_eq!(cl.mode_and_change(now), want, "{i}");
+        }
     }
 
     #[test]
@@ -1342,6 +1462,67 @@ mod tests {
                 prop_assert!(q.dequeue(Instant::from_ns(now)).is_some());
             }
             prop_assert_eq!(q.backlog_packets(), 0);
+        }
+
+        /// Differential: reusing superseded top entries of the wait queue
+        /// (`queue_event`) against the plain pop-and-push queue: the same
+        /// packets at the same instants and the same `next_ready`, on the
+        /// three-level tree and on 100 throttled leaves.
+        #[test]
+        fn reusing_superseded_wait_entries_changes_nothing(
+            ops in prop::collection::vec((0u64..200_000, 0u8..3, 0usize..120, 64u32..1500), 1..600),
+            wide in any::<bool>())
+        {
+            let mk = |reuse: bool| {
+                let (classes, hash) = if wide {
+                    let mut c = vec![HtbClassConfig::new(None, mbit(400))];
+                    for _ in 0..100 {
+                        c.push(HtbClassConfig::new(Some(0), mbit(2)).ceil(mbit(8)).child(pfifo(20)));
+                    }
+                    (c, 100)
+                } else {
+                    (vec![
+                        HtbClassConfig::new(None, mbit(30)),
+                        HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(30)),
+                        HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(20)),
+                        HtbClassConfig::new(Some(1), mbit(3)).ceil(mbit(30)).child(pfifo(20)),
+                        HtbClassConfig::new(Some(1), mbit(3)).ceil(mbit(10)).prio(1).child(pfifo(20)),
+                        HtbClassConfig::new(Some(2), mbit(5)).ceil(mbit(20)).child(pfifo(20)),
+                        HtbClassConfig::new(Some(2), mbit(2)).ceil(mbit(20)).prio(2).child(pfifo(20)),
+                    ], 4)
+                };
+                let first = if wide { 1 } else { 3 };
+                let mut q = Htb::new(HtbConfig::default(), classes, Filters::new().push(
+                    crate::classify::Classifier::FlowHash(crate::classify::FlowHash::new(hash, 0).unwrap()), first)).unwrap();
+                q.reuse_stale = reuse;
+                q
+            };
+            let (mut a, mut b) = (mk(true), mk(false));
+            let mut now = 0u64;
+            for (id, &(gap, op, f, s)) in ops.iter().enumerate() {
+                now += gap;
+                let t = Instant::from_ns(now);
+                prop_assert_eq!(a.next_ready(t), b.next_ready(t));
+                if op == 0 {
+                    let (x, y) = (a.enqueue(t, flow_packet(id as u64, f, s)), b.enqueue(t, flow_packet(id as u64, f, s)));
+                    prop_assert_eq!(x.is_ok(), y.is_ok());
+                } else {
+                    loop {
+                        let (x, y) = (a.dequeue(t), b.dequeue(t));
+                        prop_assert_eq!(x.map(|p| p.id), y.map(|p| p.id));
+                        if x.is_none() || op == 1 {
+                            break;
+                        }
+                    }
+                }
+            }
+            while let Some(r) = b.next_ready(Instant::from_ns(now)) {
+                now = now.max(r.as_ns());
+                let t = Instant::from_ns(now);
+                prop_assert_eq!(a.next_ready(t), Some(r));
+                prop_assert_eq!(a.dequeue(t).map(|p| p.id), b.dequeue(t).map(|p| p.id));
+            }
+            prop_assert_eq!(a.backlog_packets(), 0);
         }
 
         /// Conservation, per-class FIFO, exact next_ready, and the ceil
