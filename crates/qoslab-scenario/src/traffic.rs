@@ -85,7 +85,9 @@ pub(crate) fn traffic(
                 },
                 None => None,
             };
-            let tcp = tcp_config(cx, &mut t)?;
+            let mut tcp = tcp_config(cx, &mut t)?;
+            // iperf3 writes its cookie first and sends data at TEST_RUNNING.
+            tcp.app_preamble_bytes = TcpConfig::IPERF3_COOKIE_BYTES;
             TrafficSpec::TcpBulk {
                 flows,
                 endpoints,

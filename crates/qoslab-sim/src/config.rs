@@ -437,9 +437,32 @@ pub struct TcpConfig {
     /// round trip; the SYN offers 20 segments (`tcp_select_initial_window`
     /// with `tcp_default_init_rwnd`). On in `linux-3.x` only.
     pub rcvbuf_fixup: bool,
+    /// Payload the application writes on a new connection before its data,
+    /// and waits to see acknowledged before it writes the data (0 = none).
+    /// iperf3 3.12 (the `tcp-bulk` traffic model, which sets 37): the client
+    /// writes the 37-byte cookie (`COOKIE_SIZE`, src/iperf.h) on each data
+    /// connection right after `connect()` (`iperf_tcp_connect`,
+    /// src/iperf_tcp.c); the server reads it (`iperf_tcp_accept`) and, once
+    /// every stream is accepted, sends TEST_START and TEST_RUNNING on the
+    /// control connection (`iperf_run_server`, src/iperf_server_api.c); the
+    /// client writes data only `if (test->state == TEST_RUNNING)`
+    /// (`iperf_run_client`, src/iperf_client_api.c). The receiver
+    /// acknowledges the completed preamble at once, standing for the
+    /// TEST_RUNNING segment that leaves the server at that moment on the
+    /// same path back, and the data waits for that ACK: one round trip
+    /// after the handshake, and a policer meets a 37-byte segment first.
+    /// Streams of one test all start at TEST_RUNNING, as the simulated
+    /// flows of one entry start together.
+    pub app_preamble_bytes: u32,
 }
 
 impl TcpConfig {
+    /// iperf3's cookie (`COOKIE_SIZE`, src/iperf.h, 3.12): the 36
+    /// characters of `make_cookie` and the terminating NUL, written first on
+    /// every data connection; the `tcp-bulk` (iperf3) traffic model's
+    /// [`app_preamble_bytes`](TcpConfig::app_preamble_bytes).
+    pub const IPERF3_COOKIE_BYTES: u32 = 37;
+
     /// The named OS profile: `linux`, `linux-3.x`, `windows10`, `windows7`,
     /// `windows-xp`.
     ///
@@ -641,6 +664,7 @@ impl TcpConfig {
             rate_halving: false,
             fack: false,
             rcvbuf_fixup: false,
+            app_preamble_bytes: 0,
         };
         match name {
             "linux" => Some(linux),

@@ -261,6 +261,9 @@ pub struct TcpSender {
     timestamps: bool,
     /// End (exclusive sequence number) of the application's data.
     app_end: Option<u64>,
+    /// `app_preamble_bytes` (iperf3's cookie): while it is unacknowledged,
+    /// `app_end` is the preamble's end and this holds the data's end.
+    preamble_hold: Option<Option<u64>>,
     snd_una: u64,
     snd_nxt: u64,
     snd_wnd: u64,
@@ -378,9 +381,17 @@ impl TcpSender {
             phase: Phase::Closed,
             timestamps: cfg.header_bytes >= 52,
             app_end: match app {
+                _ if cfg.app_preamble_bytes > 0 => Some(1 + cfg.app_preamble_bytes as u64),
                 AppLimit::Unlimited => None,
                 AppLimit::Bytes(n) => Some(1 + n),
             },
+            preamble_hold: (cfg.app_preamble_bytes > 0).then(|| {
+                let p = cfg.app_preamble_bytes as u64;
+                match app {
+                    AppLimit::Unlimited => None,
+                    AppLimit::Bytes(n) => Some(1 + p + n),
+                }
+            }),
             snd_una: 0,
             snd_nxt: 0,
             snd_wnd: 0,
@@ -480,6 +491,7 @@ impl TcpSender {
 
     /// The application stops writing: what was sent is all there is.
     pub fn stop(&mut self, _now: Instant) {
+        self.preamble_hold = None;
         let end = self.snd_nxt.max(1);
         self.app_end = Some(self.app_end.map_or(end, |e| e.min(end)));
     }
@@ -499,11 +511,24 @@ impl TcpSender {
     /// (`tcp_event_data_sent`), told to the congestion control with the
     /// idle time (CUBIC shifts its epoch by it).
     pub fn app_write(&mut self, now: Instant, bytes: u64, io: &mut dyn TcpIo) {
+        if let Some(hold) = self.preamble_hold.as_mut() {
+            // Written behind the preamble: released with it.
+            let p = self.cfg.app_preamble_bytes as u64;
+            *hold = hold.map(|e| e.max(1 + p) + bytes);
+            return;
+        }
         let end = self.app_end.unwrap_or(1).max(self.snd_nxt.max(1));
         self.app_end = Some(end + bytes);
         if self.phase != Phase::Established {
             return;
         }
+        self.app_resumes(now);
+        self.try_send(now, io);
+    }
+
+    /// The application writes after a pause: the idle restart and
+    /// `CA_EVENT_TX_START` of `app_write`.
+    fn app_resumes(&mut self, now: Instant) {
         if let Some(last) = self.last_data_sent.filter(|_| self.sb.is_empty()) {
             let idle = now.saturating_since(last);
             let rto = self.rtt.rto();
@@ -512,7 +537,6 @@ impl TcpSender {
             }
             self.cc.on_tx_start(&mut self.state, idle, now);
         }
-        self.try_send(now, io);
     }
 
     /// Linux `tcp_cwnd_restart` (net/ipv4/tcp_output.c), in bytes.
@@ -578,7 +602,9 @@ impl TcpSender {
 
     /// The application's data is finite and all of it is acknowledged.
     pub fn is_done(&self) -> bool {
-        self.phase == Phase::Established && self.app_end.is_some_and(|e| self.snd_una >= e)
+        self.phase == Phase::Established
+            && self.preamble_hold.is_none()
+            && self.app_end.is_some_and(|e| self.snd_una >= e)
     }
 
     pub fn next_timer(&self) -> Option<Instant> {
@@ -1015,7 +1041,23 @@ impl TcpSender {
             self.rearm_rto(now);
             self.tlp_at = None;
         }
+        self.release_preamble(now);
         self.try_send(now, io);
+    }
+
+    /// The preamble (`TcpConfig::app_preamble_bytes`, iperf3's cookie) is
+    /// acknowledged: the application writes its data now, as `app_write`
+    /// does (idle restart check, `CA_EVENT_TX_START` from an empty pipe).
+    fn release_preamble(&mut self, now: Instant) {
+        let Some(end) = self.app_end.filter(|&e| self.snd_una >= e) else {
+            return;
+        };
+        let Some(hold) = self.preamble_hold.take() else {
+            return;
+        };
+        debug_assert_eq!(end, 1 + self.cfg.app_preamble_bytes as u64);
+        self.app_end = hold;
+        self.app_resumes(now);
     }
 
     /// RACK loss detection (see [`super::rack`]); arms the reordering
