@@ -454,6 +454,15 @@ pub struct TcpConfig {
     /// Streams of one test all start at TEST_RUNNING, as the simulated
     /// flows of one entry start together.
     pub app_preamble_bytes: u32,
+    /// The kernel's tick rate (`CONFIG_HZ`) for the sender's retransmission
+    /// timer slot (RTO, tail loss probe, RACK reordering timeout): Linux
+    /// keeps them in a jiffies `timer_list`, not an hrtimer, so each is a
+    /// whole number of jiffies and fires at a tick of the timer wheel,
+    /// rounded up with the wheel level's granularity (see `tcp/jiffies.rs`).
+    /// `None`: exact timers. `linux`: 250, the `CONFIG_HZ` of the kernel the
+    /// policer truth ran on (6.18.44, `/proc/config.gz`: `CONFIG_HZ_250=y`),
+    /// also Debian's default; the Windows profiles: `None` (not modelled).
+    pub timer_hz: Option<u32>,
 }
 
 impl TcpConfig {
@@ -665,11 +674,13 @@ impl TcpConfig {
             fack: false,
             rcvbuf_fixup: false,
             app_preamble_bytes: 0,
+            timer_hz: Some(250),
         };
         match name {
             "linux" => Some(linux),
             "windows10" => Some(TcpConfig {
                 profile: "windows10".into(),
+                timer_hz: None,
                 cc: CcKind::Compound,
                 mss: 1460,
                 header_bytes: 40,
@@ -687,6 +698,7 @@ impl TcpConfig {
             }),
             "windows7" => Some(TcpConfig {
                 profile: "windows7".into(),
+                timer_hz: None,
                 cc: CcKind::NewReno,
                 mss: 1460,
                 header_bytes: 40,
@@ -711,6 +723,7 @@ impl TcpConfig {
             }),
             "windows-xp" => Some(TcpConfig {
                 profile: "windows-xp".into(),
+                timer_hz: None,
                 cc: CcKind::NewReno,
                 mss: 1460,
                 header_bytes: 40,

@@ -161,6 +161,7 @@
 //! - The RTO is RFC 6298 unless [`TcpConfig::linux_rto`] (on in the
 //!   `linux` profile) selects Linux's estimator.
 
+use super::jiffies;
 use super::pacing::{default_pacing_rate, Pacer};
 use super::rack::{Rack, TIMEOUT_MIN};
 use super::rate::{RateAccumulator, RateEstimator};
@@ -486,7 +487,7 @@ impl TcpSender {
             ts_val: self.ts_val(now),
             ..TcpHeader::default()
         });
-        self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+        self.rto_at = Some(self.timer_at(now, self.rtt.rto(), false));
     }
 
     /// The application stops writing: what was sent is all there is.
@@ -779,7 +780,7 @@ impl TcpSender {
         if let Some(idx) = self.sb.first_lost_unsent() {
             self.retransmit(now, idx, io, false);
         }
-        self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+        self.rto_at = Some(self.timer_at(now, self.rtt.rto(), false));
     }
 
     fn on_ack(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
@@ -1073,7 +1074,7 @@ impl TcpSender {
                 .reo_wnd(in_recovery, dupthresh, self.rtt.min_rtt(), self.rtt.srtt());
         let (lost, wait) = self.sb.rack_detect(xmit, end, rtt + reo_wnd, now);
         if let Some(w) = wait {
-            self.reo_at = Some(now.saturating_add(w + TIMEOUT_MIN));
+            self.reo_at = Some(self.timer_at(now, w, true));
         }
         lost
     }
@@ -1110,9 +1111,32 @@ impl TcpSender {
         let probe_pending = self.tlp_at.is_some() || self.reo_at.is_some();
         self.rto_at = match self.sb.get(0) {
             None => None,
-            Some(head) if probe_pending => Some(head.sent_at.saturating_add(rto).max(now)),
-            Some(_) => Some(now.saturating_add(rto)),
+            Some(head) if probe_pending => {
+                let left = head.sent_at.saturating_add(rto).saturating_since(now);
+                Some(self.timer_at(now, left, false))
+            }
+            Some(_) => Some(self.timer_at(now, rto, false)),
         };
+    }
+
+    /// When a timer of the retransmission slot armed now for `when` runs:
+    /// exactly then, or with [`TcpConfig::timer_hz`] at the tick of its
+    /// jiffies timer-wheel bucket (`when` rounded up to whole jiffies, at
+    /// least one, as `usecs_to_jiffies(max(delta_us, 1))`); `timeout_min`
+    /// adds Linux's `TCP_TIMEOUT_MIN` (2 jiffies) as the probe and the
+    /// reordering timer do. See `tcp/jiffies.rs`.
+    fn timer_at(&self, now: Instant, when: Duration, timeout_min: bool) -> Instant {
+        match self.cfg.timer_hz {
+            None => now.saturating_add(if timeout_min {
+                when + TIMEOUT_MIN
+            } else {
+                when
+            }),
+            Some(hz) => {
+                let j = jiffies::to_jiffies(when, hz).max(1) + if timeout_min { 2 } else { 0 };
+                Instant::from_ns(jiffies::expiry_ns(now.as_ns(), j, hz))
+            }
+        }
     }
 
     /// RFC 8985 §7.2 / Linux `tcp_schedule_loss_probe`: in the Open state
@@ -1126,6 +1150,31 @@ impl TcpSender {
         if !(self.cfg.tlp && self.cfg.sack) || self.sb.is_empty() || self.ca != CaState::Open {
             return;
         }
+        let rto_left = if advancing_rto {
+            Some(self.rtt.rto())
+        } else {
+            self.rto_at.map(|t| t.saturating_since(now))
+        };
+        let rto_left = rto_left.filter(|d| d.as_ns() > 0);
+        if let Some(hz) = self.cfg.timer_hz {
+            // tcp_schedule_loss_probe in jiffies: usecs_to_jiffies(2·SRTT)
+            // + TCP_RTO_MIN or TCP_TIMEOUT_MIN, capped by the RTO's.
+            let j = |d: Duration| jiffies::to_jiffies(d, hz);
+            let mut pto = match self.rtt.srtt() {
+                Some(srtt) if self.sb.len() == 1 => j(srtt + srtt) + j(self.cfg.min_rto),
+                Some(srtt) => j(srtt + srtt) + 2,
+                None => j(self.cfg.initial_rto),
+            };
+            if let Some(left) = rto_left {
+                pto = pto.min(j(left));
+            }
+            self.tlp_at = Some(Instant::from_ns(jiffies::expiry_ns(
+                now.as_ns(),
+                pto.max(1),
+                hz,
+            )));
+            return;
+        }
         let mut pto = match self.rtt.srtt() {
             Some(srtt) => {
                 let extra = if self.sb.len() == 1 {
@@ -1137,12 +1186,7 @@ impl TcpSender {
             }
             None => self.cfg.initial_rto,
         };
-        let rto_left = if advancing_rto {
-            Some(self.rtt.rto())
-        } else {
-            self.rto_at.map(|t| t.saturating_since(now))
-        };
-        if let Some(left) = rto_left.filter(|d| d.as_ns() > 0) {
+        if let Some(left) = rto_left {
             pto = pto.min(left);
         }
         self.tlp_at = Some(now.saturating_add(pto));
@@ -1957,7 +2001,7 @@ impl TcpSender {
             }
         }
         if self.rto_at.is_none() {
-            self.rto_at = Some(now.saturating_add(self.rtt.rto())); // RFC 6298 5.1
+            self.rto_at = Some(self.timer_at(now, self.rtt.rto(), false)); // RFC 6298 5.1
         }
     }
 
@@ -2028,7 +2072,7 @@ impl TcpSender {
         if idx == 0 {
             // Linux tcp_xmit_retransmit_queue: retransmitting the head
             // restarts the retransmission timer (replacing a probe timer).
-            self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+            self.rto_at = Some(self.timer_at(now, self.rtt.rto(), false));
             self.tlp_at = None;
         }
         io.transmit(self.data_header(now, seg.seq, seg.len, true));
@@ -2064,6 +2108,7 @@ mod tests {
         c.sack = recovery == RecoveryKind::Sack;
         c.delayed_ack = None;
         c.linux_rto = false;
+        c.timer_hz = None; // exact timers: the rules' timing in whole ms
         c
     }
 
@@ -3161,6 +3206,28 @@ mod tests {
         let h = completed(h, 20_000);
         let rtx = h.data_sent().into_iter().find(|d| d.2).unwrap();
         assert_eq!((rtx.0, rtx.1), (at_ms(60) + ms(220), seg(19)));
+    }
+
+    /// Linux's RTO is a jiffies `timer_list` on the timer wheel
+    /// (`tcp/jiffies.rs`). At HZ = 250 the test above's RTO, armed by the
+    /// last ACK at 60 ms (tick 15): 220 ms = 55 jiffies, level 0, bucket
+    /// 15 + 55 + 1 = 71, so 284 ms, not 280; with a 300 ms minimum, 320 ms
+    /// = 80 jiffies is on level 1 (8-jiffy buckets): expires 95, bucket 96,
+    /// so 384 ms, not 380.
+    #[test]
+    fn the_rto_runs_at_its_timer_wheel_tick() {
+        for (min_rto, want) in [(200, 284), (300, 384)] {
+            let mut c = cfg(RecoveryKind::Sack);
+            c.linux_rto = true;
+            c.tlp = false;
+            c.min_rto = ms(min_rto);
+            c.timer_hz = Some(250);
+            let mut h = harness(&c, AppLimit::Bytes(20_000), None);
+            h.drops = vec![(seg(19), 1)];
+            let h = completed(h, 20_000);
+            let rtx = h.data_sent().into_iter().find(|d| d.2).unwrap();
+            assert_eq!((rtx.0, rtx.1), (at_ms(want), seg(19)), "min_rto {min_rto}");
+        }
     }
 
     struct NoIo;
