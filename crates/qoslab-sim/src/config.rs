@@ -463,6 +463,13 @@ pub struct TcpConfig {
     /// policer truth ran on (6.18.44, `/proc/config.gz`: `CONFIG_HZ_250=y`),
     /// also Debian's default; the Windows profiles: `None` (not modelled).
     pub timer_hz: Option<u32>,
+    /// With `timer_hz`: the timer wheel of Linux ≥ 4.8 ("timers: Switch
+    /// to a non-cascading wheel", T. Gleixner, 2016), whose upper levels
+    /// keep coarse buckets and round a timer's expiry up to them (an RTO of
+    /// 63-503 jiffies to 8 jiffies). `false`: the cascading wheel before
+    /// it, where a timer runs at the very jiffy it asked for (`linux-3.x`,
+    /// `linux-2.6`).
+    pub timer_wheel_levels: bool,
 }
 
 impl TcpConfig {
@@ -675,6 +682,7 @@ impl TcpConfig {
             rcvbuf_fixup: false,
             app_preamble_bytes: 0,
             timer_hz: Some(250),
+            timer_wheel_levels: true,
         };
         match name {
             "linux" => Some(linux),
@@ -748,6 +756,7 @@ impl TcpConfig {
             }),
             "linux-3.x" => Some(TcpConfig {
                 profile: "linux-3.x".into(),
+                timer_wheel_levels: false,
                 rack: false,
                 mark_lost_retrans: true,
                 quickack_on_out_of_order: true,
@@ -762,6 +771,7 @@ impl TcpConfig {
             }),
             "linux-2.6" => Some(TcpConfig {
                 profile: "linux-2.6".into(),
+                timer_wheel_levels: false,
                 rate_halving: true,
                 fack: true,
                 rack: false,

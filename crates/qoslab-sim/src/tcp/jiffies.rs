@@ -39,11 +39,15 @@ pub fn to_jiffies(d: Duration, hz: u32) -> u64 {
 
 /// When a timer armed at `now_ns` for `when` jiffies runs (ns): the tick
 /// of its wheel bucket (`calc_wheel_index` with the base clock at the
-/// current jiffy, the jiffies clock starting at 0 ns).
-pub fn expiry_ns(now_ns: u64, when: u64, hz: u32) -> u64 {
+/// current jiffy, the jiffies clock starting at 0 ns); with `levels` off,
+/// the cascading wheel of Linux < 4.8, at the tick `jiffies + when` itself.
+pub fn expiry_ns(now_ns: u64, when: u64, hz: u32, levels: bool) -> u64 {
     let j = jiffy_ns(hz);
     let clk = now_ns / j;
     let expires = clk + when;
+    if !levels {
+        return expires.saturating_mul(j);
+    }
     let mut lvl = 0;
     while lvl + 1 < LVL_DEPTH && when >= LVL_LAST << (LVL_CLK_SHIFT * lvl) {
         lvl += 1;
@@ -60,7 +64,7 @@ mod tests {
     #[test]
     fn short_timers_round_to_the_next_tick_plus_one() {
         // 2 jiffies at HZ 250 from 1 ms into tick 0: expires 2, bucket 3.
-        assert_eq!(expiry_ns(1_000_000, 2, 250), 12_000_000);
+        assert_eq!(expiry_ns(1_000_000, 2, 250, true), 12_000_000);
         assert_eq!(to_jiffies(Duration::from_ms(250), 250), 63);
         assert_eq!(to_jiffies(Duration::from_us(248_001), 250), 63);
         assert_eq!(to_jiffies(Duration::from_ms(248), 250), 62);
@@ -70,10 +74,12 @@ mod tests {
     fn an_rto_of_63_jiffies_is_on_level_one() {
         // Armed at 2.501 s (tick 625): expires 688, level 1 (8 jiffies):
         // bucket 696 = 2.784 s, not 2.751 s.
-        assert_eq!(expiry_ns(2_501_000_000, 63, 250), 2_784_000_000);
+        assert_eq!(expiry_ns(2_501_000_000, 63, 250, true), 2_784_000_000);
         // 62 jiffies stays on level 0: expires 687, bucket 688.
-        assert_eq!(expiry_ns(2_501_000_000, 62, 250), 2_752_000_000);
+        assert_eq!(expiry_ns(2_501_000_000, 62, 250, true), 2_752_000_000);
         // 504 jiffies (2.016 s) is level 2, granularity 64.
-        assert_eq!(expiry_ns(0, 504, 250), 512 * 4_000_000);
+        assert_eq!(expiry_ns(0, 504, 250, true), 512 * 4_000_000);
+        // Before 4.8 the cascading wheel runs it at the jiffy asked for.
+        assert_eq!(expiry_ns(2_501_000_000, 63, 250, false), 2_752_000_000);
     }
 }

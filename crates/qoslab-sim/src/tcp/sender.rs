@@ -1134,7 +1134,12 @@ impl TcpSender {
             }),
             Some(hz) => {
                 let j = jiffies::to_jiffies(when, hz).max(1) + if timeout_min { 2 } else { 0 };
-                Instant::from_ns(jiffies::expiry_ns(now.as_ns(), j, hz))
+                Instant::from_ns(jiffies::expiry_ns(
+                    now.as_ns(),
+                    j,
+                    hz,
+                    self.cfg.timer_wheel_levels,
+                ))
             }
         }
     }
@@ -1168,11 +1173,9 @@ impl TcpSender {
             if let Some(left) = rto_left {
                 pto = pto.min(j(left));
             }
-            self.tlp_at = Some(Instant::from_ns(jiffies::expiry_ns(
-                now.as_ns(),
-                pto.max(1),
-                hz,
-            )));
+            let levels = self.cfg.timer_wheel_levels;
+            let at = jiffies::expiry_ns(now.as_ns(), pto.max(1), hz, levels);
+            self.tlp_at = Some(Instant::from_ns(at));
             return;
         }
         let mut pto = match self.rtt.srtt() {
