@@ -74,7 +74,11 @@ fn simulated_policers_are_found_at_their_rate_and_bucket() {
         (1_500_000.0, 100_000.0, 24, 1),
         (1_500_000.0, 100_000.0, 12, 7),
         (5_000_000.0, 50_000.0, 8, 2),
-        (10_000_000.0, 200_000.0, 18, 3),
+        // At RTT 80 ms this run is rejected (negative initial bucket fill):
+        // iperf3's cookie round trip before the data (the tcp-bulk model)
+        // lets 100 kB of tokens overflow a full bucket, which Flach's rate
+        // line counts as spent (docs/validation.md, "The bucket estimate").
+        (10_000_000.0, 200_000.0, 13, 3),
     ];
     for (rate, bucket, delay, seed) in cases {
         let policy = format!(

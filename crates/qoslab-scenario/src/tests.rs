@@ -90,6 +90,7 @@ fn a_full_scenario_becomes_exactly_this_config() {
     w10.sack = false;
     w10.delayed_ack = None;
     w10.receive_window_bytes = 128 * 1024;
+    w10.app_preamble_bytes = TcpConfig::IPERF3_COOKIE_BYTES; // tcp-bulk is iperf3
     w10.window_scaling = true;
     w10.initial_ssthresh_bytes = None;
     let expected = SimConfig {
@@ -219,7 +220,9 @@ fn defaults_fill_what_a_minimal_scenario_leaves_out() {
         panic!("tcp-bulk expected")
     };
     assert_eq!(*flows, 1);
-    assert_eq!(*tcp, TcpConfig::profile("linux").unwrap());
+    let mut linux = TcpConfig::profile("linux").unwrap();
+    linux.app_preamble_bytes = TcpConfig::IPERF3_COOKIE_BYTES; // tcp-bulk is iperf3
+    assert_eq!(*tcp, linux);
     assert_eq!(parse(MINIMAL, "<string>").unwrap().config.name, "scenario");
 }
 

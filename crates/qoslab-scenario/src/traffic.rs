@@ -85,7 +85,9 @@ pub(crate) fn traffic(
                 },
                 None => None,
             };
-            let tcp = tcp_config(cx, &mut t)?;
+            let mut tcp = tcp_config(cx, &mut t)?;
+            // iperf3 writes its cookie first and sends data at TEST_RUNNING.
+            tcp.app_preamble_bytes = TcpConfig::IPERF3_COOKIE_BYTES;
             TrafficSpec::TcpBulk {
                 flows,
                 endpoints,
@@ -632,7 +634,9 @@ mod profile_tests {
             let TrafficSpec::TcpBulk { tcp, .. } = &sc.config.traffic[0] else {
                 panic!("tcp-bulk")
             };
-            assert_eq!(*tcp, TcpConfig::profile(p).unwrap(), "{p}");
+            let mut want = TcpConfig::profile(p).unwrap();
+            want.app_preamble_bytes = TcpConfig::IPERF3_COOKIE_BYTES; // tcp-bulk is iperf3
+            assert_eq!(*tcp, want, "{p}");
         }
     }
 }

@@ -437,9 +437,48 @@ pub struct TcpConfig {
     /// round trip; the SYN offers 20 segments (`tcp_select_initial_window`
     /// with `tcp_default_init_rwnd`). On in `linux-3.x` only.
     pub rcvbuf_fixup: bool,
+    /// Payload the application writes on a new connection before its data,
+    /// and waits to see acknowledged before it writes the data (0 = none).
+    /// iperf3 3.12 (the `tcp-bulk` traffic model, which sets 37): the client
+    /// writes the 37-byte cookie (`COOKIE_SIZE`, src/iperf.h) on each data
+    /// connection right after `connect()` (`iperf_tcp_connect`,
+    /// src/iperf_tcp.c); the server reads it (`iperf_tcp_accept`) and, once
+    /// every stream is accepted, sends TEST_START and TEST_RUNNING on the
+    /// control connection (`iperf_run_server`, src/iperf_server_api.c); the
+    /// client writes data only `if (test->state == TEST_RUNNING)`
+    /// (`iperf_run_client`, src/iperf_client_api.c). The receiver
+    /// acknowledges the completed preamble at once, standing for the
+    /// TEST_RUNNING segment that leaves the server at that moment on the
+    /// same path back, and the data waits for that ACK: one round trip
+    /// after the handshake, and a policer meets a 37-byte segment first.
+    /// Streams of one test all start at TEST_RUNNING, as the simulated
+    /// flows of one entry start together.
+    pub app_preamble_bytes: u32,
+    /// The kernel's tick rate (`CONFIG_HZ`) for the sender's retransmission
+    /// timer slot (RTO, tail loss probe, RACK reordering timeout): Linux
+    /// keeps them in a jiffies `timer_list`, not an hrtimer, so each is a
+    /// whole number of jiffies and fires at a tick of the timer wheel,
+    /// rounded up with the wheel level's granularity (see `tcp/jiffies.rs`).
+    /// `None`: exact timers. `linux`: 250, the `CONFIG_HZ` of the kernel the
+    /// policer truth ran on (6.18.44, `/proc/config.gz`: `CONFIG_HZ_250=y`),
+    /// also Debian's default; the Windows profiles: `None` (not modelled).
+    pub timer_hz: Option<u32>,
+    /// With `timer_hz`: the timer wheel of Linux ≥ 4.8 ("timers: Switch
+    /// to a non-cascading wheel", T. Gleixner, 2016), whose upper levels
+    /// keep coarse buckets and round a timer's expiry up to them (an RTO of
+    /// 63-503 jiffies to 8 jiffies). `false`: the cascading wheel before
+    /// it, where a timer runs at the very jiffy it asked for (`linux-3.x`,
+    /// `linux-2.6`).
+    pub timer_wheel_levels: bool,
 }
 
 impl TcpConfig {
+    /// iperf3's cookie (`COOKIE_SIZE`, src/iperf.h, 3.12): the 36
+    /// characters of `make_cookie` and the terminating NUL, written first on
+    /// every data connection; the `tcp-bulk` (iperf3) traffic model's
+    /// [`app_preamble_bytes`](TcpConfig::app_preamble_bytes).
+    pub const IPERF3_COOKIE_BYTES: u32 = 37;
+
     /// The named OS profile: `linux`, `linux-3.x`, `windows10`, `windows7`,
     /// `windows-xp`.
     ///
@@ -641,11 +680,15 @@ impl TcpConfig {
             rate_halving: false,
             fack: false,
             rcvbuf_fixup: false,
+            app_preamble_bytes: 0,
+            timer_hz: Some(250),
+            timer_wheel_levels: true,
         };
         match name {
             "linux" => Some(linux),
             "windows10" => Some(TcpConfig {
                 profile: "windows10".into(),
+                timer_hz: None,
                 cc: CcKind::Compound,
                 mss: 1460,
                 header_bytes: 40,
@@ -663,6 +706,7 @@ impl TcpConfig {
             }),
             "windows7" => Some(TcpConfig {
                 profile: "windows7".into(),
+                timer_hz: None,
                 cc: CcKind::NewReno,
                 mss: 1460,
                 header_bytes: 40,
@@ -687,6 +731,7 @@ impl TcpConfig {
             }),
             "windows-xp" => Some(TcpConfig {
                 profile: "windows-xp".into(),
+                timer_hz: None,
                 cc: CcKind::NewReno,
                 mss: 1460,
                 header_bytes: 40,
@@ -711,6 +756,7 @@ impl TcpConfig {
             }),
             "linux-3.x" => Some(TcpConfig {
                 profile: "linux-3.x".into(),
+                timer_wheel_levels: false,
                 rack: false,
                 mark_lost_retrans: true,
                 quickack_on_out_of_order: true,
@@ -725,6 +771,7 @@ impl TcpConfig {
             }),
             "linux-2.6" => Some(TcpConfig {
                 profile: "linux-2.6".into(),
+                timer_wheel_levels: false,
                 rate_halving: true,
                 fack: true,
                 rack: false,

@@ -19,6 +19,7 @@
 
 #[cfg(test)]
 mod harness;
+mod jiffies;
 mod pacing;
 mod rack;
 mod rate;

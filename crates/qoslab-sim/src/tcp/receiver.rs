@@ -113,6 +113,9 @@ pub struct TcpReceiver {
     /// When the data waiting for the pending read became readable.
     read_first: Option<Instant>,
     read_delay: Duration,
+    /// `TcpConfig::app_preamble_bytes`: read by the application's set-up
+    /// (iperf3 `iperf_tcp_accept` reads the cookie), not counted as data.
+    preamble_bytes: u64,
 }
 
 impl TcpReceiver {
@@ -163,12 +166,14 @@ impl TcpReceiver {
             read_at: None,
             read_first: None,
             read_delay: cfg.receiver_read_delay,
+            preamble_bytes: cfg.app_preamble_bytes as u64,
         }
     }
 
-    /// In-order payload bytes given to the application.
+    /// In-order payload bytes given to the application, its preamble
+    /// (iperf3's cookie) not counted, as iperf3 does not count it.
     pub fn delivered_bytes(&self) -> u64 {
-        self.delivered_bytes
+        self.delivered_bytes.saturating_sub(self.preamble_bytes)
     }
 
     /// Pure ACKs (and SYN-ACKs) sent.
@@ -342,7 +347,10 @@ impl TcpReceiver {
         }
         // In order (possibly overlapping what we have).
         let had_gap = !self.ooo.is_empty();
+        let preamble_end = 1 + self.preamble_bytes;
+        let preamble_done = self.preamble_bytes > 0 && self.rcv_nxt < preamble_end;
         self.advance(end);
+        let preamble_done = preamble_done && self.rcv_nxt >= preamble_end;
         let (nxt, queued) = (self.rcv_nxt, self.queued());
         if let Some(a) = &mut self.autotune {
             if a.on_in_order(now, h.payload_len as u64, nxt, queued) {
@@ -351,6 +359,14 @@ impl TcpReceiver {
             }
         }
         self.readable(now, io);
+        if preamble_done {
+            // iperf3's server has read the cookie and sends TEST_RUNNING on
+            // the control connection now (`iperf_run_server`); that small
+            // segment, taking this path back, is stood for by an ACK at
+            // once, and the client's data waits for it.
+            self.send_quick_ack(now, io);
+            return;
+        }
         if had_gap {
             self.send_quick_ack(now, io); // fills (part of) a gap: RFC 5681 §4.2
             return;

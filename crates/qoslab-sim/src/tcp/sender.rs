@@ -161,6 +161,7 @@
 //! - The RTO is RFC 6298 unless [`TcpConfig::linux_rto`] (on in the
 //!   `linux` profile) selects Linux's estimator.
 
+use super::jiffies;
 use super::pacing::{default_pacing_rate, Pacer};
 use super::rack::{Rack, TIMEOUT_MIN};
 use super::rate::{RateAccumulator, RateEstimator};
@@ -261,6 +262,9 @@ pub struct TcpSender {
     timestamps: bool,
     /// End (exclusive sequence number) of the application's data.
     app_end: Option<u64>,
+    /// `app_preamble_bytes` (iperf3's cookie): while it is unacknowledged,
+    /// `app_end` is the preamble's end and this holds the data's end.
+    preamble_hold: Option<Option<u64>>,
     snd_una: u64,
     snd_nxt: u64,
     snd_wnd: u64,
@@ -378,9 +382,17 @@ impl TcpSender {
             phase: Phase::Closed,
             timestamps: cfg.header_bytes >= 52,
             app_end: match app {
+                _ if cfg.app_preamble_bytes > 0 => Some(1 + cfg.app_preamble_bytes as u64),
                 AppLimit::Unlimited => None,
                 AppLimit::Bytes(n) => Some(1 + n),
             },
+            preamble_hold: (cfg.app_preamble_bytes > 0).then(|| {
+                let p = cfg.app_preamble_bytes as u64;
+                match app {
+                    AppLimit::Unlimited => None,
+                    AppLimit::Bytes(n) => Some(1 + p + n),
+                }
+            }),
             snd_una: 0,
             snd_nxt: 0,
             snd_wnd: 0,
@@ -475,11 +487,12 @@ impl TcpSender {
             ts_val: self.ts_val(now),
             ..TcpHeader::default()
         });
-        self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+        self.rto_at = Some(self.timer_at(now, self.rtt.rto(), false));
     }
 
     /// The application stops writing: what was sent is all there is.
     pub fn stop(&mut self, _now: Instant) {
+        self.preamble_hold = None;
         let end = self.snd_nxt.max(1);
         self.app_end = Some(self.app_end.map_or(end, |e| e.min(end)));
     }
@@ -499,11 +512,24 @@ impl TcpSender {
     /// (`tcp_event_data_sent`), told to the congestion control with the
     /// idle time (CUBIC shifts its epoch by it).
     pub fn app_write(&mut self, now: Instant, bytes: u64, io: &mut dyn TcpIo) {
+        if let Some(hold) = self.preamble_hold.as_mut() {
+            // Written behind the preamble: released with it.
+            let p = self.cfg.app_preamble_bytes as u64;
+            *hold = hold.map(|e| e.max(1 + p) + bytes);
+            return;
+        }
         let end = self.app_end.unwrap_or(1).max(self.snd_nxt.max(1));
         self.app_end = Some(end + bytes);
         if self.phase != Phase::Established {
             return;
         }
+        self.app_resumes(now);
+        self.try_send(now, io);
+    }
+
+    /// The application writes after a pause: the idle restart and
+    /// `CA_EVENT_TX_START` of `app_write`.
+    fn app_resumes(&mut self, now: Instant) {
         if let Some(last) = self.last_data_sent.filter(|_| self.sb.is_empty()) {
             let idle = now.saturating_since(last);
             let rto = self.rtt.rto();
@@ -512,7 +538,6 @@ impl TcpSender {
             }
             self.cc.on_tx_start(&mut self.state, idle, now);
         }
-        self.try_send(now, io);
     }
 
     /// Linux `tcp_cwnd_restart` (net/ipv4/tcp_output.c), in bytes.
@@ -578,7 +603,9 @@ impl TcpSender {
 
     /// The application's data is finite and all of it is acknowledged.
     pub fn is_done(&self) -> bool {
-        self.phase == Phase::Established && self.app_end.is_some_and(|e| self.snd_una >= e)
+        self.phase == Phase::Established
+            && self.preamble_hold.is_none()
+            && self.app_end.is_some_and(|e| self.snd_una >= e)
     }
 
     pub fn next_timer(&self) -> Option<Instant> {
@@ -753,7 +780,7 @@ impl TcpSender {
         if let Some(idx) = self.sb.first_lost_unsent() {
             self.retransmit(now, idx, io, false);
         }
-        self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+        self.rto_at = Some(self.timer_at(now, self.rtt.rto(), false));
     }
 
     fn on_ack(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
@@ -1015,7 +1042,23 @@ impl TcpSender {
             self.rearm_rto(now);
             self.tlp_at = None;
         }
+        self.release_preamble(now);
         self.try_send(now, io);
+    }
+
+    /// The preamble (`TcpConfig::app_preamble_bytes`, iperf3's cookie) is
+    /// acknowledged: the application writes its data now, as `app_write`
+    /// does (idle restart check, `CA_EVENT_TX_START` from an empty pipe).
+    fn release_preamble(&mut self, now: Instant) {
+        let Some(end) = self.app_end.filter(|&e| self.snd_una >= e) else {
+            return;
+        };
+        let Some(hold) = self.preamble_hold.take() else {
+            return;
+        };
+        debug_assert_eq!(end, 1 + self.cfg.app_preamble_bytes as u64);
+        self.app_end = hold;
+        self.app_resumes(now);
     }
 
     /// RACK loss detection (see [`super::rack`]); arms the reordering
@@ -1031,7 +1074,7 @@ impl TcpSender {
                 .reo_wnd(in_recovery, dupthresh, self.rtt.min_rtt(), self.rtt.srtt());
         let (lost, wait) = self.sb.rack_detect(xmit, end, rtt + reo_wnd, now);
         if let Some(w) = wait {
-            self.reo_at = Some(now.saturating_add(w + TIMEOUT_MIN));
+            self.reo_at = Some(self.timer_at(now, w, true));
         }
         lost
     }
@@ -1068,9 +1111,37 @@ impl TcpSender {
         let probe_pending = self.tlp_at.is_some() || self.reo_at.is_some();
         self.rto_at = match self.sb.get(0) {
             None => None,
-            Some(head) if probe_pending => Some(head.sent_at.saturating_add(rto).max(now)),
-            Some(_) => Some(now.saturating_add(rto)),
+            Some(head) if probe_pending => {
+                let left = head.sent_at.saturating_add(rto).saturating_since(now);
+                Some(self.timer_at(now, left, false))
+            }
+            Some(_) => Some(self.timer_at(now, rto, false)),
         };
+    }
+
+    /// When a timer of the retransmission slot armed now for `when` runs:
+    /// exactly then, or with [`TcpConfig::timer_hz`] at the tick of its
+    /// jiffies timer-wheel bucket (`when` rounded up to whole jiffies, at
+    /// least one, as `usecs_to_jiffies(max(delta_us, 1))`); `timeout_min`
+    /// adds Linux's `TCP_TIMEOUT_MIN` (2 jiffies) as the probe and the
+    /// reordering timer do. See `tcp/jiffies.rs`.
+    fn timer_at(&self, now: Instant, when: Duration, timeout_min: bool) -> Instant {
+        match self.cfg.timer_hz {
+            None => now.saturating_add(if timeout_min {
+                when + TIMEOUT_MIN
+            } else {
+                when
+            }),
+            Some(hz) => {
+                let j = jiffies::to_jiffies(when, hz).max(1) + if timeout_min { 2 } else { 0 };
+                Instant::from_ns(jiffies::expiry_ns(
+                    now.as_ns(),
+                    j,
+                    hz,
+                    self.cfg.timer_wheel_levels,
+                ))
+            }
+        }
     }
 
     /// RFC 8985 §7.2 / Linux `tcp_schedule_loss_probe`: in the Open state
@@ -1084,6 +1155,29 @@ impl TcpSender {
         if !(self.cfg.tlp && self.cfg.sack) || self.sb.is_empty() || self.ca != CaState::Open {
             return;
         }
+        let rto_left = if advancing_rto {
+            Some(self.rtt.rto())
+        } else {
+            self.rto_at.map(|t| t.saturating_since(now))
+        };
+        let rto_left = rto_left.filter(|d| d.as_ns() > 0);
+        if let Some(hz) = self.cfg.timer_hz {
+            // tcp_schedule_loss_probe in jiffies: usecs_to_jiffies(2·SRTT)
+            // + TCP_RTO_MIN or TCP_TIMEOUT_MIN, capped by the RTO's.
+            let j = |d: Duration| jiffies::to_jiffies(d, hz);
+            let mut pto = match self.rtt.srtt() {
+                Some(srtt) if self.sb.len() == 1 => j(srtt + srtt) + j(self.cfg.min_rto),
+                Some(srtt) => j(srtt + srtt) + 2,
+                None => j(self.cfg.initial_rto),
+            };
+            if let Some(left) = rto_left {
+                pto = pto.min(j(left));
+            }
+            let levels = self.cfg.timer_wheel_levels;
+            let at = jiffies::expiry_ns(now.as_ns(), pto.max(1), hz, levels);
+            self.tlp_at = Some(Instant::from_ns(at));
+            return;
+        }
         let mut pto = match self.rtt.srtt() {
             Some(srtt) => {
                 let extra = if self.sb.len() == 1 {
@@ -1095,12 +1189,7 @@ impl TcpSender {
             }
             None => self.cfg.initial_rto,
         };
-        let rto_left = if advancing_rto {
-            Some(self.rtt.rto())
-        } else {
-            self.rto_at.map(|t| t.saturating_since(now))
-        };
-        if let Some(left) = rto_left.filter(|d| d.as_ns() > 0) {
+        if let Some(left) = rto_left {
             pto = pto.min(left);
         }
         self.tlp_at = Some(now.saturating_add(pto));
@@ -1915,7 +2004,7 @@ impl TcpSender {
             }
         }
         if self.rto_at.is_none() {
-            self.rto_at = Some(now.saturating_add(self.rtt.rto())); // RFC 6298 5.1
+            self.rto_at = Some(self.timer_at(now, self.rtt.rto(), false)); // RFC 6298 5.1
         }
     }
 
@@ -1986,7 +2075,7 @@ impl TcpSender {
         if idx == 0 {
             // Linux tcp_xmit_retransmit_queue: retransmitting the head
             // restarts the retransmission timer (replacing a probe timer).
-            self.rto_at = Some(now.saturating_add(self.rtt.rto()));
+            self.rto_at = Some(self.timer_at(now, self.rtt.rto(), false));
             self.tlp_at = None;
         }
         io.transmit(self.data_header(now, seg.seq, seg.len, true));
@@ -2022,6 +2111,7 @@ mod tests {
         c.sack = recovery == RecoveryKind::Sack;
         c.delayed_ack = None;
         c.linux_rto = false;
+        c.timer_hz = None; // exact timers: the rules' timing in whole ms
         c
     }
 
@@ -3119,6 +3209,28 @@ mod tests {
         let h = completed(h, 20_000);
         let rtx = h.data_sent().into_iter().find(|d| d.2).unwrap();
         assert_eq!((rtx.0, rtx.1), (at_ms(60) + ms(220), seg(19)));
+    }
+
+    /// Linux's RTO is a jiffies `timer_list` on the timer wheel
+    /// (`tcp/jiffies.rs`). At HZ = 250 the test above's RTO, armed by the
+    /// last ACK at 60 ms (tick 15): 220 ms = 55 jiffies, level 0, bucket
+    /// 15 + 55 + 1 = 71, so 284 ms, not 280; with a 300 ms minimum, 320 ms
+    /// = 80 jiffies is on level 1 (8-jiffy buckets): expires 95, bucket 96,
+    /// so 384 ms, not 380.
+    #[test]
+    fn the_rto_runs_at_its_timer_wheel_tick() {
+        for (min_rto, want) in [(200, 284), (300, 384)] {
+            let mut c = cfg(RecoveryKind::Sack);
+            c.linux_rto = true;
+            c.tlp = false;
+            c.min_rto = ms(min_rto);
+            c.timer_hz = Some(250);
+            let mut h = harness(&c, AppLimit::Bytes(20_000), None);
+            h.drops = vec![(seg(19), 1)];
+            let h = completed(h, 20_000);
+            let rtx = h.data_sent().into_iter().find(|d| d.2).unwrap();
+            assert_eq!((rtx.0, rtx.1), (at_ms(want), seg(19)), "min_rto {min_rto}");
+        }
     }
 
     struct NoIo;

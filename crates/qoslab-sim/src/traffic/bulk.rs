@@ -1,6 +1,9 @@
 //! iperf3 TCP bulk transfer: one [`TcpSender`] (the client, at the source
 //! host) and one [`TcpReceiver`] (the server, at the destination) per flow,
-//! driven through the sans-I/O contract of [`crate::tcp`].
+//! driven through the sans-I/O contract of [`crate::tcp`]. Each data
+//! connection first carries iperf3's 37-byte cookie and its data waits for
+//! the cookie's ACK (iperf3's TEST_RUNNING), set by the scenario's
+//! `tcp-bulk` as [`TcpConfig::app_preamble_bytes`](crate::config::TcpConfig::app_preamble_bytes).
 //!
 //! Timers: each endpoint exposes one `next_timer()`; the engine keeps it as
 //! the endpoint's deadline slot in the event queue
