@@ -89,7 +89,10 @@
 //!     segment: rule 1 (lost, not yet retransmitted — like Linux, any such
 //!     segment, not only those above HighRxt), rule 2 (new data), rule 3
 //!     (un-SACKed segment below SACKed data), rule 4 if configured. The
-//!     recovery ends when the cumulative ACK reaches the RecoveryPoint.
+//!     recovery ends when the cumulative ACK reaches the RecoveryPoint;
+//!     that ACK is then processed as in Open (Linux `tcp_fastretrans_alert`
+//!     step E), so a loss already marked above the old RecoveryPoint
+//!     starts the next recovery on it, under PRR rather than a burst.
 //!
 //!   With `cc.owns_cwnd()` (BBR) the sender leaves cwnd to the algorithm.
 //! - Congestion-control calls: `on_ack` for every ACK that acknowledges
