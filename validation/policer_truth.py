@@ -841,6 +841,106 @@ def trains(name: str) -> None:
             )
 
 
+TRACEFS = Path("/sys/kernel/tracing")
+PROBE_EVENTS = ("tcp_probe", "tcp_cong_state_set")
+CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
+_TRACE_LINE = re.compile(r"\s(\d+\.\d+): (tcp_probe|tcp_cong_state_set): (.*)$")
+
+
+def parse_probe(text: str, port: int = 5201) -> dict[str, Any]:
+    """The data connection's sender from a tracefs dump of tcp:tcp_probe (one line per
+    segment the socket receives: its cwnd, ssthresh, the peer's window, snd_nxt, snd_una)
+    and tcp:tcp_cong_state_set (ca_state changes): the socket towards ``port`` with the
+    most tcp_probe lines (iperf3's control connection has few). Times from its first
+    line; flight = snd_nxt - snd_una in bytes (SACKed and lost segments included)."""
+    probes: dict[str, list[tuple[float, dict[str, str]]]] = {}
+    states: list[tuple[float, str, int]] = []
+    for line in text.splitlines():
+        m = _TRACE_LINE.search(line)
+        if not m:
+            continue
+        t, event = float(m.group(1)), m.group(2)
+        kv = dict(x.split("=", 1) for x in m.group(3).split() if "=" in x)
+        if event == "tcp_probe" and kv.get("dest", "").endswith(f":{port}"):
+            probes.setdefault(kv["src"].rsplit(":", 1)[-1], []).append((t, kv))
+        elif event == "tcp_cong_state_set" and kv.get("dport") == str(port):
+            states.append((t, kv["sport"], int(kv["cong_state"])))
+    if not probes:
+        return {"port": None, "acks": [], "states": []}
+    sport = max(probes, key=lambda k: len(probes[k]))
+    rows = probes[sport]
+    t0 = rows[0][0]
+    acks = [
+        {
+            "t_s": round(t - t0, 6),
+            "cwnd": int(kv["snd_cwnd"]),
+            "ssthresh": int(kv["ssthresh"]),
+            "snd_wnd": int(kv["snd_wnd"]),
+            "flight_bytes": (int(kv["snd_nxt"], 16) - int(kv["snd_una"], 16)) % 2**32,
+        }
+        for t, kv in rows
+    ]
+    st = [{"t_s": round(t - t0, 6), "state": s} for t, p, s in states if p == sport]
+    return {"port": int(sport), "acks": acks, "states": st}
+
+
+def recovery_reentries(states: list[dict[str, Any]], within_s: float = 50e-6) -> tuple[int, int]:
+    """(recoveries that ended, of them those followed by a new recovery within
+    ``within_s``: the same ACK, as `tcp_fastretrans_alert` re-enters)."""
+    ends = again = 0
+    for i in range(1, len(states)):
+        if states[i]["state"] == 0 and states[i - 1]["state"] == 3:
+            ends += 1
+            nxt = states[i + 1] if i + 1 < len(states) else None
+            if nxt and nxt["state"] == 3 and nxt["t_s"] - states[i]["t_s"] < within_s:
+                again += 1
+    return ends, again
+
+
+def probe(name: str, step_s: float = 0.1) -> None:
+    """(root) One case through the emulator with the kernel's tcp:tcp_probe and
+    tcp:tcp_cong_state_set tracepoints on, in a tracefs instance of our own (removed
+    after): the sender's cwnd, ssthresh, peer window and flight every ``step_s`` and
+    every state change, beside the simulated cwnd of the unperturbed run."""
+    import qoslab
+    from qoslab.emulate import emulate, preflight
+
+    c = next((x for x in grid() if case_name(x) == name), None)
+    if c is None:
+        raise SystemExit(f"--probe {name}: not a case of the grid (see --list)")
+    preflight()
+    inst = TRACEFS / "instances" / f"policer_truth_{os.getpid()}"
+    inst.mkdir()
+    try:
+        (inst / "buffer_size_kb").write_text("65536")
+        for ev in PROBE_EVENTS:
+            (inst / "events" / "tcp" / ev / "enable").write_text("1")
+        (inst / "tracing_on").write_text("1")
+        result = emulate(scenario(c))
+        (inst / "tracing_on").write_text("0")
+        text = (inst / "trace").read_text()
+    finally:
+        inst.rmdir()
+    k = parse_probe(text)
+    truth = figures(result.summary)
+    print(f"truth: {truth['retransmits']} retransmits, {truth['loss_episodes']} recoveries")
+    nxt, st = 0.0, list(k["states"])
+    for a in k["acks"]:
+        while st and st[0]["t_s"] <= a["t_s"]:
+            x = st.pop(0)
+            print(f"  {x['t_s']:9.6f} -> {CA_STATES.get(x['state'], x['state'])}")
+        if a["t_s"] >= nxt:
+            print(
+                f"{a['t_s']:7.3f} cwnd {a['cwnd']:5d} ssthresh {a['ssthresh']:10d}"
+                f" snd_wnd {a['snd_wnd']:8d} flight {a['flight_bytes'] / 1448:6.1f} seg"
+            )
+            nxt = a["t_s"] + step_s
+    ends, again = recovery_reentries(k["states"])
+    print(f"recoveries ended: {ends}, the next one begun on the same ACK: {again}")
+    s = qoslab.simulate(scenario(c))
+    print("sim:", figures(s.summary)["retransmits"], "retransmits; cwnd trace", cwnd_trace(s)[0])
+
+
 def meta() -> dict[str, Any]:
     try:
         ver = subprocess.run(
@@ -917,6 +1017,8 @@ def main(argv: list[str] | None = None) -> int:
         "  .venv/bin/python validation/policer_truth.py --list\n"
         "  sudo .venv/bin/python validation/policer_truth.py \\\n"
         "      --trains c10-bc10ms-rtt50-wauto-f1-cubic\n"
+        "  sudo .venv/bin/python validation/policer_truth.py \\\n"
+        "      --probe c1-bc1s-rtt50-wauto-f1-cubic\n"
         "  sudo .venv/bin/python validation/policer_truth.py --repeat \\\n"
         "      --case c100-bc10ms-rtt50-wauto-f1-cubic",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -928,6 +1030,11 @@ def main(argv: list[str] | None = None) -> int:
         "--rescreen", action="store_true", help="measure again the runs whose forwarder starved"
     )
     ap.add_argument("--trains", metavar="CASE", help="(root) burstiness of one case, truth vs sim")
+    ap.add_argument(
+        "--probe",
+        metavar="CASE",
+        help="(root) the kernel sender's cwnd/ssthresh/window/state per ACK (tracepoints)",
+    )
     ap.add_argument(
         "--repeat",
         action="store_true",
@@ -947,6 +1054,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.trains:
         trains(args.trains)
+        return 0
+    if args.probe:
+        probe(args.probe)
         return 0
     if not args.render:
         if args.repeat and not args.case:
