@@ -604,8 +604,11 @@ def render(
         " `.venv/bin/python validation/policer_truth.py --render` (no root, ~1 min)"
         " re-simulates every stored case with today's simulator and rewrites this section;"
         " `--rescreen` measures again the runs whose forwarder starved; `--trains CASE`"
-        " (root) prints the sizes of the sender's back-to-back trains, real vs simulated."
-        " One 10 s run per case on the real side (see item 6); on the simulated side"
+        " (root) prints the sizes of the sender's back-to-back trains, real vs simulated;"
+        " `--probe CASE` (root) prints the kernel sender's cwnd, ssthresh, peer window and"
+        " state per ACK from its tracepoints, beside the simulated run. One 10 s run per"
+        " case on the real side (3 where the table shows a range: items 3 and 6); on the"
+        " simulated side"
         + (
             " one unperturbed run per case (`--nominal`)."
             if nominal
