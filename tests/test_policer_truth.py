@@ -152,3 +152,56 @@ def test_bad_results_file_is_one_line(tmp_path):
     bad.write_text('{"cases": {"a": {"params": {}}}}')
     with pytest.raises(SystemExit, match="has no 'truth'"):
         pt.main(["--render", "--results", str(bad), "--doc", str(tmp_path / "d.md")])
+
+
+# Lines as tracefs printed them on the emulated run of c1-bc1s-rtt50-wauto-f1-cubic
+# (kernel 6.18): iperf3's control connection (port 51062), the data connection
+# (51066), and a recovery that ended and began again on one ACK.
+_PFX = "      qoslab-emu-23414   [000] ..s2. "
+_PROBE = (
+    "tcp_probe: family=AF_INET src=10.77.0.1:{sport} dest=10.77.0.2:5201 mark=0x0"
+    " data_len=0 snd_nxt={nxt} snd_una={una} snd_cwnd={cwnd} ssthresh={ssth}"
+    " snd_wnd=297984 srtt=50471 rcv_wnd=64512 sock_cookie=234c"
+    " skbaddr=000000005fdbcf83 skaddr=0000000032a278e4"
+)
+_STATE = (
+    "tcp_cong_state_set: family=AF_INET sport=51066 dport=5201 saddr=10.77.0.1"
+    " daddr=10.77.0.2 saddrv6=::ffff:10.77.0.1 daddrv6=::ffff:10.77.0.2 cong_state={s}"
+)
+TRACE = "\n".join(
+    [
+        "# tracer: nop",
+        _PFX
+        + "48346.428611: "
+        + _PROBE.format(sport=51062, nxt="0xbe05d645", una="0xbe05d620", cwnd=10, ssth=2147483647),
+        _PFX
+        + "48347.139691: "
+        + _PROBE.format(sport=51066, nxt="0x2152a147", una="0x2150c07f", cwnd=8, ssth=73),
+        _PFX
+        + "48347.188784: "
+        + _PROBE.format(sport=51066, nxt="0x00000010", una="0xfffffff0", cwnd=9, ssth=73),
+        _PFX + "48349.039816: " + _STATE.format(s=0),
+        _PFX + "48349.039816: " + _STATE.format(s=3),
+        _PFX + "48349.131462: " + _STATE.format(s=0),
+        _PFX + "48349.139051: " + _STATE.format(s=3),
+        _PFX + "48349.533735: " + _STATE.format(s=0),
+        _PFX + "48349.533736: " + _STATE.format(s=3),
+    ]
+)
+
+
+def test_parse_probe_takes_the_data_connection_and_its_states():
+    k = pt.parse_probe(TRACE)
+    assert k["port"] == 51066
+    assert [a["cwnd"] for a in k["acks"]] == [8, 9]
+    assert k["acks"][0]["t_s"] == 0.0
+    assert k["acks"][0]["flight_bytes"] == 0x2152A147 - 0x2150C07F
+    assert k["acks"][1]["flight_bytes"] == 0x20  # across the sequence wrap
+    assert [s["state"] for s in k["states"]] == [0, 3, 0, 3, 0, 3]
+    assert pt.parse_probe("# tracer: nop\n")["port"] is None
+
+
+def test_recovery_reentries_counts_only_a_new_recovery_on_the_same_ack():
+    states = [{"t_s": 0.0, "state": 3}] + pt.parse_probe(TRACE)["states"]
+    # ends at 1.90 (re-entered at once), 1.99 (7.6 ms later), 2.39 (1 us later)
+    assert pt.recovery_reentries(states) == (3, 2)

@@ -306,19 +306,23 @@ DIAGNOSIS = [
     " and the fixed-window Bc 10 ms cases 1.26/1.27/1.13 -> 1.02/1.02/0.92. Left: one-frame"
     " buckets (1.11-1.40 with 2 simulated RTOs against 0) and `c10-bc10ms-rtt50-wauto-f1-"
     "cubic` now below (1.69 vs 2.11).",
-    "3. **Retransmissions with big buckets and an autotuned window.** The window-limited"
-    " phase at `tcp_rmem[1]` (item 8) is a coin toss in both: at 100 Mbit/s the kernel"
-    " stayed there for all 10 s in 2 of the 9 runs of its three r32 / 1 s cases"
-    " (`c100-bc1s-rtt50-wauto-f1-cubic`"
-    " 12.51 Mbit/s and `c100-bcr32-rtt100-wauto-f1-cubic` 6.28 Mbit/s, 0 retransmissions:"
-    " 80896 B per round trip), and so do 3 of the 15 perturbed simulated runs of those"
-    " three cases (33.5, 33.5, 16.4 Mbit/s); with the ACK-at-read rules a window-limited"
-    " flight is acknowledged once, read whole, and never counted by the receiver's"
-    " measure (`copied -= inq`), so the buffer grows only when a flight happens to be read"
-    " in two goes. What ends the phase in the kernel is not traced (hypothesis: the reader"
-    " on the other CPU waking in the middle of a flight). When the phase ends the"
-    " simulated flow still retransmits several times more than the kernel"
-    " (`c10-bcr32-rtt50-wauto-f1-reno` 745 vs 115, Bc 1 s 1502 vs 95): open.",
+    "3. **Retransmissions with big buckets and an autotuned window: a bimodal truth"
+    " (fifth pass).** The window-limited phase at `tcp_rmem[1]` (item 8) is a coin toss in"
+    " the kernel at 10 Mbit/s too. The first stored runs of"
+    " `c10-bcr32-rtt50-wauto-f1-cubic`, `-reno` and `c10-bc1s-rtt50-wauto-f1-cubic` all"
+    " stayed at 80896 B (cwnd 136, unused) until the bucket ran dry (1.0-3.4 s) and lost"
+    " 145, 115 and 95 segments. Measured twice more (`--repeat`: every autotuned"
+    " single-flow case with Bc >= CIR/32 at CIR 1-10 Mbit/s, hit or miss, 9 cases), the"
+    " window of those three opened at 0.3 s in all 6 new runs and they lost 704 / 732, 589"
+    " / 400 and 1560 / 2473 (tcp:tcp_probe on one such run: `snd_wnd` 79872 -> 395264 B"
+    " between 0.2 and 0.3 s, slow start to cwnd 788, a first recovery of 1.34 s with 783"
+    " retransmissions). The table compares the median of the 3 runs (all 9 cases; 1 Mbit/s"
+    " and the other RTTs moved little). The simulator's 5 perturbed runs never show the"
+    " phase at 10 Mbit/s (its window opens at 0.3 s too), so the comparison is now like"
+    " for like. What decides the kernel's phase is still not traced (hypothesis: whether"
+    " iperf3's reader runs on the forwarder's CPU, i.e. whether a flight is ever read in"
+    " two goes). Against the open-window runs the simulator still lost 1.6-2.2x more"
+    " (1144, 773, 3477 retransmissions): item 13.",
     "4. **Fixed windows: settled as a socket buffer.** iperf3 `-w N` sets SO_RCVBUF and"
     " SO_SNDBUF; the kernel doubles it (`sk_setsockopt`) and locks it, and"
     " `tcp_openreq_init_rwin` clamps the window to the buffer's full space, so the window"
@@ -435,6 +439,33 @@ DIAGNOSIS = [
     " cubic cases hardly move (1.13-1.21 -> 1.13-1.18): their surplus is not in the"
     " first round trips; open (the simulated flow enters recovery 47 times where the"
     " kernel does 32-33).",
+    "13. **The ACK that ends a recovery (fifth pass; tcp:tcp_cong_state_set and"
+    " tcp:tcp_probe traced on the kernel through the emulator).** In the kernel a recovery"
+    " often ends and the next begins on one ACK: Recovery -> Open -> Recovery within"
+    " 50 us at 4 of the 28 recovery ends of a `c1-bc1s-rtt50-wauto-f1-cubic` run and at 6"
+    " of 14 of a `c10-bc1s` run. `tcp_fastretrans_alert` processes the ACK that reaches"
+    " `high_seq` further: `tcp_try_undo_recovery` sets Open, `tcp_end_cwnd_reduction`"
+    " restores cwnd to ssthresh, and step E's default case asks `tcp_time_to_recover`;"
+    " new data that PRR sent during the recovery and the policer dropped is by then marked"
+    " lost (RACK), so `tcp_enter_recovery` runs on that same ACK and `tcp_cwnd_reduction`"
+    " (PRR), not the restored window, decides what is sent. The simulator left recovery"
+    " and stopped there: that ACK sent ssthresh - pipe segments at once (up to ~70 at"
+    " 1 Mbit/s) into the empty bucket, and only the next ACK started the recovery. When no"
+    " loss is evident yet, the kernel bursts as well (the first recovery of the `c1-bc1s`"
+    " run ends with 9 segments in flight, 73 right after), and so does the simulator."
+    " Fixed (tcp/sender.rs `open_step`; unit test"
+    " `the_ack_ending_recovery_starts_the_next_one_without_a_burst`, failing without it;"
+    " RFC 6675 section 5 allows the same, a cumulative ACK with new SACK information being"
+    " a duplicate ACK). Hit rates against the first-run truth 39 / 33 / 42 -> 44 / 37 /"
+    " 43; with item 3's 3-run truth 44 / 40 / 43. Retransmissions, simulated median before"
+    " -> after / truth median: `c10-bc1s` 3477 -> 1222 / 1560, `c10-bcr32` cubic 1144 ->"
+    " 723 / 704, `c1-bc1s` 448 -> 270 / 230, reno 773 -> 623 / 400 (still a miss). USC"
+    " (linux-3.x; 3.x `tcp_fastretrans_alert` has the same structure): 14 of 53 policer"
+    " captures change, their simulated retransmissions mostly fall (police3M-bc1M 1265 ->"
+    " 1165 against 1383, police1.5M-bc100k 437 -> 394 against 506), hits per capture 39 /"
+    " 36 / 32 -> 39 / 36 / 31, per chunk 152 / 141 -> 147 / 131: those single-connection"
+    " policer captures were already below the lab's (the lab's reordering and raised"
+    " DupThresh, not modelled, see the USC section); the rule is the kernel's and is kept.",
 ]
 
 
@@ -608,8 +639,11 @@ def render(
         " `.venv/bin/python validation/policer_truth.py --render` (no root, ~1 min)"
         " re-simulates every stored case with today's simulator and rewrites this section;"
         " `--rescreen` measures again the runs whose forwarder starved; `--trains CASE`"
-        " (root) prints the sizes of the sender's back-to-back trains, real vs simulated."
-        " One 10 s run per case on the real side (see item 6); on the simulated side"
+        " (root) prints the sizes of the sender's back-to-back trains, real vs simulated;"
+        " `--probe CASE` (root) prints the kernel sender's cwnd, ssthresh, peer window and"
+        " state per ACK from its tracepoints, beside the simulated run. One 10 s run per"
+        " case on the real side (3 where the table shows a range: items 3 and 6); on the"
+        " simulated side"
         + (
             " one unperturbed run per case (`--nominal`)."
             if nominal
@@ -845,6 +879,106 @@ def trains(name: str) -> None:
             )
 
 
+TRACEFS = Path("/sys/kernel/tracing")
+PROBE_EVENTS = ("tcp_probe", "tcp_cong_state_set")
+CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
+_TRACE_LINE = re.compile(r"\s(\d+\.\d+): (tcp_probe|tcp_cong_state_set): (.*)$")
+
+
+def parse_probe(text: str, port: int = 5201) -> dict[str, Any]:
+    """The data connection's sender from a tracefs dump of tcp:tcp_probe (one line per
+    segment the socket receives: its cwnd, ssthresh, the peer's window, snd_nxt, snd_una)
+    and tcp:tcp_cong_state_set (ca_state changes): the socket towards ``port`` with the
+    most tcp_probe lines (iperf3's control connection has few). Times from its first
+    line; flight = snd_nxt - snd_una in bytes (SACKed and lost segments included)."""
+    probes: dict[str, list[tuple[float, dict[str, str]]]] = {}
+    states: list[tuple[float, str, int]] = []
+    for line in text.splitlines():
+        m = _TRACE_LINE.search(line)
+        if not m:
+            continue
+        t, event = float(m.group(1)), m.group(2)
+        kv = dict(x.split("=", 1) for x in m.group(3).split() if "=" in x)
+        if event == "tcp_probe" and kv.get("dest", "").endswith(f":{port}"):
+            probes.setdefault(kv["src"].rsplit(":", 1)[-1], []).append((t, kv))
+        elif event == "tcp_cong_state_set" and kv.get("dport") == str(port):
+            states.append((t, kv["sport"], int(kv["cong_state"])))
+    if not probes:
+        return {"port": None, "acks": [], "states": []}
+    sport = max(probes, key=lambda k: len(probes[k]))
+    rows = probes[sport]
+    t0 = rows[0][0]
+    acks = [
+        {
+            "t_s": round(t - t0, 6),
+            "cwnd": int(kv["snd_cwnd"]),
+            "ssthresh": int(kv["ssthresh"]),
+            "snd_wnd": int(kv["snd_wnd"]),
+            "flight_bytes": (int(kv["snd_nxt"], 16) - int(kv["snd_una"], 16)) % 2**32,
+        }
+        for t, kv in rows
+    ]
+    st = [{"t_s": round(t - t0, 6), "state": s} for t, p, s in states if p == sport]
+    return {"port": int(sport), "acks": acks, "states": st}
+
+
+def recovery_reentries(states: list[dict[str, Any]], within_s: float = 50e-6) -> tuple[int, int]:
+    """(recoveries that ended, of them those followed by a new recovery within
+    ``within_s``: the same ACK, as `tcp_fastretrans_alert` re-enters)."""
+    ends = again = 0
+    for i in range(1, len(states)):
+        if states[i]["state"] == 0 and states[i - 1]["state"] == 3:
+            ends += 1
+            nxt = states[i + 1] if i + 1 < len(states) else None
+            if nxt and nxt["state"] == 3 and nxt["t_s"] - states[i]["t_s"] < within_s:
+                again += 1
+    return ends, again
+
+
+def probe(name: str, step_s: float = 0.1) -> None:
+    """(root) One case through the emulator with the kernel's tcp:tcp_probe and
+    tcp:tcp_cong_state_set tracepoints on, in a tracefs instance of our own (removed
+    after): the sender's cwnd, ssthresh, peer window and flight every ``step_s`` and
+    every state change, beside the simulated cwnd of the unperturbed run."""
+    import qoslab
+    from qoslab.emulate import emulate, preflight
+
+    c = next((x for x in grid() if case_name(x) == name), None)
+    if c is None:
+        raise SystemExit(f"--probe {name}: not a case of the grid (see --list)")
+    preflight()
+    inst = TRACEFS / "instances" / f"policer_truth_{os.getpid()}"
+    inst.mkdir()
+    try:
+        (inst / "buffer_size_kb").write_text("65536")
+        for ev in PROBE_EVENTS:
+            (inst / "events" / "tcp" / ev / "enable").write_text("1")
+        (inst / "tracing_on").write_text("1")
+        result = emulate(scenario(c))
+        (inst / "tracing_on").write_text("0")
+        text = (inst / "trace").read_text()
+    finally:
+        inst.rmdir()
+    k = parse_probe(text)
+    truth = figures(result.summary)
+    print(f"truth: {truth['retransmits']} retransmits, {truth['loss_episodes']} recoveries")
+    nxt, st = 0.0, list(k["states"])
+    for a in k["acks"]:
+        while st and st[0]["t_s"] <= a["t_s"]:
+            x = st.pop(0)
+            print(f"  {x['t_s']:9.6f} -> {CA_STATES.get(x['state'], x['state'])}")
+        if a["t_s"] >= nxt:
+            print(
+                f"{a['t_s']:7.3f} cwnd {a['cwnd']:5d} ssthresh {a['ssthresh']:10d}"
+                f" snd_wnd {a['snd_wnd']:8d} flight {a['flight_bytes'] / 1448:6.1f} seg"
+            )
+            nxt = a["t_s"] + step_s
+    ends, again = recovery_reentries(k["states"])
+    print(f"recoveries ended: {ends}, the next one begun on the same ACK: {again}")
+    s = qoslab.simulate(scenario(c))
+    print("sim:", figures(s.summary)["retransmits"], "retransmits; cwnd trace", cwnd_trace(s)[0])
+
+
 def meta() -> dict[str, Any]:
     try:
         ver = subprocess.run(
@@ -921,6 +1055,8 @@ def main(argv: list[str] | None = None) -> int:
         "  .venv/bin/python validation/policer_truth.py --list\n"
         "  sudo .venv/bin/python validation/policer_truth.py \\\n"
         "      --trains c10-bc10ms-rtt50-wauto-f1-cubic\n"
+        "  sudo .venv/bin/python validation/policer_truth.py \\\n"
+        "      --probe c1-bc1s-rtt50-wauto-f1-cubic\n"
         "  sudo .venv/bin/python validation/policer_truth.py --repeat \\\n"
         "      --case c100-bc10ms-rtt50-wauto-f1-cubic",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -932,6 +1068,11 @@ def main(argv: list[str] | None = None) -> int:
         "--rescreen", action="store_true", help="measure again the runs whose forwarder starved"
     )
     ap.add_argument("--trains", metavar="CASE", help="(root) burstiness of one case, truth vs sim")
+    ap.add_argument(
+        "--probe",
+        metavar="CASE",
+        help="(root) the kernel sender's cwnd/ssthresh/window/state per ACK (tracepoints)",
+    )
     ap.add_argument(
         "--repeat",
         action="store_true",
@@ -951,6 +1092,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.trains:
         trains(args.trains)
+        return 0
+    if args.probe:
+        probe(args.probe)
         return 0
     if not args.render:
         if args.repeat and not args.case:

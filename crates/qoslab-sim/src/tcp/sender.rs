@@ -89,7 +89,10 @@
 //!     segment: rule 1 (lost, not yet retransmitted — like Linux, any such
 //!     segment, not only those above HighRxt), rule 2 (new data), rule 3
 //!     (un-SACKed segment below SACKed data), rule 4 if configured. The
-//!     recovery ends when the cumulative ACK reaches the RecoveryPoint.
+//!     recovery ends when the cumulative ACK reaches the RecoveryPoint;
+//!     that ACK is then processed as in Open (Linux `tcp_fastretrans_alert`
+//!     step E), so a loss already marked above the old RecoveryPoint
+//!     starts the next recovery on it, under PRR rather than a burst.
 //!
 //!   With `cc.owns_cwnd()` (BBR) the sender leaves cwnd to the algorithm.
 //! - Congestion-control calls: `on_ack` for every ACK that acknowledges
@@ -1290,7 +1293,18 @@ impl TcpSender {
             CaState::Loss => {}
             CaState::Recovery => {
                 if sack {
-                    self.sack_recovery_step(now, a, io);
+                    if self.sack_recovery_step(now, a, io) {
+                        // Linux `tcp_fastretrans_alert`: the ACK that
+                        // reaches the recovery point is processed further
+                        // as Open (`tcp_try_undo_recovery` sets the state,
+                        // then step E's default case): a loss already
+                        // evident above the old recovery point starts a
+                        // new recovery on this very ACK (`tcp_time_to_recover`
+                        // → `tcp_enter_recovery`), so `tcp_cwnd_reduction`,
+                        // not a burst up to the restored window, decides
+                        // what is sent.
+                        self.open_step(now, a, io, ca_before);
+                    }
                     return;
                 }
                 match self.cfg.recovery {
@@ -1324,36 +1338,42 @@ impl TcpSender {
                     }
                 }
             }
-            CaState::Open | CaState::Disorder => {
-                // tcp_try_undo_dsack: a recovery that ended before its
-                // retransmissions were all D-SACKed is undone afterwards.
-                if sack && self.undo_prior.is_some() && self.undo_retrans == 0 {
-                    self.undo_recovery(now, false);
-                }
-                if advanced {
-                    self.dupacks = 0;
-                }
-                if is_dupack {
-                    self.dupacks += 1;
-                }
-                let lost = sack && self.sb.lost_bytes() > 0;
-                // With RACK the DupThresh rule is RACK's zero reo_wnd.
-                // tcp_time_to_recover: tcp_dupack_heuristics > tp->reordering.
-                let dupthresh = self.dupacks >= self.reordering && !self.rack_on();
-                if dupthresh || lost {
-                    self.enter_recovery(now, io);
-                    return;
-                }
-                // 2.6 tcp_try_to_open: dubious ACKs moderate the window.
-                self.rh_moderate |= a.dubious || ca_before != CaState::Open;
-                if self.dupacks > 0 || self.sb.sacked_bytes() > 0 {
-                    self.ca = CaState::Disorder;
-                } else {
-                    self.ca = CaState::Open;
-                    if self.sb.retrans_bytes() == 0 {
-                        self.retrans_stamp = None; // Linux tcp_try_to_open
-                    }
-                }
+            CaState::Open | CaState::Disorder => self.open_step(now, a, io, ca_before),
+        }
+    }
+
+    /// One ACK in the Open or Disorder state (Linux `tcp_fastretrans_alert`
+    /// step E, default case): enter recovery when a loss is evident
+    /// (`tcp_time_to_recover`), else `tcp_try_to_open`.
+    fn open_step(&mut self, now: Instant, a: &AckFlags, io: &mut dyn TcpIo, ca_before: CaState) {
+        let sack = self.sack_recovery();
+        // tcp_try_undo_dsack: a recovery that ended before its
+        // retransmissions were all D-SACKed is undone afterwards.
+        if sack && self.undo_prior.is_some() && self.undo_retrans == 0 {
+            self.undo_recovery(now, false);
+        }
+        if a.advanced {
+            self.dupacks = 0;
+        }
+        if a.is_dupack {
+            self.dupacks += 1;
+        }
+        let lost = sack && self.sb.lost_bytes() > 0;
+        // With RACK the DupThresh rule is RACK's zero reo_wnd.
+        // tcp_time_to_recover: tcp_dupack_heuristics > tp->reordering.
+        let dupthresh = self.dupacks >= self.reordering && !self.rack_on();
+        if dupthresh || lost {
+            self.enter_recovery(now, io);
+            return;
+        }
+        // 2.6 tcp_try_to_open: dubious ACKs moderate the window.
+        self.rh_moderate |= a.dubious || ca_before != CaState::Open;
+        if self.dupacks > 0 || self.sb.sacked_bytes() > 0 {
+            self.ca = CaState::Disorder;
+        } else {
+            self.ca = CaState::Open;
+            if self.sb.retrans_bytes() == 0 {
+                self.retrans_stamp = None; // Linux tcp_try_to_open
             }
         }
     }
@@ -1365,7 +1385,9 @@ impl TcpSender {
     /// (`tcp_try_undo_partial`: undo once no retransmission is in
     /// flight); D-SACKs for every retransmission undo it mid-way
     /// (`tcp_try_undo_dsack`) — and a loss still evident starts a new one.
-    fn sack_recovery_step(&mut self, now: Instant, a: &AckFlags, io: &mut dyn TcpIo) {
+    /// Returns true when the recovery ended at the recovery point (the
+    /// caller goes on with the ACK as Open, see `update_loss_state`).
+    fn sack_recovery_step(&mut self, now: Instant, a: &AckFlags, io: &mut dyn TcpIo) -> bool {
         if self.snd_una >= self.high_seq {
             if self.may_undo(a.ts_ecr) {
                 self.undo_recovery(now, false);
@@ -1373,7 +1395,7 @@ impl TcpSender {
                 self.rack.persist = self.rack.persist.saturating_sub(1);
                 self.exit_recovery(now);
             }
-            return;
+            return true;
         }
         if a.advanced && self.undo_prior.is_some() && self.packet_delayed(a.ts_ecr) {
             self.rack.reord_seen = true;
@@ -1388,6 +1410,7 @@ impl TcpSender {
         if self.ca != CaState::Recovery && self.sb.lost_bytes() > 0 {
             self.enter_recovery(now, io);
         }
+        false
     }
 
     /// Linux `tcp_process_loss`: the Loss state after an RTO, with the
@@ -3025,6 +3048,62 @@ mod tests {
         let first_rtx = data.iter().find(|d| d.2).unwrap().0;
         let burst: Vec<_> = data.iter().filter(|d| d.0 == first_rtx).collect();
         assert_eq!(burst.len(), 1, "sent at recovery entry: {burst:?}");
+    }
+
+    /// Linux `tcp_fastretrans_alert`: the ACK that reaches the recovery
+    /// point is processed further as Open, and a loss already evident
+    /// above the old recovery point (new data PRR sent during the
+    /// recovery, dropped) starts the next recovery on that same ACK; the
+    /// window is then PRR's, never a burst up to the restored ssthresh.
+    /// Seen on the kernel through a policer (tcp:tcp_cong_state_set):
+    /// Recovery → Open → Recovery at one timestamp.
+    #[test]
+    fn the_ack_ending_recovery_starts_the_next_one_without_a_burst() {
+        let run = |extra: &[u64]| {
+            let c = cfg(RecoveryKind::Sack);
+            let mut h = harness(&c, AppLimit::Bytes(400_000), Some(8_000_000));
+            h.drops = (60..90).map(|k| (seg(k), 1)).collect();
+            // the last hole's retransmission is lost too: the recovery
+            // point is reached a round trip later, by when the new data
+            // sent after `extra` has been SACKed
+            h.drops[29].1 = 2;
+            h.drops.extend(extra.iter().map(|&s| (s, 1)));
+            completed(h, 400_000)
+        };
+        let first = run(&[]);
+        let data = first.data_sent();
+        let rtx_at = data.iter().find(|d| d.2).unwrap().0;
+        // the first new segments PRR sends during the recovery, dropped
+        // as by a policer whose bucket is empty: out of the pipe once
+        // marked lost, so the pipe is far below ssthresh at the end
+        let during: Vec<u64> = data
+            .iter()
+            .filter(|d| d.0 > rtx_at && !d.2 && d.1 > seg(89))
+            .take(10)
+            .map(|d| d.1)
+            .collect();
+        let h = run(&during);
+        let s = h.sender.stats();
+        assert_eq!((s.timeouts, s.fast_recoveries), (0, 2), "{s:?}");
+        // Recovery -> Recovery with no Open or Disorder between
+        let start = h.trace.iter().position(|t| t.ca == 2).unwrap();
+        let end = h.trace[start..].iter().position(|t| t.ca != 2).unwrap() + start;
+        assert!(
+            h.trace[end..].iter().all(|t| t.ca != 2),
+            "left recovery between the two episodes at {:?}",
+            h.trace[end]
+        );
+        // the ACK that starts the second episode sends what PRR allows
+        let first_ssthresh = h.trace[start].ssthresh;
+        let again = h.trace[start..]
+            .iter()
+            .find(|t| t.ssthresh < first_ssthresh)
+            .unwrap();
+        let sent = h.data_sent().iter().filter(|d| d.0 == again.at).count();
+        assert!(
+            sent <= 2,
+            "{sent} segments sent as the second recovery began"
+        );
     }
 
     /// Linux ≤ 4.3 without RACK (`tcp_mark_lost_retrans`): the same lost
