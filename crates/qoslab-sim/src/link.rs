@@ -67,14 +67,29 @@ pub struct Link {
     /// serialisation time then needs no 128-bit division (issue 12: at
     /// 10 Gbit/s, 4/5 ns per byte, that division was 2 % of the run).
     ns_per_byte: Option<(u64, u64)>,
-    /// Packets on the wire: (arrival time, event number, packet, whether
-    /// the far end is its destination), in
-    /// arrival order (one delay, transmissions in order). Only the head has
-    /// an `Arrive` event in the heap, under the number it was given when
-    /// it left, so the heap holds one event per busy wire instead of one
-    /// per packet (issue 12: at 10 Gbit/s a wire holds thousands) and the
-    /// run is event for event the same.
-    pub in_flight: VecDeque<(u64, u64, u32, bool)>,
+    /// Packets on the wire: (arrival time, packet, whether the far end is
+    /// its destination), in arrival order (one delay, transmissions in
+    /// order). Only the head has an `Arrive` event in the heap (ranked by
+    /// direction, [`crate::engine::rank_arrive`]), so the heap holds one
+    /// event per busy wire instead of one per packet (issue 12: at
+    /// 10 Gbit/s a wire holds thousands). On a direction whose departures
+    /// are computed ([`Link::computed`]) it also holds packets still
+    /// waiting in the queue: their departure is already known.
+    pub in_flight: VecDeque<(u64, u32, bool)>,
+    /// Departures computed at enqueue (issue 12, sixth round): a tail-drop
+    /// FIFO on a loss-free direction whose transmitter no capture watches.
+    /// A packet the FIFO takes gets its transmission start (the later of
+    /// now and the end of the transmission before it) and its arrival at
+    /// the far end at once, so the direction needs no `TxDone` event per
+    /// packet. The FIFO still holds the packets that have not started
+    /// ([`Link::waiting`]), so its drop decisions and its backlog at any
+    /// time (queue samples, queue statistics) are what a per-packet
+    /// `TxDone` gave: [`Link::catch_up`] takes out those started by now.
+    /// `busy_until_ns` is then the end of the last transmission planned.
+    pub computed: bool,
+    /// Computed departures: (start time, wire size) of each packet in the
+    /// FIFO, in FIFO order; each starts later than the last `catch_up`.
+    pub waiting: VecDeque<(u64, u32)>,
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub lost_packets: u64,
@@ -119,6 +134,8 @@ impl Link {
             timer_rng: None,
             ns_per_byte,
             in_flight: VecDeque::new(),
+            computed: false,
+            waiting: VecDeque::new(),
             tx_packets: 0,
             tx_bytes: 0,
             lost_packets: 0,
@@ -133,6 +150,58 @@ impl Link {
             Some((num, den)) => (num * size_bytes as u64).div_ceil(den),
             None => self.rate.tx_time(Bytes::new(size_bytes as u64)).as_ns(),
         }
+    }
+
+    /// Whether this direction's departures can be computed at enqueue (see
+    /// [`Link::computed`]): a tail-drop FIFO and no random loss (a loss is
+    /// drawn, and charged to its flow, when the transmission starts).
+    pub fn can_compute_departures(&self) -> bool {
+        matches!(&self.queue, EgressQueue::Fifo(f) if !f.is_head_drop()) && self.loss_ppm == 0
+    }
+
+    /// Computed departures: the packets whose transmission started by
+    /// `now_ns` leave the FIFO (and are counted as sent), as the
+    /// `TxDone`s at or before `now_ns` would have dequeued them. A
+    /// transmission that starts at `now_ns` has started (the order at one
+    /// nanosecond, [`crate::engine`]).
+    #[inline]
+    pub fn catch_up(&mut self, now_ns: u64) {
+        while let Some(&(start, size)) = self.waiting.front() {
+            if start > now_ns {
+                break;
+            }
+            self.waiting.pop_front();
+            let EgressQueue::Fifo(f) = &mut self.queue else {
+                unreachable!("computed departures need a FIFO")
+            };
+            let p = qoslab_core::Shaper::dequeue(f, qoslab_core::Instant::from_ns(start));
+            debug_assert!(p.is_some(), "the FIFO and its departures disagree");
+            self.tx_packets += 1;
+            self.tx_bytes += size as u64;
+        }
+    }
+
+    /// Computed departures: offers `p` (as the queue counts it; `wire_bytes`
+    /// its real size) to the FIFO at `now_ns`. Taken: returns when its
+    /// transmission starts, and `busy_until_ns` is when it ends; the packet
+    /// stays in the FIFO until then. Refused: the FIFO's drop.
+    #[inline]
+    pub fn offer(
+        &mut self,
+        now_ns: u64,
+        p: qoslab_core::Packet,
+        wire_bytes: u32,
+    ) -> Result<u64, qoslab_core::Dropped> {
+        debug_assert!(self.computed);
+        self.catch_up(now_ns);
+        let EgressQueue::Fifo(f) = &mut self.queue else {
+            unreachable!("computed departures need a FIFO")
+        };
+        qoslab_core::Shaper::enqueue(f, qoslab_core::Instant::from_ns(now_ns), p)?;
+        let start = now_ns.max(self.busy_until_ns);
+        self.busy_until_ns = start.saturating_add(self.tx_time_ns(wire_bytes));
+        self.waiting.push_back((start, wire_bytes));
+        Ok(start)
     }
 
     /// Draws whether the packet now put on the wire is lost.

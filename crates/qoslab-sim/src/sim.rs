@@ -10,7 +10,7 @@
 use crate::arena::Arena;
 use crate::capture::{CaptureSink, Point, Taps};
 use crate::config::{PolicySpec, SimConfig, TrafficSpec};
-use crate::engine::EventQueue;
+use crate::engine::{rank_arrive, rank_tx, EventQueue};
 use crate::link::{Link, NEVER_NS};
 use crate::net::{cfg_err, Net, Routes, NO_ROUTE};
 use crate::policy::{self, EgressQueue, Policy};
@@ -436,6 +436,9 @@ impl Sim {
             #[cfg(test)]
             deliveries: Vec::new(),
         };
+        for l in &mut sim.links {
+            l.computed = l.can_compute_departures();
+        }
         let pairs = sim.add_traffic(cfg, &net)?;
         let dsts: Vec<u32> = pairs.iter().flat_map(|&(_, a, b)| [a, b]).collect();
         sim.check_memory(cfg, &net, &dsts)?;
@@ -799,19 +802,18 @@ fn tcp_slot(c: u32, side: Side) -> u32 {
 #[inline]
 fn arm_tx_done(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) {
     let old = l.tx_done_at_ns;
-    // (`old` = the new time, a zero-length transmission, keeps the old
-    // one live and the new one stale, as before.)
-    if old != NEVER_NS
-        && old != l.busy_until_ns
-        && q.remove_due_now(old, |e| matches!(e, Ev::TxDone(x) if *x == d))
-    {
+    if old == l.busy_until_ns {
+        // Already pending, under the same key.
+        return;
+    }
+    if old != NEVER_NS && q.remove_due_now(old, |e| matches!(e, Ev::TxDone(x) if *x == d)) {
         #[cfg(debug_assertions)]
         {
             l.tx_done_pending -= 1;
         }
     }
     l.tx_done_at_ns = l.busy_until_ns;
-    q.schedule(l.busy_until_ns, Ev::TxDone(d));
+    q.schedule_ranked(l.busy_until_ns, rank_tx(d, false), Ev::TxDone(d));
     #[cfg(debug_assertions)]
     {
         l.tx_done_pending += 1;
@@ -961,10 +963,10 @@ impl Sim {
             match ev {
                 Ev::Arrive(d) => {
                     let l = &mut self.links[d as usize];
-                    let (at, _, id, _) = l.in_flight.pop_front().expect("an arrival");
+                    let (at, id, _) = l.in_flight.pop_front().expect("an arrival");
                     debug_assert_eq!(at, t);
-                    if let Some(&(next, seq, next_id, last_hop)) = l.in_flight.front() {
-                        self.q.schedule_seq(next, seq, Ev::Arrive(d));
+                    if let Some(&(next, next_id, last_hop)) = l.in_flight.front() {
+                        self.q.schedule_ranked(next, rank_arrive(d), Ev::Arrive(d));
                         // Load what the next arrival on this wire will
                         // read, a few events ahead of it: packet slots
                         // are touched once per hop, about a millisecond
@@ -1047,6 +1049,10 @@ impl Sim {
             }
         }
         self.now_ns = end;
+        // Computed departures: what has started by the end has been sent.
+        for l in self.links.iter_mut().filter(|l| l.computed) {
+            l.catch_up(end);
+        }
         if !progress(self.progress()) {
             return Err(SimError::Cancelled);
         }
@@ -1093,6 +1099,9 @@ impl Sim {
         }
         let now = Instant::from_ns(self.now_ns);
         let l = &mut self.links[d as usize];
+        if l.computed {
+            l.catch_up(self.now_ns);
+        }
         let data = self.pkts.get_mut(id);
         if passes_through(l, self.now_ns, data.size_bytes) {
             // What the queue would do (take the packet, hand it straight
@@ -1131,6 +1140,24 @@ impl Sim {
             } else {
                 pol.count_in_green(p.size_bytes);
             }
+        }
+        if l.computed {
+            // The departure is known now (see `Link::computed`).
+            let (wire, dst) = (data.size_bytes, data.dst);
+            match l.offer(self.now_ns, p, wire) {
+                Ok(_) => {
+                    if let Some(qp) = l.queue_policy {
+                        let (qp_n, qb) = (l.queue.backlog_packets(), l.queue.backlog_bytes());
+                        self.policies[qp as usize].observe_queue(qp_n, qb);
+                    }
+                    self.put_on_wire(d, id, dst);
+                }
+                Err(dr) => {
+                    self.dropped.push(dr);
+                    self.free_dropped(d);
+                }
+            }
+            return;
         }
         if let Err(dr) = l.queue.enqueue(now, p) {
             self.dropped.push(dr);
@@ -1223,7 +1250,7 @@ impl Sim {
                         let fire = nominal.saturating_add(late);
                         l.wake_nominal_ns = nominal;
                         l.wake_at_ns = fire;
-                        self.q.schedule(fire, Ev::Wake(d));
+                        self.q.schedule_ranked(fire, rank_tx(d, true), Ev::Wake(d));
                     }
                 }
             }
@@ -1253,14 +1280,22 @@ impl Sim {
             self.counters.lost_link += 1;
             drop_from_flow(&mut self.flows, &mut self.pkts, id);
         } else {
-            let at = l.busy_until_ns.saturating_add(l.delay_ns);
-            let seq = self.q.reserve_seq();
-            if l.in_flight.is_empty() {
-                self.q.schedule_seq(at, seq, Ev::Arrive(d));
-            }
-            let last_hop = dst == l.to;
-            l.in_flight.push_back((at, seq, id, last_hop));
+            self.put_on_wire(d, id, dst);
         }
+    }
+
+    /// Packet `id` (for node `dst`), whose transmission on `d` ends at
+    /// `busy_until_ns`, reaches the far end one delay later: the wire's
+    /// FIFO, its head in the event queue.
+    #[inline]
+    fn put_on_wire(&mut self, d: u32, id: u32, dst: u32) {
+        let l = &mut self.links[d as usize];
+        let at = l.busy_until_ns.saturating_add(l.delay_ns);
+        if l.in_flight.is_empty() {
+            self.q.schedule_ranked(at, rank_arrive(d), Ev::Arrive(d));
+        }
+        debug_assert!(l.in_flight.back().is_none_or(|b| b.0 < at));
+        l.in_flight.push_back((at, id, dst == l.to));
     }
 
     fn on_arrive(&mut self, d: u32, id: u32) {
@@ -1650,6 +1685,9 @@ impl Sim {
                 s.cwnd_state.push(sender.ca_state());
             }
         }
+        for l in self.links.iter_mut().filter(|l| l.computed) {
+            l.catch_up(t);
+        }
         let links = &self.links;
         sample_policies(&mut self.series, &r, &mut self.policies, now, t, |d| {
             &links[d as usize].queue
@@ -1694,6 +1732,13 @@ impl Sim {
     /// handed to `sink`).
     pub fn set_capture(&mut self, points: &[(u32, Point, u32)], sink: Box<dyn CaptureSink>) {
         self.taps = Some(Box::new(Taps::new(self.links.len(), points, sink)));
+        // A tap on a transmitter sees each packet when it starts: those
+        // directions keep a `TxDone` per packet.
+        for &(d, p, _) in points {
+            if p == Point::Egress {
+                self.links[d as usize].computed = false;
+            }
+        }
     }
 
     /// Takes the capture sink back (after the run).
