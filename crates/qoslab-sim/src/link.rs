@@ -261,4 +261,142 @@ mod tests {
             }
         }
     }
+
+    /// The per-packet `TxDone` model the engine used before departures were
+    /// computed (`sim.rs` `kick`): a packet is enqueued, the transmitter
+    /// pulls the head when it is idle, and a `TxDone` at the end of each
+    /// transmission pulls the next. `TxDone`s due at or before a packet's
+    /// arrival run first (the order at one nanosecond, `crate::engine`).
+    struct PerPacket {
+        fifo: Fifo,
+        busy_until_ns: u64,
+        tx_done_at: Option<u64>,
+        start_of: Vec<Option<u64>>,
+        /// Arrivals that came at the very nanosecond a `TxDone` was due
+        /// with a packet waiting (where the order at one ns matters).
+        coincidences: u32,
+    }
+
+    impl PerPacket {
+        fn kick(&mut self, now: u64, l: &Link) {
+            if now < self.busy_until_ns {
+                self.tx_done_at = Some(self.busy_until_ns);
+                return;
+            }
+            if let Some(p) = self.fifo.dequeue(Instant::from_ns(now)) {
+                self.start_of[p.id as usize] = Some(now);
+                self.busy_until_ns = now + l.tx_time_ns(p.size_bytes);
+                if self.fifo.backlog_packets() > 0 {
+                    self.tx_done_at = Some(self.busy_until_ns);
+                }
+            }
+        }
+        fn run_tx_done_until(&mut self, now: u64, l: &Link) {
+            while let Some(t) = self.tx_done_at.filter(|&t| t <= now) {
+                if t == now && self.fifo.backlog_packets() > 0 {
+                    self.coincidences += 1;
+                }
+                self.tx_done_at = None;
+                self.kick(t, l);
+            }
+        }
+    }
+
+    use qoslab_core::{Instant, Packet, Shaper};
+
+    #[test]
+    fn computed_departures_are_what_a_txdone_per_packet_gave() {
+        // Random arrival streams, with many arrivals at the very ns a
+        // transmission ends (whole ns per byte, sizes from a few values):
+        // the same start of every packet, the same drops, the same backlog
+        // at random sampling instants.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut coincidences = 0;
+        let mut drops = 0;
+        for case in 0..400 {
+            let bps = [8_000_000_000u64, 1_000_000_000, 100_000_000, 70_000_000][case % 4];
+            let limit = match next() % 3 {
+                0 => FifoLimit::Bytes(next() % 6000 + 40),
+                _ => FifoLimit::Packets((next() % 6) as u32),
+            };
+            let mut l = Link::new(
+                1,
+                Rate::from_bps(bps),
+                0,
+                0,
+                Rng::new(1, 1),
+                EgressQueue::Fifo(Fifo::new(limit, false).unwrap()),
+                TimerSpec::default(),
+            );
+            assert!(l.can_compute_departures());
+            l.computed = true;
+            let mut r = PerPacket {
+                fifo: Fifo::new(limit, false).unwrap(),
+                busy_until_ns: 0,
+                tx_done_at: None,
+                start_of: Vec::new(),
+                coincidences: 0,
+            };
+            let sizes = [40u32, 100, 1500];
+            let unit = l.tx_time_ns(100).max(1);
+            let mut now = 0u64;
+            let mut starts = Vec::new();
+            for id in 0..300u64 {
+                // Gaps of whole transmissions (ties with departures), zero
+                // (bursts) or anything.
+                now += match next() % 4 {
+                    0 => 0,
+                    1 => unit * (next() % 20),
+                    2 => l.tx_time_ns(1500) * (next() % 3),
+                    _ => next() % (unit * 30),
+                };
+                if next() % 8 == 0 {
+                    // A sample: the backlog a queue series would show.
+                    r.run_tx_done_until(now, &l);
+                    l.catch_up(now);
+                    assert_eq!(l.queue.backlog_packets(), r.fifo.backlog_packets());
+                    assert_eq!(l.queue.backlog_bytes(), r.fifo.backlog_bytes());
+                }
+                let size = sizes[(next() % 3) as usize];
+                let p = Packet {
+                    id,
+                    size_bytes: size,
+                    ..Packet::default()
+                };
+                r.start_of.push(None);
+                r.run_tx_done_until(now, &l);
+                let kept = r.fifo.enqueue(Instant::from_ns(now), p).is_ok();
+                if kept {
+                    r.kick(now, &l);
+                }
+                match l.offer(now, p, size) {
+                    Ok(start) => {
+                        assert!(kept, "case {case} packet {id}: taken, the old model dropped it");
+                        assert_eq!(l.busy_until_ns, start + l.tx_time_ns(size));
+                        starts.push(Some(start));
+                    }
+                    Err(_) => {
+                        assert!(!kept, "case {case} packet {id}: dropped, the old model took it");
+                        drops += 1;
+                        starts.push(None);
+                    }
+                }
+            }
+            r.run_tx_done_until(u64::MAX, &l);
+            assert_eq!(starts, r.start_of, "case {case}: departures");
+            l.catch_up(u64::MAX);
+            assert_eq!(l.queue.backlog_packets(), 0);
+            let sent = starts.iter().flatten().count() as u64;
+            assert_eq!(l.tx_packets, sent, "case {case}: packets sent");
+            coincidences += r.coincidences;
+        }
+        assert!(coincidences > 500, "{coincidences} same-ns ties exercised");
+        assert!(drops > 1000, "{drops} drops exercised");
+    }
 }
