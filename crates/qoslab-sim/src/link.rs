@@ -377,12 +377,18 @@ mod tests {
                 }
                 match l.offer(now, p, size) {
                     Ok(start) => {
-                        assert!(kept, "case {case} packet {id}: taken, the old model dropped it");
+                        assert!(
+                            kept,
+                            "case {case} packet {id}: taken, the old model dropped it"
+                        );
                         assert_eq!(l.busy_until_ns, start + l.tx_time_ns(size));
                         starts.push(Some(start));
                     }
                     Err(_) => {
-                        assert!(!kept, "case {case} packet {id}: dropped, the old model took it");
+                        assert!(
+                            !kept,
+                            "case {case} packet {id}: dropped, the old model took it"
+                        );
                         drops += 1;
                         starts.push(None);
                     }

@@ -368,6 +368,11 @@ pub struct Sim {
     by_kind: crate::result::EventCounts,
     /// Capture taps (`None`: no capture requested, nothing recorded).
     taps: Option<Box<Taps>>,
+    /// TBF wake-ups armed when a transmission starts instead of a
+    /// `TxDone` that would find the head not conforming
+    /// ([`fold_tbf_wake`]); off only in the tests that compare with a
+    /// `TxDone` per packet.
+    fold_tbf_wakes: bool,
     /// Every delivery (time, flow, wire bytes), for the tests' window checks.
     #[cfg(test)]
     pub deliveries: Vec<(u64, u32, u32)>,
@@ -433,6 +438,7 @@ impl Sim {
             stale_events: 0,
             by_kind: Default::default(),
             taps: None,
+            fold_tbf_wakes: true,
             #[cfg(test)]
             deliveries: Vec::new(),
         };
@@ -825,6 +831,44 @@ fn arm_tx_done(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) {
     }
 }
 
+/// A TBF whose head will not conform when the transmission that just
+/// started ends: arms now the wake-up that the `TxDone` at that end would
+/// arm (the qdisc watchdog, `tbf_dequeue` → `qdisc_watchdog_schedule_ns`),
+/// and no `TxDone` (issue 12: case a's second event per packet). Exact
+/// because nothing between now and then can change the answer: only this
+/// transmitter dequeues, arrivals while it is busy join the TBF's FIFO
+/// behind the head and do not poll it, and the head's conformance time
+/// (`Tbf::next_ready`) depends on the head and the buckets alone. The
+/// wake-up's nominal time, its lateness draw (the direction's own stream,
+/// no other draw in between) and the rule "armed only for an earlier
+/// expiry" are those of `kick` at the `TxDone`'s time. Returns whether it
+/// did (else the caller arms the `TxDone`).
+#[inline]
+fn fold_tbf_wake(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) -> bool {
+    let EgressQueue::Shaper(qoslab_core::AnyShaper::Tbf(tbf)) = &l.queue else {
+        return false;
+    };
+    let end = l.busy_until_ns;
+    let Some(ready) = qoslab_core::Shaper::next_ready(tbf, Instant::from_ns(end)) else {
+        return false;
+    };
+    if ready.as_ns() <= end {
+        return false;
+    }
+    debug_assert_eq!(l.tx_done_at_ns, NEVER_NS, "a TxDone live at a dequeue");
+    debug_assert_eq!(l.wake_nominal_ns, NEVER_NS, "a wake-up armed at a dequeue");
+    let nominal = fire_time_ns(l.timer, ready.as_ns()).max(end + 1);
+    let late = match l.timer_rng.as_mut() {
+        Some(rng) => lateness_ns(l.timer, rng),
+        None => 0,
+    };
+    let fire = nominal.saturating_add(late);
+    l.wake_nominal_ns = nominal;
+    l.wake_at_ns = fire;
+    q.schedule_ranked(fire, rank_tx(d, true), Ev::Wake(d));
+    true
+}
+
 /// Whether a packet of `size_bytes` handed to direction `l` now would go
 /// through its queue untouched: a plain FIFO (no policer, no size table, no
 /// policy watching it), empty, that takes the packet, on an idle
@@ -1195,7 +1239,9 @@ impl Sim {
         let now = self.now_ns;
         let l = &mut self.links[d as usize];
         if now < l.busy_until_ns {
-            if l.tx_done_at_ns != l.busy_until_ns {
+            // (A wake-up pending while the transmitter is busy was armed
+            // in place of its `TxDone`: `fold_tbf_wake`.)
+            if l.tx_done_at_ns != l.busy_until_ns && l.wake_at_ns == NEVER_NS {
                 arm_tx_done(&mut self.q, l, d);
             }
             return;
@@ -1233,7 +1279,9 @@ impl Sim {
                 };
                 self.start_tx(d, id, size, dst);
                 let l = &mut self.links[d as usize];
-                if l.queue.backlog_packets() > 0 {
+                if l.queue.backlog_packets() > 0
+                    && !(self.fold_tbf_wakes && fold_tbf_wake(&mut self.q, l, d))
+                {
                     arm_tx_done(&mut self.q, l, d);
                 }
             }
@@ -1744,6 +1792,17 @@ impl Sim {
     /// Takes the capture sink back (after the run).
     pub fn take_capture(&mut self) -> Option<Box<dyn CaptureSink>> {
         self.taps.take().map(|t| t.sink)
+    }
+
+    /// The engine as it was before departures were computed: a `TxDone`
+    /// per packet on every direction and no folded TBF wake-ups (for the
+    /// tests that show both give the same run).
+    #[cfg(test)]
+    pub fn event_per_packet(&mut self) {
+        for l in &mut self.links {
+            l.computed = false;
+        }
+        self.fold_tbf_wakes = false;
     }
 
     /// Packets in flight or queued (arena slots in use).
