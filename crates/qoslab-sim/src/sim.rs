@@ -6,6 +6,19 @@
 //! (drop / remark) → queue or shaper → transmitter (serialization) → wire
 //! (loss, propagation) → `Arrive` at the next node → ingress policer → either
 //! delivered to the destination's endpoint or routed on.
+//!
+//! **Order of events at one nanosecond** (issue 12, sixth round; the keys
+//! are [`crate::engine`]'s): (0) transmitters freeing up (`TxDone`), then
+//! shaper wake-ups (`Wake`), by direction index; (1) TCP timers, by
+//! endpoint slot; (2) arrivals (`Arrive`, one per wire), in an order drawn
+//! per nanosecond from a hash of (time, direction); (3) everything else in
+//! the order it was scheduled. A transmission that ends at `T` has ended
+//! for every packet handed to its direction at `T`. With this rule a plain
+//! FIFO's departures are computed when it takes a packet
+//! ([`Link::computed`]: no `TxDone` per packet, drops and backlog as with
+//! one), and a TBF whose head will not conform when the current
+//! transmission ends arms its wake-up at once (`fold_tbf_wake`); the
+//! tests run whole scenarios both ways and compare every result field.
 
 use crate::arena::Arena;
 use crate::capture::{CaptureSink, Point, Taps};
