@@ -546,7 +546,10 @@ mod tests {
             first[min] += 1;
             assert!(r.iter().all(|&x| x & !IN_CLASS == CLASS_ARRIVE));
         }
-        assert!(first.iter().all(|&n| (9_000..11_000).contains(&n)), "{first:?}");
+        assert!(
+            first.iter().all(|&n| (9_000..11_000).contains(&n)),
+            "{first:?}"
+        );
     }
 
     #[test]

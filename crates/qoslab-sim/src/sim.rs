@@ -1027,7 +1027,8 @@ impl Sim {
                     let (at, id, _) = l.in_flight.pop_front().expect("an arrival");
                     debug_assert_eq!(at, t);
                     if let Some(&(next, next_id, last_hop)) = l.in_flight.front() {
-                        self.q.schedule_ranked(next, rank_arrive(d, next), Ev::Arrive(d));
+                        self.q
+                            .schedule_ranked(next, rank_arrive(d, next), Ev::Arrive(d));
                         // Load what the next arrival on this wire will
                         // read, a few events ahead of it: packet slots
                         // are touched once per hop, about a millisecond
@@ -1358,7 +1359,8 @@ impl Sim {
         let l = &mut self.links[d as usize];
         let at = l.busy_until_ns.saturating_add(l.delay_ns);
         if l.in_flight.is_empty() {
-            self.q.schedule_ranked(at, rank_arrive(d, at), Ev::Arrive(d));
+            self.q
+                .schedule_ranked(at, rank_arrive(d, at), Ev::Arrive(d));
         }
         debug_assert!(l.in_flight.back().is_none_or(|b| b.0 < at));
         l.in_flight.push_back((at, id, dst == l.to));
