@@ -383,7 +383,7 @@ pub struct Sim {
     taps: Option<Box<Taps>>,
     /// TBF wake-ups armed when a transmission starts instead of a
     /// `TxDone` that would find the head not conforming
-    /// ([`fold_tbf_wake`]); off only in the tests that compare with a
+    /// (`fold_tbf_wake`); off only in the tests that compare with a
     /// `TxDone` per packet.
     fold_tbf_wakes: bool,
     /// Every delivery (time, flow, wire bytes), for the tests' window checks.
