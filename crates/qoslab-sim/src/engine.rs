@@ -1,7 +1,7 @@
 //! The event queue: a binary min-heap of small `Copy` events keyed by
-//! `(time_ns, seq)`. `seq` is the insertion counter, so events due at the
-//! same nanosecond run in the order they were scheduled (FIFO tie-break, as
-//! nexosim and ns-3 do) and a run never depends on heap internals.
+//! `(time_ns, rank)`, keys unique, so a run never depends on heap
+//! internals. The rank says which of the events due at one nanosecond runs
+//! first (below).
 //! Time never goes backwards: an event scheduled in the past runs "now".
 //!
 //! The heap is hand-written rather than `std::collections::BinaryHeap`:
@@ -17,21 +17,41 @@
 //! moved later costs no event. The engine gives each TCP endpoint one slot
 //! (its `next_timer()`).
 //!
-//! **Tie-break at one nanosecond.** The two heaps share one key space:
-//! a deadline's key is `time << 64 | slot`, an event's `time << 64 | seq`
-//! with `seq ≥ 2⁶³`. So at the same nanosecond every deadline runs before
-//! every event (packet arrivals included), deadlines among themselves in
-//! slot order, events in insertion order — the order of a deadline does not
-//! depend on which event set it. Linux has no defined order between a timer
-//! and a packet received in the same instant (a timer softirq and NET_RX
-//! are independent); the rule picked is that of `__do_softirq`
-//! (kernel/softirq.c), which runs pending softirqs in bit order,
-//! `TIMER_SOFTIRQ` (1) before `NET_RX_SOFTIRQ` (3), and of hard-irq
-//! hrtimers, which expire in the interrupt before any softirq.
+//! **Order at one nanosecond** (issue 12, sixth round). Every entry's key
+//! is `time << 64 | rank`; the rank's two top bits are its class, and the
+//! classes run in this order, whatever order their events were scheduled in:
+//!
+//! 0. **transmitters** ([`EventQueue::schedule_ranked`] with
+//!    [`rank_tx`]): a link direction's transmitter freeing up, then its
+//!    shaper's wake-up, by direction index. A transmission that ends at
+//!    `T` has ended for everything else that happens at `T`: a packet
+//!    handed to the direction at `T` finds the transmitter free (or the
+//!    next queued packet already on it) and is counted against the queue
+//!    without the packet that starts at `T`. This is what lets a FIFO's
+//!    departures be computed when a packet is enqueued (no event per
+//!    packet, `crate::sim`): the queue it sees is the same.
+//! 1. **deadlines** ([`EventQueue::set_deadline`]: TCP timers), by slot.
+//!    Linux has no defined order between a timer and a packet received in
+//!    the same instant; the rule is that of `__do_softirq`
+//!    (kernel/softirq.c), which runs pending softirqs in bit order,
+//!    `TIMER_SOFTIRQ` (1) before `NET_RX_SOFTIRQ` (3).
+//! 2. **arrivals** ([`rank_arrive`]): the packet at the head of a wire
+//!    reaching its far end (a wire delivers its packets in order, one at a
+//!    time, so one entry per direction), in an order drawn per nanosecond
+//!    from a hash of the time and the direction index: deterministic, and
+//!    no direction always first (see [`rank_arrive`]).
+//! 3. **the rest** ([`EventQueue::schedule`]: traffic sources, connection
+//!    starts and stops, fetch requests, samples), in the order they were
+//!    scheduled (an insertion counter).
+//!
+//! Before the sixth round classes 0, 2 and 3 were one class ordered by
+//! insertion, so an arrival's place among events at its nanosecond
+//! depended on when the event that sent it ran; results changed once
+//! (docs/performance.md, "Sixth round").
 
 #[derive(Clone, Copy, Debug)]
 struct Entry<E> {
-    /// `time_ns << 64 | seq`: orders by time, then insertion.
+    /// `time_ns << 64 | rank`: orders by time, then rank.
     key: u128,
     ev: E,
 }
@@ -55,8 +75,50 @@ pub struct EventQueue<E> {
     dl_pos: Vec<u32>,
 }
 
-/// The first event sequence number: every deadline slot's rank is below.
-const FIRST_SEQ: u64 = 1 << 63;
+/// Class 0: transmitters (`rank_tx`).
+const CLASS_TX: u64 = 0;
+/// Class 1: deadline slots.
+const CLASS_DEADLINE: u64 = 1 << 62;
+/// Class 2: arrivals (`rank_arrive`).
+const CLASS_ARRIVE: u64 = 2 << 62;
+/// Class 3: the rest, by insertion (the first sequence number).
+const FIRST_SEQ: u64 = 3 << 62;
+/// The low bits of a rank (below its class).
+const IN_CLASS: u64 = (1 << 62) - 1;
+
+/// The rank of direction `d`'s transmitter freeing up (`wake` = false) or
+/// of its shaper's wake-up (`wake` = true): class 0, by direction, the
+/// transmitter before the wake-up.
+#[inline]
+pub fn rank_tx(d: u32, wake: bool) -> u64 {
+    CLASS_TX | (d as u64) << 1 | wake as u64
+}
+
+/// The rank of the packet at the head of direction `d`'s wire arriving at
+/// `time_ns`: class 2, then a hash of (time, direction), then the
+/// direction (so ranks are unique). Arrivals at one node at the same
+/// nanosecond are in no physical order; a fixed one (by direction index)
+/// made the same access link lose every tie for a full queue when all
+/// links run at one rate in lock step (4 flows at 100 Mbit/s: Jain 0.51
+/// instead of 1.00), so each nanosecond draws its own order from the hash,
+/// the same in every run and independent of when the arrival was
+/// scheduled.
+#[inline]
+pub fn rank_arrive(d: u32, time_ns: u64) -> u64 {
+    // splitmix64's finaliser (Steele, Lea, Flood 2014).
+    let mut z = time_ns ^ (d as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    CLASS_ARRIVE | (z & ((1 << 30) - 1)) << 32 | d as u64
+}
+
+/// The deadline slot of a deadline key.
+#[inline]
+fn slot_of(k: u128) -> usize {
+    (k as u64 & IN_CLASS) as usize
+}
+
 /// "This slot has no deadline".
 const NO_POS: u32 = u32::MAX;
 
@@ -82,26 +144,16 @@ impl<E: Copy> EventQueue<E> {
         self.seq += 1;
     }
 
-    /// Takes the insertion number the next [`EventQueue::schedule`] would
-    /// use, for an event that is put in the heap later with
-    /// [`EventQueue::schedule_seq`] (it then runs exactly where it would
-    /// have had it been scheduled now).
+    /// Schedules `ev` at `time_ns` (clamped to now) under a fixed `rank`
+    /// ([`rank_tx`], [`rank_arrive`]): its place among the events due at
+    /// that nanosecond does not depend on when it was scheduled. The caller
+    /// keeps ranks unique among pending events (one per direction and
+    /// kind), or schedules only identical events under one.
     #[inline]
-    pub fn reserve_seq(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq - 1
-    }
-
-    /// Schedules `ev` at `time_ns` under a number from
-    /// [`EventQueue::reserve_seq`]. The caller makes sure no event ordered
-    /// after `(time_ns, seq)` has run yet (a per-link FIFO of arrivals whose
-    /// head is always in the heap does).
-    #[inline]
-    pub fn schedule_seq(&mut self, time_ns: u64, seq: u64, ev: E) {
-        debug_assert!(seq < self.seq, "seq {seq} was not reserved");
-        debug_assert!(time_ns >= self.now_ns, "an arrival in the past");
+    pub fn schedule_ranked(&mut self, time_ns: u64, rank: u64, ev: E) {
+        debug_assert!(rank < CLASS_DEADLINE || rank & !IN_CLASS == CLASS_ARRIVE);
         self.push(Entry {
-            key: key(time_ns, seq),
+            key: key(time_ns.max(self.now_ns), rank),
             ev,
         });
     }
@@ -156,7 +208,7 @@ impl<E: Copy> EventQueue<E> {
             return;
         };
         let e = Entry {
-            key: key(t.max(self.now_ns), slot as u64),
+            key: key(t.max(self.now_ns), CLASS_DEADLINE | slot as u64),
             ev,
         };
         if at == NO_POS {
@@ -247,7 +299,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Takes the entry at `i` out of the deadline heap.
     fn dl_remove_at(&mut self, i: usize) {
-        let gone = self.dl[i].key as u64 as usize;
+        let gone = slot_of(self.dl[i].key);
         self.dl_pos[gone] = NO_POS;
         let last = self.dl.pop().expect("not empty");
         if i < self.dl.len() {
@@ -268,11 +320,11 @@ impl<E: Copy> EventQueue<E> {
                 break;
             }
             self.dl[i] = self.dl[parent];
-            self.dl_pos[self.dl[i].key as u64 as usize] = i as u32;
+            self.dl_pos[slot_of(self.dl[i].key)] = i as u32;
             i = parent;
         }
         self.dl[i] = e;
-        self.dl_pos[e.key as u64 as usize] = i as u32;
+        self.dl_pos[slot_of(e.key)] = i as u32;
     }
 
     /// Deadline heap: puts `e` at the hole `i`, moving it down past smaller
@@ -291,11 +343,11 @@ impl<E: Copy> EventQueue<E> {
                 break;
             }
             self.dl[i] = self.dl[c];
-            self.dl_pos[self.dl[i].key as u64 as usize] = i as u32;
+            self.dl_pos[slot_of(self.dl[i].key)] = i as u32;
             i = c;
         }
         self.dl[i] = e;
-        self.dl_pos[e.key as u64 as usize] = i as u32;
+        self.dl_pos[slot_of(e.key)] = i as u32;
     }
 
     #[inline]
@@ -484,14 +536,51 @@ mod tests {
     }
 
     #[test]
-    fn a_reserved_seq_runs_where_it_was_reserved() {
+    fn arrival_ranks_are_unique_and_no_direction_always_wins() {
+        // Over many nanoseconds, each of 4 directions comes first about a
+        // quarter of the time.
+        let mut first = [0u32; 4];
+        for t in 0..40_000u64 {
+            let r: Vec<u64> = (0..4).map(|d| rank_arrive(d, t)).collect();
+            let min = (0..4).min_by_key(|&d| r[d]).unwrap();
+            first[min] += 1;
+            assert!(r.iter().all(|&x| x & !IN_CLASS == CLASS_ARRIVE));
+        }
+        assert!(
+            first.iter().all(|&n| (9_000..11_000).contains(&n)),
+            "{first:?}"
+        );
+    }
+
+    #[test]
+    fn at_one_ns_transmitters_then_deadlines_then_arrivals_then_the_rest() {
+        // Scheduled in the reverse of the rule's order: the rule wins.
         let mut q = EventQueue::new();
-        q.schedule(10, 'a');
-        let s = q.reserve_seq();
-        q.schedule(10, 'c');
-        q.schedule_seq(10, s, 'b');
-        let out: Vec<char> = std::iter::from_fn(|| q.pop_until(u64::MAX).map(|e| e.1)).collect();
-        assert_eq!(out, ['a', 'b', 'c']);
+        q.schedule(10, "other-1");
+        let (first, second) = match rank_arrive(0, 10) < rank_arrive(3, 10) {
+            true => ("arrive-0", "arrive-3"),
+            false => ("arrive-3", "arrive-0"),
+        };
+        q.schedule_ranked(10, rank_arrive(0, 10), "arrive-0");
+        q.schedule_ranked(10, rank_arrive(3, 10), "arrive-3");
+        q.set_deadline(4, Some(10), "timer-4");
+        q.schedule_ranked(10, rank_tx(2, true), "wake-2");
+        q.schedule_ranked(10, rank_tx(2, false), "tx-2");
+        q.schedule_ranked(10, rank_tx(1, false), "tx-1");
+        q.set_deadline(0, Some(10), "timer-0");
+        q.schedule(10, "other-2");
+        q.schedule_ranked(5, rank_arrive(9, 5), "earlier");
+        let out: Vec<&str> = std::iter::from_fn(|| q.pop_until(u64::MAX).map(|e| e.1)).collect();
+        assert_eq!(
+            out,
+            [
+                "earlier", "tx-1", "tx-2", "wake-2", "timer-0", "timer-4", first, second,
+                "other-1", "other-2"
+            ]
+        );
+        // Ranked events in the past are clamped to now, like the others.
+        q.schedule_ranked(3, rank_arrive(1, 3), "late");
+        assert_eq!(q.pop_until(u64::MAX), Some((10, "late")));
     }
 
     #[test]

@@ -67,14 +67,29 @@ pub struct Link {
     /// serialisation time then needs no 128-bit division (issue 12: at
     /// 10 Gbit/s, 4/5 ns per byte, that division was 2 % of the run).
     ns_per_byte: Option<(u64, u64)>,
-    /// Packets on the wire: (arrival time, event number, packet, whether
-    /// the far end is its destination), in
-    /// arrival order (one delay, transmissions in order). Only the head has
-    /// an `Arrive` event in the heap, under the number it was given when
-    /// it left, so the heap holds one event per busy wire instead of one
-    /// per packet (issue 12: at 10 Gbit/s a wire holds thousands) and the
-    /// run is event for event the same.
-    pub in_flight: VecDeque<(u64, u64, u32, bool)>,
+    /// Packets on the wire: (arrival time, packet, whether the far end is
+    /// its destination), in arrival order (one delay, transmissions in
+    /// order). Only the head has an `Arrive` event in the heap (ranked by
+    /// direction, [`crate::engine::rank_arrive`]), so the heap holds one
+    /// event per busy wire instead of one per packet (issue 12: at
+    /// 10 Gbit/s a wire holds thousands). On a direction whose departures
+    /// are computed ([`Link::computed`]) it also holds packets still
+    /// waiting in the queue: their departure is already known.
+    pub in_flight: VecDeque<(u64, u32, bool)>,
+    /// Departures computed at enqueue (issue 12, sixth round): a tail-drop
+    /// FIFO on a loss-free direction whose transmitter no capture watches.
+    /// A packet the FIFO takes gets its transmission start (the later of
+    /// now and the end of the transmission before it) and its arrival at
+    /// the far end at once, so the direction needs no `TxDone` event per
+    /// packet. The FIFO still holds the packets that have not started
+    /// ([`Link::waiting`]), so its drop decisions and its backlog at any
+    /// time (queue samples, queue statistics) are what a per-packet
+    /// `TxDone` gave: [`Link::catch_up`] takes out those started by now.
+    /// `busy_until_ns` is then the end of the last transmission planned.
+    pub computed: bool,
+    /// Computed departures: (start time, wire size) of each packet in the
+    /// FIFO, in FIFO order; each starts later than the last `catch_up`.
+    pub waiting: VecDeque<(u64, u32)>,
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub lost_packets: u64,
@@ -119,6 +134,8 @@ impl Link {
             timer_rng: None,
             ns_per_byte,
             in_flight: VecDeque::new(),
+            computed: false,
+            waiting: VecDeque::new(),
             tx_packets: 0,
             tx_bytes: 0,
             lost_packets: 0,
@@ -133,6 +150,58 @@ impl Link {
             Some((num, den)) => (num * size_bytes as u64).div_ceil(den),
             None => self.rate.tx_time(Bytes::new(size_bytes as u64)).as_ns(),
         }
+    }
+
+    /// Whether this direction's departures can be computed at enqueue (see
+    /// [`Link::computed`]): a tail-drop FIFO and no random loss (a loss is
+    /// drawn, and charged to its flow, when the transmission starts).
+    pub fn can_compute_departures(&self) -> bool {
+        matches!(&self.queue, EgressQueue::Fifo(f) if !f.is_head_drop()) && self.loss_ppm == 0
+    }
+
+    /// Computed departures: the packets whose transmission started by
+    /// `now_ns` leave the FIFO (and are counted as sent), as the
+    /// `TxDone`s at or before `now_ns` would have dequeued them. A
+    /// transmission that starts at `now_ns` has started (the order at one
+    /// nanosecond, [`crate::engine`]).
+    #[inline]
+    pub fn catch_up(&mut self, now_ns: u64) {
+        while let Some(&(start, size)) = self.waiting.front() {
+            if start > now_ns {
+                break;
+            }
+            self.waiting.pop_front();
+            let EgressQueue::Fifo(f) = &mut self.queue else {
+                unreachable!("computed departures need a FIFO")
+            };
+            let p = qoslab_core::Shaper::dequeue(f, qoslab_core::Instant::from_ns(start));
+            debug_assert!(p.is_some(), "the FIFO and its departures disagree");
+            self.tx_packets += 1;
+            self.tx_bytes += size as u64;
+        }
+    }
+
+    /// Computed departures: offers `p` (as the queue counts it; `wire_bytes`
+    /// its real size) to the FIFO at `now_ns`. Taken: returns when its
+    /// transmission starts, and `busy_until_ns` is when it ends; the packet
+    /// stays in the FIFO until then. Refused: the FIFO's drop.
+    #[inline]
+    pub fn offer(
+        &mut self,
+        now_ns: u64,
+        p: qoslab_core::Packet,
+        wire_bytes: u32,
+    ) -> Result<u64, qoslab_core::Dropped> {
+        debug_assert!(self.computed);
+        self.catch_up(now_ns);
+        let EgressQueue::Fifo(f) = &mut self.queue else {
+            unreachable!("computed departures need a FIFO")
+        };
+        qoslab_core::Shaper::enqueue(f, qoslab_core::Instant::from_ns(now_ns), p)?;
+        let start = now_ns.max(self.busy_until_ns);
+        self.busy_until_ns = start.saturating_add(self.tx_time_ns(wire_bytes));
+        self.waiting.push_back((start, wire_bytes));
+        Ok(start)
     }
 
     /// Draws whether the packet now put on the wire is lost.
@@ -191,5 +260,149 @@ mod tests {
                 assert_eq!(l.tx_time_ns(size), want, "{bps} bit/s, {size} B");
             }
         }
+    }
+
+    /// The per-packet `TxDone` model the engine used before departures were
+    /// computed (`sim.rs` `kick`): a packet is enqueued, the transmitter
+    /// pulls the head when it is idle, and a `TxDone` at the end of each
+    /// transmission pulls the next. `TxDone`s due at or before a packet's
+    /// arrival run first (the order at one nanosecond, `crate::engine`).
+    struct PerPacket {
+        fifo: Fifo,
+        busy_until_ns: u64,
+        tx_done_at: Option<u64>,
+        start_of: Vec<Option<u64>>,
+        /// Arrivals that came at the very nanosecond a `TxDone` was due
+        /// with a packet waiting (where the order at one ns matters).
+        coincidences: u32,
+    }
+
+    impl PerPacket {
+        fn kick(&mut self, now: u64, l: &Link) {
+            if now < self.busy_until_ns {
+                self.tx_done_at = Some(self.busy_until_ns);
+                return;
+            }
+            if let Some(p) = self.fifo.dequeue(Instant::from_ns(now)) {
+                self.start_of[p.id as usize] = Some(now);
+                self.busy_until_ns = now + l.tx_time_ns(p.size_bytes);
+                if self.fifo.backlog_packets() > 0 {
+                    self.tx_done_at = Some(self.busy_until_ns);
+                }
+            }
+        }
+        fn run_tx_done_until(&mut self, now: u64, l: &Link) {
+            while let Some(t) = self.tx_done_at.filter(|&t| t <= now) {
+                if t == now && self.fifo.backlog_packets() > 0 {
+                    self.coincidences += 1;
+                }
+                self.tx_done_at = None;
+                self.kick(t, l);
+            }
+        }
+    }
+
+    use qoslab_core::{Instant, Packet, Shaper};
+
+    #[test]
+    fn computed_departures_are_what_a_txdone_per_packet_gave() {
+        // Random arrival streams, with many arrivals at the very ns a
+        // transmission ends (whole ns per byte, sizes from a few values):
+        // the same start of every packet, the same drops, the same backlog
+        // at random sampling instants.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut coincidences = 0;
+        let mut drops = 0;
+        for case in 0..400 {
+            let bps = [8_000_000_000u64, 1_000_000_000, 100_000_000, 70_000_000][case % 4];
+            let limit = match next() % 3 {
+                0 => FifoLimit::Bytes(next() % 6000 + 40),
+                _ => FifoLimit::Packets((next() % 6) as u32),
+            };
+            let mut l = Link::new(
+                1,
+                Rate::from_bps(bps),
+                0,
+                0,
+                Rng::new(1, 1),
+                EgressQueue::Fifo(Fifo::new(limit, false).unwrap()),
+                TimerSpec::default(),
+            );
+            assert!(l.can_compute_departures());
+            l.computed = true;
+            let mut r = PerPacket {
+                fifo: Fifo::new(limit, false).unwrap(),
+                busy_until_ns: 0,
+                tx_done_at: None,
+                start_of: Vec::new(),
+                coincidences: 0,
+            };
+            let sizes = [40u32, 100, 1500];
+            let unit = l.tx_time_ns(100).max(1);
+            let mut now = 0u64;
+            let mut starts = Vec::new();
+            for id in 0..300u64 {
+                // Gaps of whole transmissions (ties with departures), zero
+                // (bursts) or anything.
+                now += match next() % 4 {
+                    0 => 0,
+                    1 => unit * (next() % 20),
+                    2 => l.tx_time_ns(1500) * (next() % 3),
+                    _ => next() % (unit * 30),
+                };
+                if next() % 8 == 0 {
+                    // A sample: the backlog a queue series would show.
+                    r.run_tx_done_until(now, &l);
+                    l.catch_up(now);
+                    assert_eq!(l.queue.backlog_packets(), r.fifo.backlog_packets());
+                    assert_eq!(l.queue.backlog_bytes(), r.fifo.backlog_bytes());
+                }
+                let size = sizes[(next() % 3) as usize];
+                let p = Packet {
+                    id,
+                    size_bytes: size,
+                    ..Packet::default()
+                };
+                r.start_of.push(None);
+                r.run_tx_done_until(now, &l);
+                let kept = r.fifo.enqueue(Instant::from_ns(now), p).is_ok();
+                if kept {
+                    r.kick(now, &l);
+                }
+                match l.offer(now, p, size) {
+                    Ok(start) => {
+                        assert!(
+                            kept,
+                            "case {case} packet {id}: taken, the old model dropped it"
+                        );
+                        assert_eq!(l.busy_until_ns, start + l.tx_time_ns(size));
+                        starts.push(Some(start));
+                    }
+                    Err(_) => {
+                        assert!(
+                            !kept,
+                            "case {case} packet {id}: dropped, the old model took it"
+                        );
+                        drops += 1;
+                        starts.push(None);
+                    }
+                }
+            }
+            r.run_tx_done_until(u64::MAX, &l);
+            assert_eq!(starts, r.start_of, "case {case}: departures");
+            l.catch_up(u64::MAX);
+            assert_eq!(l.queue.backlog_packets(), 0);
+            let sent = starts.iter().flatten().count() as u64;
+            assert_eq!(l.tx_packets, sent, "case {case}: packets sent");
+            coincidences += r.coincidences;
+        }
+        assert!(coincidences > 500, "{coincidences} same-ns ties exercised");
+        assert!(drops > 1000, "{drops} drops exercised");
     }
 }

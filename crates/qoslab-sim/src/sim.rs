@@ -6,11 +6,24 @@
 //! (drop / remark) → queue or shaper → transmitter (serialization) → wire
 //! (loss, propagation) → `Arrive` at the next node → ingress policer → either
 //! delivered to the destination's endpoint or routed on.
+//!
+//! **Order of events at one nanosecond** (issue 12, sixth round; the keys
+//! are [`crate::engine`]'s): (0) transmitters freeing up (`TxDone`), then
+//! shaper wake-ups (`Wake`), by direction index; (1) TCP timers, by
+//! endpoint slot; (2) arrivals (`Arrive`, one per wire), in an order drawn
+//! per nanosecond from a hash of (time, direction); (3) everything else in
+//! the order it was scheduled. A transmission that ends at `T` has ended
+//! for every packet handed to its direction at `T`. With this rule a plain
+//! FIFO's departures are computed when it takes a packet
+//! ([`Link::computed`]: no `TxDone` per packet, drops and backlog as with
+//! one), and a TBF whose head will not conform when the current
+//! transmission ends arms its wake-up at once (`fold_tbf_wake`); the
+//! tests run whole scenarios both ways and compare every result field.
 
 use crate::arena::Arena;
 use crate::capture::{CaptureSink, Point, Taps};
 use crate::config::{PolicySpec, SimConfig, TrafficSpec};
-use crate::engine::EventQueue;
+use crate::engine::{rank_arrive, rank_tx, EventQueue};
 use crate::link::{Link, NEVER_NS};
 use crate::net::{cfg_err, Net, Routes, NO_ROUTE};
 use crate::policy::{self, EgressQueue, Policy};
@@ -368,6 +381,11 @@ pub struct Sim {
     by_kind: crate::result::EventCounts,
     /// Capture taps (`None`: no capture requested, nothing recorded).
     taps: Option<Box<Taps>>,
+    /// TBF wake-ups armed when a transmission starts instead of a
+    /// `TxDone` that would find the head not conforming
+    /// (`fold_tbf_wake`); off only in the tests that compare with a
+    /// `TxDone` per packet.
+    fold_tbf_wakes: bool,
     /// Every delivery (time, flow, wire bytes), for the tests' window checks.
     #[cfg(test)]
     pub deliveries: Vec<(u64, u32, u32)>,
@@ -433,9 +451,13 @@ impl Sim {
             stale_events: 0,
             by_kind: Default::default(),
             taps: None,
+            fold_tbf_wakes: true,
             #[cfg(test)]
             deliveries: Vec::new(),
         };
+        for l in &mut sim.links {
+            l.computed = l.can_compute_departures();
+        }
         let pairs = sim.add_traffic(cfg, &net)?;
         let dsts: Vec<u32> = pairs.iter().flat_map(|&(_, a, b)| [a, b]).collect();
         sim.check_memory(cfg, &net, &dsts)?;
@@ -788,8 +810,12 @@ fn tcp_slot(c: u32, side: Side) -> u32 {
 
 /// Schedules the `TxDone` of direction `d` for when its transmitter frees
 /// up; it becomes the one live `TxDone` of `d` (any other pending one is
-/// stale from now on). Debug builds check that stale ones never pile up:
-/// at most the live one and one stale one due now are ever pending.
+/// stale from now on). Since transmitters run first at their nanosecond
+/// (the order in [`crate::engine`]), no other event can restart a
+/// transmitter before its `TxDone`, so none is ever stale: debug builds
+/// assert that at most one `TxDone` per direction is pending and that none
+/// pops stale; release builds count them (`SimResult::stale_events`, 0 on
+/// every bench case).
 ///
 /// A `TxDone` that this makes stale is taken out of the heap when it is
 /// due now (the usual case: another event at the instant the transmitter
@@ -799,28 +825,65 @@ fn tcp_slot(c: u32, side: Side) -> u32 {
 #[inline]
 fn arm_tx_done(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) {
     let old = l.tx_done_at_ns;
-    // (`old` = the new time, a zero-length transmission, keeps the old
-    // one live and the new one stale, as before.)
-    if old != NEVER_NS
-        && old != l.busy_until_ns
-        && q.remove_due_now(old, |e| matches!(e, Ev::TxDone(x) if *x == d))
-    {
+    if old == l.busy_until_ns {
+        // Already pending, under the same key.
+        return;
+    }
+    if old != NEVER_NS && q.remove_due_now(old, |e| matches!(e, Ev::TxDone(x) if *x == d)) {
         #[cfg(debug_assertions)]
         {
             l.tx_done_pending -= 1;
         }
     }
     l.tx_done_at_ns = l.busy_until_ns;
-    q.schedule(l.busy_until_ns, Ev::TxDone(d));
+    q.schedule_ranked(l.busy_until_ns, rank_tx(d, false), Ev::TxDone(d));
     #[cfg(debug_assertions)]
     {
         l.tx_done_pending += 1;
         debug_assert!(
-            l.tx_done_pending <= 2,
-            "link direction {d}: {} TxDone events pending (stale chains)",
+            l.tx_done_pending <= 1,
+            "link direction {d}: {} TxDone events pending (a stale one)",
             l.tx_done_pending
         );
     }
+}
+
+/// A TBF whose head will not conform when the transmission that just
+/// started ends: arms now the wake-up that the `TxDone` at that end would
+/// arm (the qdisc watchdog, `tbf_dequeue` → `qdisc_watchdog_schedule_ns`),
+/// and no `TxDone` (issue 12: case a's second event per packet). Exact
+/// because nothing between now and then can change the answer: only this
+/// transmitter dequeues, arrivals while it is busy join the TBF's FIFO
+/// behind the head and do not poll it, and the head's conformance time
+/// (`Tbf::next_ready`) depends on the head and the buckets alone. The
+/// wake-up's nominal time, its lateness draw (the direction's own stream,
+/// no other draw in between) and the rule "armed only for an earlier
+/// expiry" are those of `kick` at the `TxDone`'s time. Returns whether it
+/// did (else the caller arms the `TxDone`).
+#[inline]
+fn fold_tbf_wake(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) -> bool {
+    let EgressQueue::Shaper(qoslab_core::AnyShaper::Tbf(tbf)) = &l.queue else {
+        return false;
+    };
+    let end = l.busy_until_ns;
+    let Some(ready) = qoslab_core::Shaper::next_ready(tbf, Instant::from_ns(end)) else {
+        return false;
+    };
+    if ready.as_ns() <= end {
+        return false;
+    }
+    debug_assert_eq!(l.tx_done_at_ns, NEVER_NS, "a TxDone live at a dequeue");
+    debug_assert_eq!(l.wake_nominal_ns, NEVER_NS, "a wake-up armed at a dequeue");
+    let nominal = fire_time_ns(l.timer, ready.as_ns()).max(end + 1);
+    let late = match l.timer_rng.as_mut() {
+        Some(rng) => lateness_ns(l.timer, rng),
+        None => 0,
+    };
+    let fire = nominal.saturating_add(late);
+    l.wake_nominal_ns = nominal;
+    l.wake_at_ns = fire;
+    q.schedule_ranked(fire, rank_tx(d, true), Ev::Wake(d));
+    true
 }
 
 /// Whether a packet of `size_bytes` handed to direction `l` now would go
@@ -961,10 +1024,11 @@ impl Sim {
             match ev {
                 Ev::Arrive(d) => {
                     let l = &mut self.links[d as usize];
-                    let (at, _, id, _) = l.in_flight.pop_front().expect("an arrival");
+                    let (at, id, _) = l.in_flight.pop_front().expect("an arrival");
                     debug_assert_eq!(at, t);
-                    if let Some(&(next, seq, next_id, last_hop)) = l.in_flight.front() {
-                        self.q.schedule_seq(next, seq, Ev::Arrive(d));
+                    if let Some(&(next, next_id, last_hop)) = l.in_flight.front() {
+                        self.q
+                            .schedule_ranked(next, rank_arrive(d, next), Ev::Arrive(d));
                         // Load what the next arrival on this wire will
                         // read, a few events ahead of it: packet slots
                         // are touched once per hop, about a millisecond
@@ -990,6 +1054,7 @@ impl Sim {
                         self.by_kind.tx_done += 1;
                         self.kick(d);
                     } else {
+                        debug_assert!(false, "direction {d}: a stale TxDone at {t} ns");
                         self.stale_events += 1;
                         self.by_kind.tx_done_stale += 1;
                     }
@@ -1047,6 +1112,10 @@ impl Sim {
             }
         }
         self.now_ns = end;
+        // Computed departures: what has started by the end has been sent.
+        for l in self.links.iter_mut().filter(|l| l.computed) {
+            l.catch_up(end);
+        }
         if !progress(self.progress()) {
             return Err(SimError::Cancelled);
         }
@@ -1093,6 +1162,9 @@ impl Sim {
         }
         let now = Instant::from_ns(self.now_ns);
         let l = &mut self.links[d as usize];
+        if l.computed {
+            l.catch_up(self.now_ns);
+        }
         let data = self.pkts.get_mut(id);
         if passes_through(l, self.now_ns, data.size_bytes) {
             // What the queue would do (take the packet, hand it straight
@@ -1132,6 +1204,24 @@ impl Sim {
                 pol.count_in_green(p.size_bytes);
             }
         }
+        if l.computed {
+            // The departure is known now (see `Link::computed`).
+            let (wire, dst) = (data.size_bytes, data.dst);
+            match l.offer(self.now_ns, p, wire) {
+                Ok(_) => {
+                    if let Some(qp) = l.queue_policy {
+                        let (qp_n, qb) = (l.queue.backlog_packets(), l.queue.backlog_bytes());
+                        self.policies[qp as usize].observe_queue(qp_n, qb);
+                    }
+                    self.put_on_wire(d, id, dst);
+                }
+                Err(dr) => {
+                    self.dropped.push(dr);
+                    self.free_dropped(d);
+                }
+            }
+            return;
+        }
         if let Err(dr) = l.queue.enqueue(now, p) {
             self.dropped.push(dr);
         }
@@ -1168,7 +1258,9 @@ impl Sim {
         let now = self.now_ns;
         let l = &mut self.links[d as usize];
         if now < l.busy_until_ns {
-            if l.tx_done_at_ns != l.busy_until_ns {
+            // (A wake-up pending while the transmitter is busy was armed
+            // in place of its `TxDone`: `fold_tbf_wake`.)
+            if l.tx_done_at_ns != l.busy_until_ns && l.wake_at_ns == NEVER_NS {
                 arm_tx_done(&mut self.q, l, d);
             }
             return;
@@ -1206,7 +1298,9 @@ impl Sim {
                 };
                 self.start_tx(d, id, size, dst);
                 let l = &mut self.links[d as usize];
-                if l.queue.backlog_packets() > 0 {
+                if l.queue.backlog_packets() > 0
+                    && !(self.fold_tbf_wakes && fold_tbf_wake(&mut self.q, l, d))
+                {
                     arm_tx_done(&mut self.q, l, d);
                 }
             }
@@ -1223,7 +1317,7 @@ impl Sim {
                         let fire = nominal.saturating_add(late);
                         l.wake_nominal_ns = nominal;
                         l.wake_at_ns = fire;
-                        self.q.schedule(fire, Ev::Wake(d));
+                        self.q.schedule_ranked(fire, rank_tx(d, true), Ev::Wake(d));
                     }
                 }
             }
@@ -1253,14 +1347,23 @@ impl Sim {
             self.counters.lost_link += 1;
             drop_from_flow(&mut self.flows, &mut self.pkts, id);
         } else {
-            let at = l.busy_until_ns.saturating_add(l.delay_ns);
-            let seq = self.q.reserve_seq();
-            if l.in_flight.is_empty() {
-                self.q.schedule_seq(at, seq, Ev::Arrive(d));
-            }
-            let last_hop = dst == l.to;
-            l.in_flight.push_back((at, seq, id, last_hop));
+            self.put_on_wire(d, id, dst);
         }
+    }
+
+    /// Packet `id` (for node `dst`), whose transmission on `d` ends at
+    /// `busy_until_ns`, reaches the far end one delay later: the wire's
+    /// FIFO, its head in the event queue.
+    #[inline]
+    fn put_on_wire(&mut self, d: u32, id: u32, dst: u32) {
+        let l = &mut self.links[d as usize];
+        let at = l.busy_until_ns.saturating_add(l.delay_ns);
+        if l.in_flight.is_empty() {
+            self.q
+                .schedule_ranked(at, rank_arrive(d, at), Ev::Arrive(d));
+        }
+        debug_assert!(l.in_flight.back().is_none_or(|b| b.0 < at));
+        l.in_flight.push_back((at, id, dst == l.to));
     }
 
     fn on_arrive(&mut self, d: u32, id: u32) {
@@ -1650,6 +1753,9 @@ impl Sim {
                 s.cwnd_state.push(sender.ca_state());
             }
         }
+        for l in self.links.iter_mut().filter(|l| l.computed) {
+            l.catch_up(t);
+        }
         let links = &self.links;
         sample_policies(&mut self.series, &r, &mut self.policies, now, t, |d| {
             &links[d as usize].queue
@@ -1694,11 +1800,29 @@ impl Sim {
     /// handed to `sink`).
     pub fn set_capture(&mut self, points: &[(u32, Point, u32)], sink: Box<dyn CaptureSink>) {
         self.taps = Some(Box::new(Taps::new(self.links.len(), points, sink)));
+        // A tap on a transmitter sees each packet when it starts: those
+        // directions keep a `TxDone` per packet.
+        for &(d, p, _) in points {
+            if p == Point::Egress {
+                self.links[d as usize].computed = false;
+            }
+        }
     }
 
     /// Takes the capture sink back (after the run).
     pub fn take_capture(&mut self) -> Option<Box<dyn CaptureSink>> {
         self.taps.take().map(|t| t.sink)
+    }
+
+    /// The engine as it was before departures were computed: a `TxDone`
+    /// per packet on every direction and no folded TBF wake-ups (for the
+    /// tests that show both give the same run).
+    #[cfg(test)]
+    pub fn event_per_packet(&mut self) {
+        for l in &mut self.links {
+            l.computed = false;
+        }
+        self.fold_tbf_wakes = false;
     }
 
     /// Packets in flight or queued (arena slots in use).

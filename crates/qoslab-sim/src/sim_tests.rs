@@ -510,3 +510,126 @@ fn a_late_timer_slows_a_small_burst_tbf_and_is_deterministic() {
     assert!(e > 95e6, "exact {e}");
     assert!(l < 0.92 * e && l > 0.70 * e, "late {l} vs exact {e}");
 }
+
+/// A TCP dumbbell with every link at a whole number of ns per byte (so
+/// transmissions end at the very ns other events happen), the bottleneck's
+/// egress `egress`, and everything recorded that shows a queue.
+fn tcp_ties(egress: Option<PolicySpec>, timer: TimerSpec) -> SimConfig {
+    let d = DumbbellSpec {
+        senders: 3,
+        receivers: 3,
+        access: lp(1_000_000_000, Duration::from_us(200)),
+        sender_delays: vec![Duration::from_us(100), Duration::from_us(700)],
+        bottleneck: LinkParams {
+            queue_limit_packets: 30,
+            ..lp(100_000_000, Duration::from_ms(2))
+        },
+        bottleneck_egress: egress,
+        bottleneck_reverse_egress: None,
+        ingress_police: None,
+        timer,
+    };
+    let tcp = crate::config::TcpConfig::profile("linux").unwrap();
+    let mut c = cfg(
+        Topology::Dumbbell(d),
+        vec![
+            TrafficSpec::TcpBulk {
+                flows: 4,
+                endpoints: Endpoints::default(),
+                schedule: Schedule {
+                    start: Duration::ZERO,
+                    stagger: Duration::from_ms(7),
+                    stop: None,
+                },
+                bytes: None,
+                tcp,
+                label: String::new(),
+            },
+            udp("s0", "d1", 3_000_000, 1000),
+            ping("s2", "d2", Duration::from_ms(3), 56),
+        ],
+        2,
+    );
+    c.record = RecordSpec {
+        interval: Duration::from_us(500),
+        goodput: true,
+        rtt: true,
+        queue: true,
+        tokens: true,
+        segments: true,
+        exact_rtt_percentiles: true,
+        ..RecordSpec::default()
+    };
+    c
+}
+
+#[test]
+fn computed_departures_and_folded_wakes_give_the_run_a_txdone_per_packet_gave() {
+    // The whole result (every flow, policy, queue sample, segment, RTT
+    // sample; `SimResult::digest`) of the engine as it is against the
+    // same engine with a `TxDone` per packet and no folded TBF wake-ups,
+    // under the same order at one ns: identical, events apart.
+    let tbf = |burst: &str| {
+        Some(PolicySpec::Shape(ShaperSpec {
+            kind: "tbf".into(),
+            params: kv(&[("rate", "40mbit"), ("burst", burst), ("limit", "60000")]),
+        }))
+    };
+    let cases = [
+        ("device fifo", tcp_ties(None, TimerSpec::default())),
+        (
+            "pfifo 12",
+            tcp_ties(
+                Some(PolicySpec::Fifo(qoslab_policy::spec::FifoSpec {
+                    limit: qoslab_policy::spec::FifoLimit::Packets(12),
+                    head_drop: false,
+                })),
+                TimerSpec::default(),
+            ),
+        ),
+        (
+            "bfifo 20000",
+            tcp_ties(
+                Some(PolicySpec::Fifo(qoslab_policy::spec::FifoSpec {
+                    limit: qoslab_policy::spec::FifoLimit::Bytes(20_000),
+                    head_drop: false,
+                })),
+                TimerSpec::default(),
+            ),
+        ),
+        ("tbf", tcp_ties(tbf("10000"), TimerSpec::default())),
+        ("tbf hz100", tcp_ties(tbf("20000"), TimerSpec::Hz(100))),
+        (
+            "tbf slack",
+            tcp_ties(
+                tbf("5000"),
+                TimerSpec::HighRes {
+                    slack: Duration::from_us(50),
+                },
+            ),
+        ),
+        ("lossy, shaped, policed", busy_dumbbell()),
+    ];
+    for (name, c) in cases {
+        let mut new = Sim::new(&c).unwrap();
+        let computed = new.links.iter().filter(|l| l.computed).count();
+        new.run_loop(&mut |_| true).unwrap();
+        let mut old = Sim::new(&c).unwrap();
+        old.event_per_packet();
+        old.run_loop(&mut |_| true).unwrap();
+        let (new, old) = (new.finish(), old.finish());
+        assert!(
+            old.events > new.events,
+            "{name}: {} -> {}",
+            old.events,
+            new.events
+        );
+        assert!(!new.series.queue_packets.is_empty() || name == "lossy, shaped, policed");
+        assert_eq!(
+            new.digest_line(name).rsplit_once(" events=").unwrap().0,
+            old.digest_line(name).rsplit_once(" events=").unwrap().0,
+            "{name}: {computed} directions computed"
+        );
+        assert_eq!(new.stale_events, 0, "{name}");
+    }
+}
