@@ -436,7 +436,10 @@ fn run_stream(policy: &str, stream: &[(u64, usize, usize)], as_super: bool) -> O
     m.advance(end, end, &mut io);
     let c = m.counters;
     // Drained: every segment in was delivered, dropped or lost.
-    assert_eq!(c.frames_in, c.frames_out + c.dropped + c.lost + c.unroutable);
+    assert_eq!(
+        c.frames_in,
+        c.frames_out + c.dropped + c.lost + c.unroutable
+    );
     let counters = m.counters;
     let (policies, dirs, ..) = m.finish();
     (
