@@ -1035,7 +1035,8 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
     let tx_super_segments = io.ports.iter().map(|r| r.coalesced_segments).sum();
     let tx_whole_super_packets = io.ports.iter().map(|r| r.whole).sum();
     publish(&model, &live, &mut shown);
-    let tx_refused = io.tx_refused;
+    // Refused at push time, and runs / whole super-packets refused when sent.
+    let tx_refused = io.tx_refused + io.ports.iter().map(|r| r.refused).sum::<u64>();
     let mut written = Vec::new();
     for c in io.capture_files.drain(..) {
         let n = c.packets;

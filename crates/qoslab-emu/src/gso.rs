@@ -237,12 +237,14 @@ impl SuperPacket {
 }
 
 /// Segments `[first, next)` of one [`SuperPacket`], delivered to a host back
-/// to back, being written into a transmit slot (`--offload on`). When the
-/// run is the whole super-packet, what is handed over is the super-packet
-/// as it came — its bytes and its virtio-net header, no checksum touched;
-/// otherwise the run's headers are rewritten as the segments' own (one
-/// segment: a wire frame with complete checksums; more: one GSO packet of
-/// them, as [`Coalesce`] makes).
+/// to back (`--offload on`). Only the indices are kept while the run grows:
+/// when it closes as the whole super-packet, the super-packet is handed
+/// over as it came — its bytes and its virtio-net header, no checksum
+/// touched, and with a direct socket not even copied here
+/// ([`crate::ring::TxRing`]); otherwise [`Run::write`] copies the run's
+/// segments into a transmit slot with their own headers (one segment: a
+/// wire frame with complete checksums; more: one GSO packet of them, as
+/// [`Coalesce`] makes).
 #[derive(Clone, Debug)]
 pub struct Run {
     sp: std::rc::Rc<SuperPacket>,
@@ -251,17 +253,9 @@ pub struct Run {
 }
 
 impl Run {
-    /// Starts a run with segment `i` of `sp` in `room` (the slot's bytes
-    /// after the virtio-net header); `None` if it does not fit.
-    pub fn start(sp: &std::rc::Rc<SuperPacket>, i: usize, room: &mut [u8]) -> Option<Run> {
-        let l = &sp.l;
-        let p = l.payload(i, i + 1);
-        if l.len > room.len() || i >= l.n {
-            return None;
-        }
-        room[..l.hdr].copy_from_slice(&sp.bytes[..l.hdr]);
-        room[l.hdr..l.hdr + p.len()].copy_from_slice(&sp.bytes[p]);
-        Some(Run {
+    /// Starts a run with segment `i` of `sp`; `None` past its last segment.
+    pub fn start(sp: &std::rc::Rc<SuperPacket>, i: usize) -> Option<Run> {
+        (i < sp.l.n).then(|| Run {
             sp: sp.clone(),
             first: i,
             next: i + 1,
@@ -269,14 +263,10 @@ impl Run {
     }
 
     /// Appends segment `i` of `sp` when it continues the run.
-    pub fn append(&mut self, sp: &std::rc::Rc<SuperPacket>, i: usize, room: &mut [u8]) -> bool {
-        if !std::rc::Rc::ptr_eq(sp, &self.sp) || i != self.next {
+    pub fn append(&mut self, sp: &std::rc::Rc<SuperPacket>, i: usize) -> bool {
+        if i != self.next || !std::rc::Rc::ptr_eq(sp, &self.sp) {
             return false;
         }
-        let l = &sp.l;
-        let p = l.payload(i, i + 1);
-        let at = l.hdr + (p.start - l.payload(self.first, self.first).start);
-        room[at..at + p.len()].copy_from_slice(&sp.bytes[p]);
         self.next += 1;
         true
     }
@@ -291,25 +281,37 @@ impl Run {
         self.first == 0 && self.next == self.sp.l.n
     }
 
-    /// Finishes the run's headers in `room` and writes its virtio-net
-    /// header; returns the frame's bytes.
-    pub fn finish(&self, room: &mut [u8], vnet: &mut [u8; VNET_HDR_BYTES]) -> usize {
+    /// The super-packet the run is of.
+    pub fn super_packet(&self) -> &SuperPacket {
+        &self.sp
+    }
+
+    /// Writes the run into `room` (a transmit slot's bytes after the
+    /// virtio-net header) and its virtio-net header into `vnet`; returns
+    /// the frame's bytes, `None` if it does not fit.
+    pub fn write(&self, room: &mut [u8], vnet: &mut [u8; VNET_HDR_BYTES]) -> Option<usize> {
         let l = &self.sp.l;
+        let b = &self.sp.bytes;
         if self.whole() {
+            room.get_mut(..l.len)?.copy_from_slice(&b[..l.len]);
             *vnet = self.sp.vnet;
-            return l.len;
+            return Some(l.len);
         }
-        let len = l.hdr + l.payload(self.first, self.next).len();
+        let p = l.payload(self.first, self.next);
+        let len = l.hdr + p.len();
+        room.get_mut(..len)?;
+        room[..l.hdr].copy_from_slice(&b[..l.hdr]);
+        room[l.hdr..len].copy_from_slice(&b[p]);
         l.rewrite_headers(&mut room[..l.hdr], self.first, self.next);
         *vnet = [0; VNET_HDR_BYTES];
         if self.segments() == 1 {
             frame::complete_l4_checksum(&mut room[..len]);
-            return len;
+            return Some(len);
         }
         let tcp = ETH_HEADER_BYTES + l.ihl;
         let cwr = room[tcp + 13] & TCP_CWR != 0;
         write_gso_tail(room, len, tcp, l.hdr, l.gso_size, cwr, vnet);
-        len
+        Some(len)
     }
 }
 
@@ -695,12 +697,17 @@ pub(crate) mod tests {
         j: usize,
     ) -> (Vec<u8>, [u8; VNET_HDR_BYTES]) {
         let mut room = vec![0xeeu8; 70_000];
-        let mut r = Run::start(sp, i, &mut room).unwrap();
+        let mut r = Run::start(sp, i).unwrap();
         for k in i + 1..j {
-            assert!(r.append(sp, k, &mut room));
+            assert!(r.append(sp, k));
         }
         let mut vnet = [0xffu8; VNET_HDR_BYTES];
-        let len = r.finish(&mut room, &mut vnet);
+        let len = r.write(&mut room, &mut vnet).unwrap();
+        assert_eq!(
+            r.write(&mut room[..len - 1], &mut vnet),
+            None,
+            "too small a slot"
+        );
         (room[..len].to_vec(), vnet)
     }
 
@@ -717,12 +724,12 @@ pub(crate) mod tests {
         assert_eq!(&vnet, sp.vnet());
         // Not a run of another super-packet, nor one out of order.
         let other = read_super(&f, 1448);
-        let mut room = vec![0u8; 70_000];
-        let mut r = Run::start(&sp, 0, &mut room).unwrap();
-        assert!(!r.append(&other, 1, &mut room));
-        assert!(!r.append(&sp, 2, &mut room));
-        assert!(r.append(&sp, 1, &mut room));
+        let mut r = Run::start(&sp, 0).unwrap();
+        assert!(!r.append(&other, 1));
+        assert!(!r.append(&sp, 2));
+        assert!(r.append(&sp, 1));
         assert!(!r.whole());
+        assert!(Run::start(&sp, 44).is_none());
     }
 
     proptest! {

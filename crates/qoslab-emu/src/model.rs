@@ -79,6 +79,9 @@ struct Slot {
     /// ([`Model::materialise`]).
     seg: Option<(Rc<SuperPacket>, usize)>,
     info: FrameInfo,
+    /// `frame::flow_hash(&info)`, computed once per frame instead of once
+    /// per conditioner call (a super-packet's segments each hop).
+    flow: u32,
     dst: u32,
     hops: u8,
     color: Color,
@@ -209,6 +212,7 @@ impl Model {
                     len: 0,
                     seg: None,
                     info,
+                    flow: 0,
                     dst,
                     hops: 0,
                     color: Color::Green,
@@ -220,6 +224,7 @@ impl Model {
         s.buf.clear();
         s.buf.extend_from_slice(frame);
         s.len = frame.len() as u32;
+        s.flow = frame::flow_hash(&info);
         s.info = info;
         s.dst = dst;
         s.hops = 0;
@@ -382,7 +387,7 @@ impl Model {
         let i = &s.info;
         Packet {
             id: id as u64,
-            flow: frame::flow_hash(i),
+            flow: s.flow,
             size_bytes: i.wire_bytes,
             dscp: i.dscp,
             color: s.color,
@@ -485,10 +490,17 @@ impl Model {
         self.kick(d, io);
     }
 
+    /// Frees what the queue of `d` dropped (usually nothing: the check is
+    /// inlined into every caller, the work is not).
+    #[inline]
     fn free_dropped(&mut self, d: u32) {
-        if self.dropped.is_empty() {
-            return;
+        if !self.dropped.is_empty() {
+            self.free_dropped_now(d);
         }
+    }
+
+    #[inline(never)]
+    fn free_dropped_now(&mut self, d: u32) {
         let qp = self.dirs[d as usize].link.queue_policy;
         let dropped = std::mem::take(&mut self.dropped);
         for dr in &dropped {

@@ -27,14 +27,19 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// A super-packet being written into a TX slot (`--offload on`), still
-/// ours until closed.
+/// A super-packet being rebuilt for the host (`--offload on`), not yet
+/// handed to the kernel.
 enum Open {
-    /// Wire frames joined as GRO would ([`Coalesce`]).
-    Join(Coalesce),
-    /// Consecutive segments of one super-packet ([`Run`]).
+    /// Wire frames joined as GRO would ([`Coalesce`]) in TX slot `.0`.
+    Join(usize, Coalesce),
+    /// Consecutive segments of one super-packet ([`Run`]): indices only,
+    /// written (or sent straight from the super-packet) when closed.
     Run(Run),
 }
+
+/// Send buffer of a port's direct socket: room for a few dozen 64 KB
+/// super-packets in flight (veth orphans each skb as it forwards it).
+const DIRECT_SNDBUF_BYTES: i32 = 16 << 20;
 
 /// `TPACKET_V2` (linux/if_packet.h `enum tpacket_versions`).
 const TPACKET_V2: libc::c_int = 1;
@@ -183,15 +188,35 @@ pub fn open(ifname: &str, vnet: bool) -> Result<(RxRing, TxRing), String> {
             next: 0,
             losing: false,
         },
-        TxRing::of(m, max_frame),
+        TxRing::of(m, max_frame, direct(ifname, vnet)?),
     ))
+}
+
+/// `--offload on`: a port's second, ring-less socket (protocol 0: it
+/// receives nothing) with virtio-net headers, through which a super-packet
+/// forwarded whole is sent straight from its buffer. A packet socket with
+/// a TX ring sends only from the ring (`packet_sendmsg` → `tpacket_snd`,
+/// net/packet/af_packet.c), and `tpacket_snd` hangs the slot's pages on
+/// the skb as zero-copy frags, so the veth (`__dev_forward_skb` →
+/// `skb_orphan_frags_rx`, net/core/dev.c) copies all 64 KB again
+/// (`skb_copy_ubufs`) after this crate copied them into the slot. From a
+/// ring-less socket (`packet_snd`) the kernel copies the bytes once into
+/// pages of its own, which veth forwards as they are.
+fn direct(ifname: &str, vnet: bool) -> Result<Option<PacketSocket>, String> {
+    if !vnet {
+        return Ok(None);
+    }
+    let sock = PacketSocket::open_as(ifname, DIRECT_SNDBUF_BYTES, false)?;
+    set_opt(sock.raw_fd(), libc::PACKET_VNET_HDR, &1 as &libc::c_int)
+        .map_err(|e| format!("interface '{ifname}': PACKET_VNET_HDR: {e}"))?;
+    Ok(Some(sock))
 }
 
 /// A transmit ring alone on `ifname` (its socket receives nothing): a
 /// forwarder thread delivering to a port that another thread reads.
 pub fn open_tx(ifname: &str, vnet: bool) -> Result<TxRing, String> {
     let (m, max_frame) = map(ifname, vnet, false)?;
-    Ok(TxRing::of(m, max_frame))
+    Ok(TxRing::of(m, max_frame, direct(ifname, vnet)?))
 }
 
 fn map(ifname: &str, vnet: bool, receive: bool) -> Result<(Rc<Mapping>, usize), String> {
@@ -391,9 +416,19 @@ pub struct TxRing {
     max_frame: usize,
     /// Frames the kernel refused to parse (PACKET_LOSS skipped them).
     pub wrong_format: u64,
-    /// `--offload on`: the super-packet being rebuilt in slot `.0`
-    /// (written, not yet handed to the kernel).
-    open: Option<(usize, Open)>,
+    /// `--offload on`: the super-packet being rebuilt.
+    open: Option<Open>,
+    /// `--offload on`: the ring-less socket whole super-packets go out
+    /// through ([`direct`]), and those waiting for the next flush. Every
+    /// frame queued in the ring was queued before them (a frame queued
+    /// after them sends them first), so a host gets frames in the order
+    /// they were delivered.
+    direct: Option<PacketSocket>,
+    pending: Vec<Run>,
+    /// Wire segments dropped after they were accepted: a closing run that
+    /// found no free slot, or a whole super-packet the direct socket
+    /// refused (ENOBUFS / EAGAIN), as a full device queue drops them.
+    pub refused: u64,
     /// Super-packets of ≥ 2 segments handed over, and their segments.
     pub coalesced: u64,
     pub coalesced_segments: u64,
@@ -407,7 +442,7 @@ impl TxRing {
         self.m.sock.mtu
     }
 
-    fn of(m: Rc<Mapping>, max_frame: usize) -> TxRing {
+    fn of(m: Rc<Mapping>, max_frame: usize, direct: Option<PacketSocket>) -> TxRing {
         TxRing {
             m,
             next: 0,
@@ -415,6 +450,9 @@ impl TxRing {
             max_frame,
             wrong_format: 0,
             open: None,
+            direct,
+            pending: Vec::new(),
+            refused: 0,
             coalesced: 0,
             coalesced_segments: 0,
             whole: 0,
@@ -430,21 +468,45 @@ impl TxRing {
         unsafe { std::slice::from_raw_parts_mut(slot.add(TX_DATA_OFFSET + VNET_HDR_BYTES), room) }
     }
 
-    /// Hands the open super-packet (if any) to the kernel's side of the
-    /// ring: its headers and virtio-net header finished, SEND_REQUEST.
-    fn close_open(&mut self) {
-        let Some((i, o)) = self.open.take() else {
-            return;
+    /// Hands the open super-packet (if any) to the kernel's side: a
+    /// joined one or a part of a super-packet into its TX slot (headers
+    /// and virtio-net header finished, SEND_REQUEST), a whole one to the
+    /// direct socket's queue.
+    fn close_open(&mut self) -> io::Result<()> {
+        let Some(o) = self.open.take() else {
+            return Ok(());
         };
         let mut vnet = [0u8; VNET_HDR_BYTES];
-        let (len, segments) = match o {
-            Open::Join(c) => {
+        let (i, len, segments) = match o {
+            Open::Join(i, c) => {
                 c.finish(self.frame_room(i), &mut vnet);
-                (c.len(), c.segments as usize)
+                (i, c.len(), c.segments as usize)
             }
             Open::Run(r) => {
-                self.whole += u64::from(r.whole() && r.segments() > 1);
-                (r.finish(self.frame_room(i), &mut vnet), r.segments())
+                let n = r.segments();
+                if r.whole() && n > 1 && self.direct.is_some() {
+                    self.coalesced += 1;
+                    self.coalesced_segments += n as u64;
+                    self.whole += 1;
+                    // Frames queued in the ring were delivered before it.
+                    self.send_ring()?;
+                    self.pending.push(r);
+                    return Ok(());
+                }
+                let Some(i) = self.take_slot()? else {
+                    self.refused += n as u64;
+                    return Ok(());
+                };
+                let Some(len) = r.write(self.frame_room(i), &mut vnet) else {
+                    // Cannot happen with the slot geometry (room for
+                    // 64 KB); hand back the slot unsent, not garbage.
+                    self.next = i;
+                    self.queued -= 1;
+                    self.refused += n as u64;
+                    return Ok(());
+                };
+                self.whole += u64::from(r.whole() && n > 1);
+                (i, len, n)
             }
         };
         if segments > 1 {
@@ -462,6 +524,7 @@ impl TxRing {
         self.m
             .status(true, i)
             .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+        Ok(())
     }
 
     pub fn ifname(&self) -> &str {
@@ -471,10 +534,12 @@ impl TxRing {
     /// A free slot for the next frame (flushing our own unsent frames
     /// if the ring is full of them), or `None` when there is none.
     fn take_slot(&mut self) -> io::Result<Option<usize>> {
+        // Whole super-packets delivered before this frame leave before it.
+        self.send_direct()?;
         let mut st = self.m.status(true, self.next).load(Ordering::Acquire);
         if st & !TP_STATUS_WRONG_FORMAT != TP_STATUS_AVAILABLE && self.queued > 0 {
             // Full of our own unsent frames: send them, look again.
-            self.flush()?;
+            self.send_ring()?;
             st = self.m.status(true, self.next).load(Ordering::Acquire);
         }
         if st == TP_STATUS_WRONG_FORMAT {
@@ -495,10 +560,10 @@ impl TxRing {
         if frame.len() > self.max_frame {
             return Ok(false);
         }
-        if self.extend_open(|o, room| match o {
-            Open::Join(c) => c.append(room, frame),
+        if self.extend_open(|o, ring| match o {
+            Open::Join(i, c) => c.append(ring.frame_room(*i), frame),
             _ => false,
-        }) {
+        })? {
             return Ok(true);
         }
         let Some(i) = self.take_slot()? else {
@@ -520,7 +585,7 @@ impl TxRing {
         // With virtio-net headers, a TCP data segment may start a
         // super-packet: its slot stays ours until it is closed.
         match Coalesce::start(frame).filter(|_| self.m.vnet) {
-            Some(c) => self.open = Some((i, Open::Join(c))),
+            Some(c) => self.open = Some(Open::Join(i, c)),
             None => self
                 .m
                 .status(true, i)
@@ -529,54 +594,47 @@ impl TxRing {
         Ok(true)
     }
 
-    /// Offers the next frame to the slot still open (a super-packet being
-    /// joined, or a run of one super-packet's segments): `append` gets the
-    /// open slot and its room and says whether it took the frame. When it
-    /// did not, the open slot is closed (handed to the kernel) first.
-    fn extend_open(&mut self, append: impl FnOnce(&mut Open, &mut [u8]) -> bool) -> bool {
-        if let Some((i, mut o)) = self.open.take() {
-            let room = self.frame_room(i);
-            let taken = append(&mut o, room);
-            self.open = Some((i, o));
+    /// Offers the next frame to the super-packet still open (one being
+    /// joined in its slot, or a run of one super-packet's segments):
+    /// `append` gets it and this ring and says whether it took the frame.
+    /// When it did not, the open one is closed (handed over) first.
+    fn extend_open(
+        &mut self,
+        append: impl FnOnce(&mut Open, &mut TxRing) -> bool,
+    ) -> io::Result<bool> {
+        if let Some(mut o) = self.open.take() {
+            let taken = append(&mut o, self);
+            self.open = Some(o);
             if taken {
-                return true;
+                return Ok(true);
             }
-            self.close_open();
+            self.close_open()?;
         }
-        false
+        Ok(false)
     }
 
     /// Queues wire segment `index` of super-packet `sp`, unchanged since
     /// it was read (`--offload on` only): segments of one super-packet
-    /// delivered back to back are written into one slot as they come
-    /// ([`Run`]: the payload is copied once, straight from the
-    /// super-packet), and a run that turns out to be the whole
-    /// super-packet goes out as it came in, virtio-net header included.
-    /// `false` when no slot is free.
+    /// delivered back to back make one [`Run`], which goes out closed as
+    /// one frame — the super-packet as it came in, virtio-net header
+    /// included, sent straight from its buffer by the direct socket when
+    /// the run is all of it; otherwise its segments copied once into a TX
+    /// slot. `false` when it cannot be queued.
     pub fn push_segment(&mut self, sp: &Rc<SuperPacket>, index: usize) -> io::Result<bool> {
         if !self.m.vnet {
             let mut f = Vec::new();
             sp.write_segment(index, &mut f);
             return self.push(&f);
         }
-        if self.extend_open(|o, room| match o {
-            Open::Run(r) => r.append(sp, index, room),
+        if self.extend_open(|o, _| match o {
+            Open::Run(r) => r.append(sp, index),
             _ => false,
-        }) {
+        })? {
             return Ok(true);
         }
-        let Some(i) = self.take_slot()? else {
-            return Ok(false);
-        };
-        match Run::start(sp, index, self.frame_room(i)) {
-            Some(r) => self.open = Some((i, Open::Run(r))),
-            None => {
-                // Cannot happen with the slot geometry (room for 64 KB);
-                // hand back the slot unsent rather than send garbage.
-                self.next = i;
-                self.queued -= 1;
-                return Ok(false);
-            }
+        match Run::start(sp, index) {
+            Some(r) => self.open = Some(Open::Run(r)),
+            None => return Ok(false),
         }
         Ok(true)
     }
@@ -586,10 +644,90 @@ impl TxRing {
         self.queued
     }
 
-    /// Hands every queued frame to the kernel with one `send()` (it walks
-    /// the ring from its own position and sends each SEND_REQUEST slot).
+    /// Hands every queued frame to the kernel: the ring's with one
+    /// `send()`, then the whole super-packets with one `sendmmsg()`.
     pub fn flush(&mut self) -> io::Result<()> {
-        self.close_open();
+        self.close_open()?;
+        self.send_ring()?;
+        self.send_direct()
+    }
+
+    /// Sends the whole super-packets waiting for the direct socket, one
+    /// `sendmmsg()` for all (each message: its virtio-net header and its
+    /// bytes as read); one the kernel refuses for lack of room is dropped
+    /// and counted (`refused`).
+    fn send_direct(&mut self) -> io::Result<()> {
+        let Some(sock) = &self.direct else {
+            return Ok(());
+        };
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut iov: Vec<[libc::iovec; 2]> = self
+            .pending
+            .iter()
+            .map(|r| {
+                let sp = r.super_packet();
+                [
+                    libc::iovec {
+                        iov_base: sp.vnet().as_ptr() as *mut libc::c_void,
+                        iov_len: VNET_HDR_BYTES,
+                    },
+                    libc::iovec {
+                        iov_base: sp.bytes().as_ptr() as *mut libc::c_void,
+                        iov_len: sp.bytes().len(),
+                    },
+                ]
+            })
+            .collect();
+        // SAFETY: all-zero is a valid mmsghdr (no name, no control).
+        let mut msgs: Vec<libc::mmsghdr> = (0..iov.len())
+            .map(|_| unsafe { std::mem::zeroed() })
+            .collect();
+        for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
+            m.msg_hdr.msg_iov = v.as_mut_ptr();
+            m.msg_hdr.msg_iovlen = 2;
+        }
+        let mut at = 0;
+        let mut interrupted = 0;
+        // Each round sends at least one message or drops one (or is one of
+        // at most 8 interrupted tries).
+        while at < msgs.len() {
+            // SAFETY: `msgs`, their iovecs and the super-packets they point
+            // into (held by `pending`) live across the call.
+            let r = unsafe {
+                libc::sendmmsg(
+                    sock.raw_fd(),
+                    msgs[at..].as_mut_ptr(),
+                    (msgs.len() - at) as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if r > 0 {
+                at += r as usize;
+                continue;
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::ENOBUFS) | Some(libc::EAGAIN) => {
+                    self.refused += self.pending[at].segments() as u64;
+                    at += 1;
+                }
+                Some(libc::EINTR) if interrupted < 8 => interrupted += 1,
+                _ => {
+                    self.pending.clear();
+                    return Err(e);
+                }
+            }
+        }
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Hands every frame queued in the ring to the kernel with one
+    /// `send()` (it walks the ring from its own position and sends each
+    /// SEND_REQUEST slot).
+    fn send_ring(&mut self) -> io::Result<()> {
         if self.queued == 0 {
             return Ok(());
         }
