@@ -155,9 +155,14 @@ def _with_report(args: Any) -> int:
     with ``--out``, else report.html; '-' is stdout). The figure processes
     start first (qoslab.cli._drawer): they import matplotlib while this
     process imports NumPy and simulates."""
-    from qoslab.cli._drawer import Drawer
+    from qoslab.cli import _drawer
 
-    drawer = None if args.dry_run else Drawer.start()
+    drawer = _drawer.take_early()  # started by qoslab.cli.main before click's import
+    if drawer is None and not args.dry_run:
+        drawer = _drawer.Drawer.start()
+    elif drawer is not None and args.dry_run:
+        drawer.close()
+        drawer = None
     try:
         from pathlib import Path
 
