@@ -409,7 +409,6 @@ def run_captures(args: Any) -> dict[str, SimulationResult]:
     ``[capture]`` table), analysed as ``qoslab analyze`` does, by caption:
     their ACK, receive-window and SACK lines complete the run's
     time-sequence graph (the simulator records the sends only)."""
-    from qoslab.analyze import analyze
     from qoslab.run import capture_plan
     from qoslab.scenario import load_scenario, scenario_info
 
@@ -428,6 +427,8 @@ def run_captures(args: Any) -> dict[str, SimulationResult]:
             path = str(Path(args.out) / (where.replace("->", "-").replace(":", "-") + ".pcap"))
         if not Path(path).exists():
             continue
+        from qoslab.analyze import analyze  # only for a capture: most runs have none
+
         ca = analyze(path, bin=int(info["record_interval_ns"]) or 100_000_000)
         if len(ca.result.segments):
             out[f"Time-sequence graph from the capture of {where} ({Path(path).name})"] = ca.result

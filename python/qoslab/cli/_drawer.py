@@ -223,8 +223,10 @@ class Drawer:
             self.pid = None
 
 
-#: The figure processes :func:`start_early` started, until taken or discarded.
+#: The figure processes :func:`start_early` started, until taken or
+#: discarded, and whether it tried (``Drawer.start`` may say no).
 _early: Drawer | None = None
+_early_tried = False
 
 
 def wants_report(argv: list[str]) -> bool:
@@ -243,23 +245,26 @@ def start_early(argv: list[str]) -> None:
     """Starts the figure processes of ``qoslab run --report`` (see
     :func:`wants_report`) before the command line is even parsed;
     ``qoslab run`` takes them with :func:`take_early`."""
-    global _early
+    global _early, _early_tried
     discard_early()
     if wants_report(argv):
+        _early_tried = True
         _early = Drawer.start()
 
 
-def take_early() -> Drawer | None:
-    """The figure processes :func:`start_early` started, now the caller's."""
-    global _early
-    d, _early = _early, None
-    return d
+def take_early() -> tuple[bool, Drawer | None]:
+    """Whether :func:`start_early` tried, and the figure processes it
+    started (now the caller's)."""
+    global _early, _early_tried
+    out = (_early_tried, _early)
+    _early, _early_tried = None, False
+    return out
 
 
 def discard_early() -> None:
     """Ends figure processes started early and not taken (the guess was wrong,
     or the command ended before its run)."""
-    d = take_early()
+    _, d = take_early()
     if d is not None:
         d.close()
 

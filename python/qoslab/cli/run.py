@@ -157,12 +157,11 @@ def _with_report(args: Any) -> int:
     process imports NumPy and simulates."""
     from qoslab.cli import _drawer
 
-    drawer = _drawer.take_early()  # started by qoslab.cli.main before click's import
-    if drawer is None and not args.dry_run:
+    # Started by qoslab.cli.main before click's import, or here when the
+    # command was called otherwise.
+    tried, drawer = _drawer.take_early()
+    if not tried and not args.dry_run:
         drawer = _drawer.Drawer.start()
-    elif drawer is not None and args.dry_run:
-        drawer.close()
-        drawer = None
     try:
         from pathlib import Path
 
