@@ -5,6 +5,8 @@
 #        bash benchmarks/cli_startup.sh ARGS...    (one command: qoslab ARGS)
 # The set: `--help` (target <= 0.3 s), `run` of the ISR 4000 police case
 # without figures (<= 0.3 s) and with its HTML report (<= 1.5 s).
+# QOSLAB_DRAWER=0 in the environment times `run --report` without the figure
+# processes started at the command's beginning (qoslab.cli._drawer): the A/B.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Byte-compile the package first: an editable install under

@@ -179,17 +179,20 @@ def test_forked_rendering_draws_the_same_figures_as_one_process():
 
 
 @pytest.mark.parametrize(
-    ("case", "jobs"),
+    ("case", "jobs", "drawer"),
     [
-        ("scenarios/isr4000-police.toml", 1),
-        ("scenarios/isr4000-police.toml", 2),
-        ("scenarios/trees/linux-htb-bfifo.toml", 2),
+        ("scenarios/isr4000-police.toml", 1, "0"),
+        ("scenarios/isr4000-police.toml", 2, "0"),
+        ("scenarios/isr4000-police.toml", 1, "1"),
+        ("scenarios/trees/linux-htb-bfifo.toml", 1, "1"),
     ],
 )
-def test_run_report_never_imports_pandas(tmp_path, case, jobs):
+def test_run_report_never_imports_pandas(tmp_path, case, jobs, drawer):
     """`qoslab run --report` draws its figures from the NumPy series: pandas
     (0.4-0.9 s of a report) is blocked in a fresh interpreter, so an import of
-    it in this process or in a forked figure process fails the report."""
+    it in this process or in a forked figure process fails the report. With
+    the figure processes started at the command's beginning (qoslab.cli._drawer,
+    QOSLAB_DRAWER=1) or drawn after the run (``jobs`` processes)."""
     import json
     import subprocess
     import sys
@@ -211,6 +214,7 @@ def test_run_report_never_imports_pandas(tmp_path, case, jobs):
         text=True,
         timeout=300,
         cwd=ROOT,
+        env={**os.environ, "QOSLAB_DRAWER": drawer},
     )
     assert p.returncode == 0, p.stderr
     rc, imported = json.loads(p.stdout.strip().splitlines()[-1])

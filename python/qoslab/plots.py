@@ -1115,14 +1115,24 @@ def _warm(results: Results) -> None:
     """Everything the figures load lazily, loaded once before the fork: the
     NumPy columns of each result and the Agg canvas with its font, so the
     processes only draw."""
+    _warm_drawing()
+    _warm_arrays(results)
+
+
+def _warm_drawing() -> None:
+    """The Agg canvas ``savefig`` loads and the default font, loaded."""
     import matplotlib.backends.backend_agg  # noqa: F401 -- the canvas savefig loads
     from matplotlib.font_manager import FontProperties, findfont, get_font
 
+    get_font(findfont(FontProperties()))
+
+
+def _warm_arrays(results: Results) -> None:
+    """The NumPy columns of each result's non-empty series, built."""
     for _, r in labelled(results):
         for name in r.raw["series"]:
             if r.rows(name):
                 r.arrays(name)  # built here once, shared by the fork
-    get_font(findfont(FontProperties()))
 
 
 def render(

@@ -19,25 +19,42 @@ from __future__ import annotations
 import base64
 import functools
 import os
-import platform
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
-
-from qoslab import plots
 from qoslab.api import params_lines
 from qoslab.results import SimulationResult
 
-__all__ = ["Report", "figure_uri", "flow_rows", "policy_rows", "run_report", "versions"]
+# matplotlib (and qoslab.plots, built on it) is imported where a figure is
+# drawn, not here: `qoslab run --report` draws its figures in processes it
+# started at its beginning (qoslab.cli._drawer), and the process writing the
+# report then never pays matplotlib's import (about 0.5 s).
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from qoslab import plots
+
+__all__ = [
+    "Report",
+    "figure_jobs",
+    "figure_uri",
+    "flow_rows",
+    "policy_rows",
+    "run_report",
+    "versions",
+]
+
+#: ``(name, caption, PNG bytes)`` of each figure drawn, in report order.
+Drawn = list[tuple[str, str, bytes]]
 
 
 @functools.cache
 def versions() -> dict[str, str]:
     """The versions a report was made with."""
+    import platform
     from importlib.metadata import PackageNotFoundError, version
 
     from qoslab import __version__
@@ -71,7 +88,12 @@ def _cell(v: Any) -> str:
 def figure_uri(fig: Figure | bytes) -> tuple[str, str]:
     """``(mime, data: URI)`` of a figure drawn once as PNG (or of PNG bytes
     already drawn)."""
-    data = fig if isinstance(fig, bytes) else plots.png_bytes(fig)
+    if isinstance(fig, bytes):
+        data = fig
+    else:
+        from qoslab import plots
+
+        data = plots.png_bytes(fig)
     return "image/png", "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
@@ -136,7 +158,12 @@ class Report:
     def figure(self, name: str, fig: Figure | bytes, caption: str = "") -> Report:
         """Embeds ``fig`` (a figure, drawn here once as PNG, or PNG bytes);
         ``name`` becomes its ``data-figure`` attribute."""
-        data = fig if isinstance(fig, bytes) else plots.png_bytes(fig)
+        if isinstance(fig, bytes):
+            data = fig
+        else:
+            from qoslab import plots
+
+            data = plots.png_bytes(fig)
         _, uri = figure_uri(data)
         self.parts.append({"kind": "figure", "name": name, "caption": caption, "uri": uri})
         self.figure_names.append(name)
@@ -153,6 +180,8 @@ class Report:
         """Every figure of :data:`qoslab.plots.FIGURES` that has data (or of
         ``names``), each drawn once (:func:`qoslab.plots.render`: in two
         processes when a second CPU is there)."""
+        from qoslab import plots
+
         for name, png in plots.render(results, names, meanwhile=_prepare).items():
             self.figure(prefix + name, png, caption_prefix + plots.FIGURES[name][0])
         return self
@@ -296,15 +325,60 @@ def class_rows(summary: Mapping[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def figure_jobs(
+    result: SimulationResult, extra: Mapping[str, SimulationResult] | None = None
+) -> list[tuple[str, str, Callable[[], Figure | None]]]:
+    """The figures of :func:`run_report`, in report order, as ``(name,
+    caption, draw)``; ``draw()`` makes the figure (``None``: no data). Every
+    figure of :data:`qoslab.plots.FIGURES`, then the time-sequence graph of
+    each ``extra`` result (by caption). Imports matplotlib."""
+    from qoslab import plots
+
+    jobs: list[tuple[str, str, Callable[[], Figure | None]]] = [
+        (name, title, functools.partial(fn, result)) for name, (title, fn) in plots.FIGURES.items()
+    ]
+    for i, (caption, other) in enumerate((extra or {}).items()):
+        jobs.append(
+            (f"time_sequence_capture{i}", caption, functools.partial(plots.time_sequence, other))
+        )
+    return jobs
+
+
+def draw_here(
+    result: SimulationResult, extra: Mapping[str, SimulationResult] | None = None
+) -> Drawn:
+    """The figures of :func:`run_report` drawn from this process: those of
+    :data:`qoslab.plots.FIGURES` by :func:`qoslab.plots.render` (in two
+    forked processes when a second CPU is there), the capture graphs here."""
+    from qoslab import plots
+
+    jobs = figure_jobs(result, extra)
+    names = [n for n, _, _ in jobs if n in plots.FIGURES]
+    pngs = plots.render(result, names, meanwhile=_prepare)
+    out: Drawn = []
+    for name, caption, draw in jobs:
+        if name in plots.FIGURES:
+            png = pngs.get(name)
+        else:
+            fig = draw()
+            png = None if fig is None else plots.png_bytes(fig)
+        if png is not None:
+            out.append((name, caption, png))
+    return out
+
+
 def run_report(
     result: SimulationResult,
     scenario_text: str,
     title: str | None = None,
     extra: Mapping[str, SimulationResult] | None = None,
+    draw: Callable[[SimulationResult, Mapping[str, SimulationResult]], Drawn] | None = None,
 ) -> Report:
     """The report of one run: summary tables, figures, scenario as run.
     ``extra`` adds the time-sequence graphs of other results (e.g. the
-    analysis of a capture the run wrote), by caption."""
+    analysis of a capture the run wrote), by caption. ``draw(result,
+    extra)`` draws the figures (default :func:`draw_here`; ``qoslab run
+    --report`` passes its figure processes' :meth:`~qoslab.cli._drawer.Drawer.draw`)."""
     s = result.summary
     rep = Report(title or f"qoslab run: {s['scenario']}")
     if s["description"]:
@@ -323,11 +397,8 @@ def run_report(
         rep.heading("Policy tree classes")
         rep.table(CLASS_COLUMNS, classes, left=4)
     rep.heading("Figures")
-    rep.figures(result)
-    for i, (caption, other) in enumerate((extra or {}).items()):
-        fig = plots.time_sequence(other)
-        if fig is not None:
-            rep.figure(f"time_sequence_capture{i}", fig, caption)
+    for name, caption, png in (draw or draw_here)(result, extra or {}):
+        rep.figure(name, png, caption)
     rep.heading("Scenario as run")
     rep.pre(scenario_text)
     return rep
@@ -338,7 +409,6 @@ def run_captures(args: Any) -> dict[str, SimulationResult]:
     ``[capture]`` table), analysed as ``qoslab analyze`` does, by caption:
     their ACK, receive-window and SACK lines complete the run's
     time-sequence graph (the simulator records the sends only)."""
-    from qoslab.analyze import analyze
     from qoslab.run import capture_plan
     from qoslab.scenario import load_scenario, scenario_info
 
@@ -357,6 +427,8 @@ def run_captures(args: Any) -> dict[str, SimulationResult]:
             path = str(Path(args.out) / (where.replace("->", "-").replace(":", "-") + ".pcap"))
         if not Path(path).exists():
             continue
+        from qoslab.analyze import analyze  # only for a capture: most runs have none
+
         ca = analyze(path, bin=int(info["record_interval_ns"]) or 100_000_000)
         if len(ca.result.segments):
             out[f"Time-sequence graph from the capture of {where} ({Path(path).name})"] = ca.result

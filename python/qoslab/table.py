@@ -20,7 +20,6 @@ table never imports pandas.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -503,6 +502,8 @@ def bytes_rate_warning(value: str) -> str | None:
 def render_html(r: SimulationResult) -> str:
     """A summary for Jupyter: one row per flow, one per policy."""
     s = r.summary
+    import html
+
     e = html.escape
 
     def table(head: list[str], rows: list[list[Any]]) -> str:

@@ -152,17 +152,32 @@ def command(**params: Any) -> int:
 
 def _with_report(args: Any) -> int:
     """``run --report``: the run, then its HTML report (at DIR/report.html
-    with ``--out``, else report.html; '-' is stdout)."""
-    from pathlib import Path
+    with ``--out``, else report.html; '-' is stdout). The figure processes
+    start first (qoslab.cli._drawer): they import matplotlib while this
+    process imports NumPy and simulates."""
+    from qoslab.cli import _drawer
 
-    from qoslab import outputs, report
-    from qoslab import run as run_cmd
+    # Started by qoslab.cli.main before click's import, or here when the
+    # command was called otherwise.
+    tried, drawer = _drawer.take_early()
+    if not tried and not args.dry_run:
+        drawer = _drawer.Drawer.start()
+    try:
+        from pathlib import Path
 
-    path = args.report or str(Path(args.out or ".") / "report.html")
+        from qoslab import outputs, report
+        from qoslab import run as run_cmd
 
-    def write(result: Any, text: str) -> None:
-        report.run_report(result, text, extra=report.run_captures(args)).write(path)
-        if not args.quiet and not args.json and path != outputs.STDOUT:
-            print(f"wrote {path}")
+        path = args.report or str(Path(args.out or ".") / "report.html")
 
-    return run_cmd.main(args, on_result=write)
+        def write(result: Any, text: str) -> None:
+            extra = report.run_captures(args)
+            draw = None if drawer is None else drawer.draw
+            report.run_report(result, text, extra=extra, draw=draw).write(path)
+            if not args.quiet and not args.json and path != outputs.STDOUT:
+                print(f"wrote {path}")
+
+        return run_cmd.main(args, on_result=write)
+    finally:
+        if drawer is not None:
+            drawer.close()
