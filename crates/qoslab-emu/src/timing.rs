@@ -112,84 +112,9 @@ impl LatencyHist {
     }
 }
 
-/// How long before a due event the loop stops sleeping and spins, learnt
-/// from how late its own timed sleeps wake up.
-///
-/// ppoll(2) is asked to return `margin` before the next event; the rest is
-/// spun. How late the wake-up comes depends on the machine: on a busy one a
-/// few µs; on a virtual machine whose idle CPU halted, the timer interrupt
-/// and the halt exit go through the hypervisor and take tens to hundreds of
-/// µs, and with a fixed margin every release after a sleep is that late.
-/// So the margin follows the wake-ups: it jumps to cover the latest late
-/// wake-up seen (with a quarter and [`WakeMargin::SLACK_NS`] to spare) and
-/// decays by 1/32 of the gap per wake-up that needed less, between
-/// [`WakeMargin::MIN_NS`] and [`WakeMargin::MAX_NS`] (beyond which spinning
-/// would cost more CPU than sleeping saves).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WakeMargin {
-    margin_ns: u64,
-}
-
-impl Default for WakeMargin {
-    fn default() -> Self {
-        WakeMargin {
-            margin_ns: Self::MIN_NS,
-        }
-    }
-}
-
-impl WakeMargin {
-    /// The smallest margin: what the loop used before it adapted (a
-    /// release needs a few µs of spinning to be on time anyway).
-    pub const MIN_NS: u64 = 50_000;
-    /// The largest: beyond it the loop would rather be late than spin.
-    pub const MAX_NS: u64 = 1_000_000;
-    /// Added to a wake-up's lateness when the margin grows.
-    pub const SLACK_NS: u64 = 10_000;
-
-    pub fn ns(&self) -> u64 {
-        self.margin_ns
-    }
-
-    /// A timed sleep woke `late_ns` after it was asked to.
-    pub fn woke(&mut self, late_ns: u64) {
-        let want = late_ns
-            .saturating_add(late_ns / 4)
-            .saturating_add(Self::SLACK_NS)
-            .clamp(Self::MIN_NS, Self::MAX_NS);
-        if want > self.margin_ns {
-            self.margin_ns = want;
-        } else {
-            self.margin_ns -= (self.margin_ns - want) / 32;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_wake_margin_covers_late_wake_ups_and_decays_slowly() {
-        let mut m = WakeMargin::default();
-        assert_eq!(m.ns(), WakeMargin::MIN_NS);
-        // Prompt wake-ups keep the minimum.
-        m.woke(3_000);
-        assert_eq!(m.ns(), WakeMargin::MIN_NS);
-        // One 200 µs late wake-up: the margin covers it at once.
-        m.woke(200_000);
-        assert_eq!(m.ns(), 260_000);
-        // Prompt ones bring it back, 1/32 of the gap each.
-        m.woke(0);
-        assert_eq!(m.ns(), 260_000 - 210_000 / 32);
-        for _ in 0..1000 {
-            m.woke(0);
-        }
-        assert!(m.ns() < WakeMargin::MIN_NS + 100, "{}", m.ns());
-        // Never above the maximum.
-        m.woke(u64::MAX);
-        assert_eq!(m.ns(), WakeMargin::MAX_NS);
-    }
 
     #[test]
     fn buckets_cover_values_and_quantiles_are_within_a_sixteenth() {
