@@ -875,15 +875,21 @@ fn fold_tbf_wake(q: &mut EventQueue<Ev>, l: &mut Link, d: u32) -> bool {
     debug_assert_eq!(l.tx_done_at_ns, NEVER_NS, "a TxDone live at a dequeue");
     debug_assert_eq!(l.wake_nominal_ns, NEVER_NS, "a wake-up armed at a dequeue");
     let nominal = fire_time_ns(l.timer, ready.as_ns()).max(end + 1);
+    arm_wake(q, l, d, nominal);
+    true
+}
+
+/// Arms direction `d`'s shaper wake-up for the timer expiry `nominal_ns`,
+/// late by a fresh draw of the link's timer lateness (one per armed expiry).
+fn arm_wake(q: &mut EventQueue<Ev>, l: &mut Link, d: u32, nominal_ns: u64) {
     let late = match l.timer_rng.as_mut() {
         Some(rng) => lateness_ns(l.timer, rng),
         None => 0,
     };
-    let fire = nominal.saturating_add(late);
-    l.wake_nominal_ns = nominal;
+    let fire = nominal_ns.saturating_add(late);
+    l.wake_nominal_ns = nominal_ns;
     l.wake_at_ns = fire;
     q.schedule_ranked(fire, rank_tx(d, true), Ev::Wake(d));
-    true
 }
 
 /// Whether a packet of `size_bytes` handed to direction `l` now would go
@@ -1310,14 +1316,7 @@ impl Sim {
                     // Re-armed only for an earlier expiry; a late timer's
                     // lateness is drawn once per armed expiry.
                     if nominal < l.wake_nominal_ns {
-                        let late = match l.timer_rng.as_mut() {
-                            Some(rng) => lateness_ns(l.timer, rng),
-                            None => 0,
-                        };
-                        let fire = nominal.saturating_add(late);
-                        l.wake_nominal_ns = nominal;
-                        l.wake_at_ns = fire;
-                        self.q.schedule_ranked(fire, rank_tx(d, true), Ev::Wake(d));
+                        arm_wake(&mut self.q, l, d, nominal);
                     }
                 }
             }

@@ -1423,6 +1423,29 @@ mod tests {
         assert_eq!(q.direct.len(), 1);
     }
 
+    /// Root 30 Mbit/s, two inner classes, four leaves on three priorities.
+    fn three_level_tree() -> Vec<HtbClassConfig> {
+        vec![
+            HtbClassConfig::new(None, mbit(30)),
+            HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(30)),
+            HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(20)),
+            HtbClassConfig::new(Some(1), mbit(3))
+                .ceil(mbit(30))
+                .child(pfifo(20)),
+            HtbClassConfig::new(Some(1), mbit(3))
+                .ceil(mbit(10))
+                .prio(1)
+                .child(pfifo(20)),
+            HtbClassConfig::new(Some(2), mbit(5))
+                .ceil(mbit(20))
+                .child(pfifo(20)),
+            HtbClassConfig::new(Some(2), mbit(2))
+                .ceil(mbit(20))
+                .prio(2)
+                .child(pfifo(20)),
+        ]
+    }
+
     proptest! {
         /// The row and feed sets (kept in step with cached modes and the wait
         /// queue) must pick what a full scan of the active leaves at `now`
@@ -1433,16 +1456,8 @@ mod tests {
         fn row_matches_a_full_scan_on_a_deep_tree(
             ops in prop::collection::vec((0u64..300_000, any::<bool>(), 0usize..5, 64u32..1500), 1..400))
         {
-            let classes = vec![
-                HtbClassConfig::new(None, mbit(30)),
-                HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(30)),
-                HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(20)),
-                HtbClassConfig::new(Some(1), mbit(3)).ceil(mbit(30)).child(pfifo(20)),
-                HtbClassConfig::new(Some(1), mbit(3)).ceil(mbit(10)).prio(1).child(pfifo(20)),
-                HtbClassConfig::new(Some(2), mbit(5)).ceil(mbit(20)).child(pfifo(20)),
-                HtbClassConfig::new(Some(2), mbit(2)).ceil(mbit(20)).prio(2).child(pfifo(20)),
-                HtbClassConfig::new(Some(0), mbit(5)).ceil(mbit(30)).child(pfifo(20)),
-            ];
+            let mut classes = three_level_tree();
+            classes.push(HtbClassConfig::new(Some(0), mbit(5)).ceil(mbit(30)).child(pfifo(20)));
             let mut q = Htb::new(HtbConfig::default(), classes, Filters::new().push(
                 crate::classify::Classifier::FlowHash(crate::classify::FlowHash::new(5, 0).unwrap()), 3)).unwrap();
             let mut now = 0u64;
@@ -1481,15 +1496,7 @@ mod tests {
                     }
                     (c, 100)
                 } else {
-                    (vec![
-                        HtbClassConfig::new(None, mbit(30)),
-                        HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(30)),
-                        HtbClassConfig::new(Some(0), mbit(10)).ceil(mbit(20)),
-                        HtbClassConfig::new(Some(1), mbit(3)).ceil(mbit(30)).child(pfifo(20)),
-                        HtbClassConfig::new(Some(1), mbit(3)).ceil(mbit(10)).prio(1).child(pfifo(20)),
-                        HtbClassConfig::new(Some(2), mbit(5)).ceil(mbit(20)).child(pfifo(20)),
-                        HtbClassConfig::new(Some(2), mbit(2)).ceil(mbit(20)).prio(2).child(pfifo(20)),
-                    ], 4)
+                    (three_level_tree(), 4)
                 };
                 let first = if wide { 1 } else { 3 };
                 let mut q = Htb::new(HtbConfig::default(), classes, Filters::new().push(
