@@ -30,9 +30,11 @@
 //!   to α = 1 once `W_est ≥ W_max` — we follow Linux.
 //! - Multiplicative decrease (RFC 9438 §4.6): ssthresh = β·cwnd, at least
 //!   2 segments. Linux multiplies cwnd (`cubictcp_recalc_ssthresh`); RFC
-//!   9438 allows cwnd or flight size — we use cwnd, as Linux.
+//!   9438 allows cwnd or flight size — we use cwnd, as Linux, and in whole
+//!   segments with Linux's β = 717/1024 rounded down (3 → 2, 7 → 4).
 //! - Fast convergence (RFC 9438 §4.7; Linux `fast_convergence = 1`): a loss
-//!   below the previous `W_max` sets `W_max = cwnd·(1+β)/2`.
+//!   below the previous `W_max` sets `W_max = cwnd·(1+β)/2` (Linux:
+//!   `cwnd·1741/2048`, rounded down).
 //! - Timeout (RFC 9438 §4.8; Linux `cubictcp_state(TCP_CA_Loss)`): ssthresh
 //!   as on a loss, cwnd = 1 segment, then the whole CUBIC state is reset
 //!   (`W_max = 0`, so the next epoch has K = 0 and origin = cwnd, which is
@@ -88,9 +90,10 @@ use qoslab_core::{Duration, Instant, Rate};
 /// C = 0.4 segments / s³ (RFC 9438 §5.1; Linux `bic_scale` 41 ≈ 0.4·1024/10).
 const C_NUM: u128 = 4;
 const C_DEN: u128 = 10;
-/// β_cubic = 0.7 (RFC 9438 §4.6; Linux `beta` 717/1024).
-const BETA_NUM: u64 = 7;
-const BETA_DEN: u64 = 10;
+/// β_cubic ≈ 0.7 (RFC 9438 §4.6) in Linux's fixed point: `beta` = 717 of
+/// `BICTCP_BETA_SCALE` 1024 (net/ipv4/tcp_cubic.c).
+const BETA_LINUX: u64 = 717;
+const BETA_SCALE: u64 = 1024;
 /// α_cubic = 3(1−β)/(1+β) = 0.9/1.7 = 9/17 (RFC 9438 §4.3 eq. 4).
 const ALPHA_NUM: u64 = 9;
 const ALPHA_DEN: u64 = 17;
@@ -366,6 +369,25 @@ fn hystart_ack_delay(sk_pacing_rate: Option<Rate>) -> Duration {
     }
 }
 
+/// Linux `cubictcp_recalc_ssthresh` (net/ipv4/tcp_cubic.c): the new
+/// ssthresh in whole segments, `max(snd_cwnd · beta / BICTCP_BETA_SCALE, 2)`
+/// with beta = 717/1024 and integer division, as Linux keeps `snd_cwnd` and
+/// `snd_ssthresh` in packets. Taking 0.7 of the window in bytes instead left
+/// a fraction of a segment (3 segments → 2.1, 7 → 4.9 where Linux has 2 and
+/// 4), which the sender's byte-counted window then spent as a third segment
+/// through a one-frame policer bucket.
+fn recalc_ssthresh_segs(cwnd_segs: u64) -> u64 {
+    (cwnd_segs * BETA_LINUX / BETA_SCALE).max(2)
+}
+
+/// Linux `cubictcp_recalc_ssthresh` with `fast_convergence`: a loss below
+/// the previous W_max sets `last_max_cwnd = snd_cwnd · (BICTCP_BETA_SCALE +
+/// beta) / (2 · BICTCP_BETA_SCALE)` segments, integer division (RFC 9438
+/// §4.7's W_max·(1+β)/2).
+fn fast_convergence_w_max_segs(cwnd_segs: u64) -> u64 {
+    cwnd_segs * (BETA_SCALE + BETA_LINUX) / (2 * BETA_SCALE)
+}
+
 /// K = ∛(gap / C) for a window `gap_segs` below W_max (RFC 9438 eq. 2).
 fn cubic_k(gap_segs: u64) -> Duration {
     let k_cubed_ns3 = gap_segs as u128 * C_DEN * NS_PER_S * NS_PER_S * NS_PER_S / C_NUM;
@@ -466,12 +488,11 @@ impl CongestionControl for Cubic {
         self.epoch_start = None;
         self.avoid_acked_bytes = 0;
         self.w_max_segs = if self.cfg.fast_convergence && cwnd_segs < self.w_max_segs {
-            // W_max·(1 + β)/2
-            cwnd_segs * (BETA_DEN + BETA_NUM) / (2 * BETA_DEN)
+            fast_convergence_w_max_segs(cwnd_segs)
         } else {
             cwnd_segs
         };
-        (s.cwnd_bytes * BETA_NUM / BETA_DEN).max(2 * mss)
+        recalc_ssthresh_segs(cwnd_segs) * mss
     }
 
     fn on_rto(&mut self, s: &mut CcState, bytes_in_flight: u64, now: Instant) {
@@ -564,6 +585,30 @@ mod tests {
         // Floor of two segments.
         let tiny = state(2, 1);
         assert_eq!(c.ssthresh(&tiny, 0, Instant::ZERO), 2 * MSS);
+    }
+
+    /// `cubictcp_recalc_ssthresh` works in packets: 3 → 2 and 7 → 4
+    /// segments (717/1024 of the window, rounded down), never 2.1 or 4.9
+    /// segments' worth of bytes. A byte remainder would let the sender put
+    /// a third segment into a one-frame policer bucket where Linux sends two
+    /// (policer truth `c10-bcmtu-rtt50-wauto-f1-cubic`).
+    #[test]
+    fn ssthresh_is_whole_segments_as_linux_keeps_it() {
+        let mut c = no_hystart();
+        for (cwnd, want) in [(3, 2), (7, 4), (10, 7), (4, 2), (2, 2), (1000, 700)] {
+            let s = state(cwnd, u64::MAX);
+            assert_eq!(c.ssthresh(&s, 0, Instant::ZERO), want * MSS, "cwnd {cwnd}");
+        }
+        // A byte remainder in cwnd (left by recovery) counts as Linux's
+        // snd_cwnd does: whole segments only.
+        let mut s = state(7, u64::MAX);
+        s.cwnd_bytes += MSS / 2;
+        assert_eq!(c.ssthresh(&s, 0, Instant::ZERO), 4 * MSS);
+        // Fast convergence: 1741/2048 of the window, rounded down.
+        let mut c = no_hystart();
+        c.ssthresh(&state(20, u64::MAX), 0, Instant::ZERO);
+        c.ssthresh(&state(7, u64::MAX), 0, Instant::ZERO);
+        assert_eq!(c.w_max_segs(), 5);
     }
 
     #[test]
