@@ -1656,21 +1656,44 @@ impl TcpSender {
     /// transmission of the recovery is always allowed.
     fn prr_reduce(&mut self, delivered: u64, ssrb_extra: bool) {
         self.prr_delivered += delivered;
-        let pipe = self.sb.pipe() as i128;
-        let ssthresh = self.state.ssthresh_bytes as i128;
-        let mss = self.mss() as i128;
-        let (dlv, out) = (self.prr_delivered as i128, self.prr_out as i128);
+        // Linux counts in packets, RFC 6937 in bytes: `unit` is one
+        // segment or one byte, and every figure below is in it.
+        let unit = if self.prr_in_packets() {
+            self.mss() as u64
+        } else {
+            1
+        };
+        let up = |bytes: u64| bytes.div_ceil(unit) as i128;
+        let pipe = up(self.sb.pipe());
+        let ssthresh = (self.state.ssthresh_bytes / unit) as i128;
+        let (dlv, out) = (up(self.prr_delivered), up(self.prr_out));
         let mut sndcnt = if pipe > ssthresh {
             // Proportional part: ceil(prr_delivered · ssthresh / RecoverFS),
             // RecoverFS = prior_cwnd as in Linux.
-            let fs = self.recover_fs as i128;
+            let fs = ((self.recover_fs / unit) as i128).max(1);
             (dlv * ssthresh + fs - 1) / fs - out
         } else {
-            let limit = (dlv - out).max(delivered as i128) + if ssrb_extra { mss } else { 0 };
+            let limit = (dlv - out).max(up(delivered)) + i128::from(ssrb_extra);
             (ssthresh - pipe).min(limit)
         };
-        sndcnt = sndcnt.max(if self.prr_out == 0 { mss } else { 0 });
-        self.state.cwnd_bytes = u64::try_from(pipe + sndcnt).unwrap_or(u64::MAX).max(1);
+        sndcnt = sndcnt.max(i128::from(self.prr_out == 0));
+        let cwnd = u64::try_from(pipe + sndcnt)
+            .unwrap_or(0)
+            .saturating_mul(unit);
+        self.state.cwnd_bytes = cwnd.max(1);
+    }
+
+    /// Linux's `tcp_cwnd_reduction` (net/ipv4/tcp_input.c) keeps PRR in
+    /// packets: `prr_delivered`, `prr_out`, `tcp_packets_in_flight`,
+    /// `snd_ssthresh` and `prior_cwnd` are segment counts, so
+    /// `DIV_ROUND_UP(prr_delivered · ssthresh, prior_cwnd)` rounds up to a
+    /// whole segment. In bytes (RFC 6937's DeliveredData) the same ceiling
+    /// rounds up to a byte: with ssthresh 2 of a prior window of 3, one
+    /// segment delivered allows 1 segment in Linux and 2/3 of one in bytes,
+    /// i.e. nothing until the next ACK. The Linux profiles (`linux_rto`)
+    /// count packets; the others keep the RFC's bytes.
+    fn prr_in_packets(&self) -> bool {
+        self.cfg.linux_rto
     }
 
     fn exit_recovery(&mut self, now: Instant) {
@@ -3334,6 +3357,27 @@ mod tests {
         assert_eq!((s.recover_fs, s.ssthresh_bytes()), (20_000, 5_000));
         s.prr_reduce(4_000, false);
         assert_eq!(s.cwnd_bytes(), s.bytes_in_flight() + 1_000);
+    }
+
+    /// Linux's `tcp_cwnd_reduction` counts packets: with ssthresh 5 of a
+    /// prior window of 20 segments, one segment delivered allows
+    /// DIV_ROUND_UP(1·5, 20) = 1 whole segment, where RFC 6937's bytes give
+    /// ceil(1000·5000/20000) = 250 B, less than a segment, so nothing.
+    #[test]
+    fn linux_prr_rounds_up_to_whole_segments() {
+        for (linux, want) in [(true, 1_000), (false, 250)] {
+            let mut c = cfg(RecoveryKind::Sack);
+            c.linux_rto = linux; // the Linux profiles' mark
+            let mut h = harness(&c, AppLimit::Bytes(10_000), None);
+            h.start();
+            h.run_until(at_ms(20));
+            let s = &mut h.sender;
+            s.state.cwnd_bytes = 20_000;
+            s.enter_recovery(at_ms(21), &mut NoIo);
+            assert_eq!(s.ssthresh_bytes(), 5_000);
+            s.prr_reduce(1_000, false);
+            assert_eq!(s.cwnd_bytes(), s.bytes_in_flight() + want, "linux {linux}");
+        }
     }
 
     /// A 300 kB transfer (timestamps on, as Linux) whose segments `segs`
