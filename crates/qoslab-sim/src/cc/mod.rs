@@ -158,6 +158,12 @@ pub trait CongestionControl: Send {
         crate::tcp::tso::MIN_TSO_SEGS
     }
 
+    /// The connection is a Linux stack's (the `linux*` profiles): rules
+    /// where the kernel differs from the RFC the algorithm follows by
+    /// default are switched on (Reno: `tcp_reno_ssthresh` halves cwnd, not
+    /// FlightSize). Called once, before the connection starts.
+    fn set_linux(&mut self) {}
+
     /// Loss detected by duplicate ACKs / SACK: return the new ssthresh
     /// (Linux `ssthresh` op). The sender then runs its recovery algorithm.
     fn ssthresh(&mut self, state: &CcState, bytes_in_flight: u64, now: Instant) -> u64;

@@ -8,9 +8,12 @@
 //! - Congestion avoidance: one SMSS per cwnd bytes acknowledged (byte
 //!   counting, RFC 5681 §3.1 "alternatively ... RFC 3465"; Linux
 //!   `tcp_cong_avoid_ai`).
-//! - Loss: ssthresh = max(FlightSize / 2, 2·SMSS) (RFC 5681 eq. 4).
-//!   Linux `tcp_reno_ssthresh` halves cwnd instead; the two agree while
-//!   the window is what limits the flow (cwnd grows only then).
+//! - Loss: ssthresh = max(FlightSize / 2, 2·SMSS) (RFC 5681 eq. 4); on a
+//!   Linux stack ([`CongestionControl::set_linux`]) `tcp_reno_ssthresh`
+//!   (net/ipv4/tcp_cong.c): `max(snd_cwnd >> 1, 2)` in whole segments. The
+//!   two differ when less than cwnd is in flight at the loss — after a
+//!   window-limited phase, or with a lost segment's gap already out of the
+//!   flight — and in the rounding (5 segments → 2, not 2.5).
 //! - Undo of a spurious reduction: the trait's default, which is Linux
 //!   `tcp_reno_undo_cwnd`.
 
@@ -21,6 +24,8 @@ use qoslab_core::Instant;
 pub struct Reno {
     /// Bytes acknowledged in congestion avoidance not yet turned into cwnd.
     avoid_acked_bytes: u64,
+    /// Linux's ssthresh rule (`tcp_reno_ssthresh`) instead of RFC 5681's.
+    linux: bool,
 }
 
 impl Reno {
@@ -46,10 +51,24 @@ impl CongestionControl for Reno {
         }
     }
 
+    fn set_linux(&mut self) {
+        self.linux = true;
+    }
+
     fn ssthresh(&mut self, s: &CcState, bytes_in_flight: u64, _now: Instant) -> u64 {
         self.avoid_acked_bytes = 0;
-        (bytes_in_flight / 2).max(2 * s.mss as u64)
+        let mss = s.mss.max(1) as u64;
+        if self.linux {
+            return linux_reno_ssthresh_segs(s.cwnd_bytes / mss) * mss;
+        }
+        (bytes_in_flight / 2).max(2 * mss)
     }
+}
+
+/// Linux `tcp_reno_ssthresh` (net/ipv4/tcp_cong.c): half the window in
+/// packets, rounded down, at least 2: `max(tcp_snd_cwnd(tp) >> 1U, 2U)`.
+fn linux_reno_ssthresh_segs(cwnd_segs: u64) -> u64 {
+    (cwnd_segs >> 1).max(2)
 }
 
 #[cfg(test)]
@@ -114,6 +133,36 @@ mod tests {
         a.cwnd_limited = false;
         r.on_ack(&mut s, &a);
         assert_eq!(s.cwnd_bytes, 10_000);
+    }
+
+    /// Linux `tcp_reno_ssthresh` halves cwnd in whole segments, whatever
+    /// is in flight: 20 segments of window with 6 in flight → 10 (RFC 5681's
+    /// FlightSize/2 would give 3), 5 → 2, never below 2.
+    #[test]
+    fn linux_halves_the_window_not_the_flight() {
+        let mut r = Reno::new();
+        r.set_linux();
+        assert_eq!(
+            r.ssthresh(&state(20_000, u64::MAX), 6_000, Instant::ZERO),
+            10_000
+        );
+        assert_eq!(
+            r.ssthresh(&state(5_000, u64::MAX), 5_000, Instant::ZERO),
+            2_000
+        );
+        assert_eq!(
+            r.ssthresh(&state(5_500, u64::MAX), 5_500, Instant::ZERO),
+            2_000
+        );
+        assert_eq!(
+            r.ssthresh(&state(2_000, u64::MAX), 2_000, Instant::ZERO),
+            2_000
+        );
+        let mut rfc = Reno::new();
+        assert_eq!(
+            rfc.ssthresh(&state(20_000, u64::MAX), 6_000, Instant::ZERO),
+            3_000
+        );
     }
 
     #[test]

@@ -371,8 +371,13 @@ struct AckFlags {
 }
 
 impl TcpSender {
-    pub fn new(cfg: &TcpConfig, cc: Box<dyn CongestionControl>, app: AppLimit) -> TcpSender {
+    pub fn new(cfg: &TcpConfig, mut cc: Box<dyn CongestionControl>, app: AppLimit) -> TcpSender {
         let mss = cfg.mss.max(1);
+        if cfg.linux_rto {
+            // The Linux profiles (the only ones with Linux's RTO): the
+            // kernel's own variants of the algorithm's rules.
+            cc.set_linux();
+        }
         TcpSender {
             cfg: cfg.clone(),
             cc,
@@ -3359,13 +3364,14 @@ mod tests {
         assert_eq!(s.cwnd_bytes(), s.bytes_in_flight() + 1_000);
     }
 
-    /// Linux's `tcp_cwnd_reduction` counts packets: with ssthresh 5 of a
-    /// prior window of 20 segments, one segment delivered allows
-    /// DIV_ROUND_UP(1·5, 20) = 1 whole segment, where RFC 6937's bytes give
+    /// Linux's `tcp_cwnd_reduction` counts packets: with ssthresh 10 of a
+    /// prior window of 20 segments (`tcp_reno_ssthresh`), one segment
+    /// delivered allows DIV_ROUND_UP(1·10, 20) = 1 whole segment, where RFC
+    /// 6937's bytes (ssthresh FlightSize/2 = 5000 B) give
     /// ceil(1000·5000/20000) = 250 B, less than a segment, so nothing.
     #[test]
     fn linux_prr_rounds_up_to_whole_segments() {
-        for (linux, want) in [(true, 1_000), (false, 250)] {
+        for (linux, ssthresh, want) in [(true, 10_000, 1_000), (false, 5_000, 250)] {
             let mut c = cfg(RecoveryKind::Sack);
             c.linux_rto = linux; // the Linux profiles' mark
             let mut h = harness(&c, AppLimit::Bytes(10_000), None);
@@ -3374,7 +3380,7 @@ mod tests {
             let s = &mut h.sender;
             s.state.cwnd_bytes = 20_000;
             s.enter_recovery(at_ms(21), &mut NoIo);
-            assert_eq!(s.ssthresh_bytes(), 5_000);
+            assert_eq!(s.ssthresh_bytes(), ssthresh);
             s.prr_reduce(1_000, false);
             assert_eq!(s.cwnd_bytes(), s.bytes_in_flight() + want, "linux {linux}");
         }
