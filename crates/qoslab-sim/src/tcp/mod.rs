@@ -17,6 +17,7 @@
 //!
 //! [`TcpConfig`]: crate::config::TcpConfig
 
+mod delack;
 #[cfg(test)]
 mod harness;
 mod jiffies;

@@ -11,9 +11,12 @@
 //!   fires. An out-of-order segment, a segment that fills all or part of a
 //!   gap, or a duplicate segment is acknowledged at once (RFC 5681 §4.2;
 //!   Linux `__tcp_ack_snd_check` acks at once while the out-of-order queue
-//!   is non-empty, `tcp_data_queue` on duplicates). The timer is fixed
-//!   (Linux adapts its `ato` between 40 ms and 200 ms; Windows' 200 ms
-//!   timer is a free-running tick): documented simplification.
+//!   is non-empty, `tcp_data_queue` on duplicates). On the Linux profiles
+//!   (quick-acks and `timer_hz`) the timer is Linux's adaptive `ato` on
+//!   the jiffies timer wheel (see [`super::delack`]: 40 ms up to the
+//!   handshake's RTT, run at a tick); otherwise it is the fixed
+//!   `delayed_ack` (Windows' 200 ms timer is a free-running tick: not
+//!   modelled).
 //! - Linux quick-ack mode (`tcp_incr_quickack` / `tcp_in_quickack_mode`,
 //!   net/ipv4/tcp_input.c): the first `quickack_segments` data segments
 //!   are acknowledged at once, so slow start is not slowed by delayed ACKs.
@@ -57,6 +60,7 @@
 //! Left out: FIN/close, SACK compression (Linux ≥ 4.18 `tcp_sack_compress`
 //! delays ACKs of out-of-order data by up to ~1 ms), window probes.
 
+use super::delack::LinuxAto;
 use super::rcvbuf::RcvBuf;
 use super::{TcpHeader, TcpIo, ACK, SYN};
 use crate::config::TcpConfig;
@@ -101,6 +105,12 @@ pub struct TcpReceiver {
     right_edge: u64,
     unacked_full_segments: u32,
     delack_at: Option<Instant>,
+    /// Linux's adaptive delayed-ACK timeout on the jiffies timer wheel
+    /// (the Linux profiles: quick-acks and `timer_hz`); `None`: the fixed
+    /// `delayed_ack`.
+    linux_ato: Option<LinuxAto>,
+    /// When the SYN-ACK left, until the handshake completes.
+    syn_ack_at: Option<Instant>,
     delivered_bytes: u64,
     acks_sent: u64,
     /// Linux receive-buffer autotuning, when the profile has it.
@@ -159,6 +169,11 @@ impl TcpReceiver {
             right_edge: 1,
             unacked_full_segments: 0,
             delack_at: None,
+            linux_ato: cfg
+                .timer_hz
+                .filter(|_| cfg.quickack_segments > 0)
+                .map(|hz| LinuxAto::new(hz, cfg.timer_wheel_levels)),
+            syn_ack_at: None,
             delivered_bytes: 0,
             acks_sent: 0,
             autotune,
@@ -300,6 +315,9 @@ impl TcpReceiver {
         if !self.syn_seen {
             return; // noise before the SYN
         }
+        if let (Some(sent), Some(a)) = (self.syn_ack_at.take(), &mut self.linux_ato) {
+            a.on_handshake_rtt(now.saturating_since(sent));
+        }
         if let Some(a) = &mut self.autotune {
             // The handshake's ACK (or the first data): established.
             a.establish(now, self.rcv_nxt);
@@ -347,6 +365,9 @@ impl TcpReceiver {
         }
         // In order (possibly overlapping what we have).
         let had_gap = !self.ooo.is_empty();
+        if let Some(a) = &mut self.linux_ato {
+            a.on_data(now); // tcp_data_queue → tcp_event_data_recv
+        }
         let preamble_end = 1 + self.preamble_bytes;
         let preamble_done = self.preamble_bytes > 0 && self.rcv_nxt < preamble_end;
         self.advance(end);
@@ -386,11 +407,16 @@ impl TcpReceiver {
         if self.unacked_full_segments >= self.ack_every && self.window_keeps_up() {
             self.send_ack(now, io);
         } else if self.delack_at.is_none() {
-            self.delack_at = Some(now.saturating_add(delay));
+            self.delack_at = Some(match &self.linux_ato {
+                Some(a) => a.timer_at(now),
+                None => now.saturating_add(delay),
+            });
         }
     }
 
     fn on_syn(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
+        // Karn: a SYN-ACK sent again gives no handshake sample.
+        self.syn_ack_at = (!self.syn_seen).then_some(now);
         self.syn_seen = true;
         if self.timestamps && h.ts_val != 0 {
             self.ts_recent = self.ts_recent.max(h.ts_val);
@@ -628,6 +654,39 @@ mod tests {
         assert_eq!(out.0.len(), 3);
         assert_eq!(out.0[2].ack, 2501);
         assert_eq!(r.delivered_bytes(), 2500);
+    }
+
+    /// Linux's `ato` (tcp/delack.rs) on the receiver: after a 50 ms
+    /// handshake and a segment 36 ms after the previous one, `ato` is 14
+    /// jiffies, cut to the RTT's 13, and the timer runs at the tick after:
+    /// 56 ms after the lone segment, not the fixed 40 ms.
+    #[test]
+    fn linux_delayed_ack_follows_ato_and_the_handshake_rtt() {
+        let mut c = cfg();
+        c.quickack_segments = 1;
+        c.timer_hz = Some(250);
+        let mut r = TcpReceiver::new(&c);
+        let mut out = Out::default();
+        syn(&mut r, &mut out);
+        let hs = TcpHeader {
+            flags: ACK,
+            ack: 1,
+            ..TcpHeader::default()
+        };
+        r.on_segment(ms(50), &hs, &mut out);
+        r.on_segment(ms(100), &data(1, 1000), &mut out);
+        assert_eq!(out.0.len(), 2, "quick ACK");
+        r.on_segment(ms(136), &data(1001, 1000), &mut out);
+        assert_eq!(out.0.len(), 2, "delayed");
+        assert_eq!(r.next_timer(), Some(ms(192)));
+        // The fixed timer of the other profiles.
+        c.timer_hz = None;
+        let mut r = TcpReceiver::new(&c);
+        syn(&mut r, &mut out);
+        r.on_segment(ms(50), &hs, &mut out);
+        r.on_segment(ms(100), &data(1, 1000), &mut out);
+        r.on_segment(ms(136), &data(1001, 1000), &mut out);
+        assert_eq!(r.next_timer(), Some(ms(176)));
     }
 
     #[test]
