@@ -462,6 +462,8 @@ pub struct TcpConfig {
     /// `None`: exact timers. `linux`: 250, the `CONFIG_HZ` of the kernel the
     /// policer truth ran on (6.18.44, `/proc/config.gz`: `CONFIG_HZ_250=y`),
     /// also Debian's default; the Windows profiles: `None` (not modelled).
+    /// The Linux receiver's delayed-ACK timer runs on the same clock
+    /// (`tcp/delack.rs`).
     pub timer_hz: Option<u32>,
     /// With `timer_hz`: the timer wheel of Linux ≥ 4.8 ("timers: Switch
     /// to a non-cascading wheel", T. Gleixner, 2016), whose upper levels
