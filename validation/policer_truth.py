@@ -424,8 +424,9 @@ DIAGNOSIS = [
     " timers as exact on the belief that Linux uses hrtimers for them. RTO hits 42 -> 50"
     " of 50, the 4-flow medians 1-5 against the kernel's 0-3 (this case 9 -> 2 against"
     " 1). `linux-3.x` (the USC lab) keeps jiffies but not the coarse levels (the"
-    " cascading wheel before 4.8 ran a timer at the jiffy it asked for). Not modelled:"
-    " the delayed-ACK timer (`icsk_delack_timer`) is a jiffies timer too.",
+    " cascading wheel before 4.8 ran a timer at the jiffy it asked for). Not modelled then:"
+    " the delayed-ACK timer (`icsk_delack_timer`) is a jiffies timer too (modelled since:"
+    " item 15).",
     "12. **iperf3's cookie, modelled (fifth pass).** The same capture shows iperf3"
     " 3.12's set-up: the control connection's cookie at 50 ms and parameters at 100 ms,"
     " the four data connections opened one round trip apart (200, 251, 302, 354 ms),"
