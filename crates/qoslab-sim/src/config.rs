@@ -341,6 +341,10 @@ pub struct TcpConfig {
     /// transmission so that a tail loss is repaired by SACK recovery
     /// instead of an RTO. Needs `sack`.
     pub tlp: bool,
+    /// Windows: `rack` and `tlp` apply only to a connection whose
+    /// handshake RTT exceeds this (10 ms in `windows10`; see
+    /// `tcp/windows.rs` for the sources). `None`: no floor (Linux).
+    pub rack_tlp_min_rtt: Option<Duration>,
     /// Limited transmit, RFC 3042: the first two duplicate ACKs each let
     /// one new segment out. Only matters without SACK (with SACK, `pipe`
     /// already excludes the SACKed segments, which is how Linux does it).
@@ -624,7 +628,11 @@ impl TcpConfig {
     ///   the Anniversary Update, 1607 (Microsoft Networking blog "Announcing:
     ///   New Transport Advancements in the Anniversary Update for Windows 10
     ///   and Windows Server 2016", 2016) — modelled with the RFC 8985
-    ///   constants, Windows' own are not published; limited transmit on
+    ///   constants, Windows' own are not published — but only on a
+    ///   connection whose handshake RTT exceeds 10 ms (`rack_tlp_min_rtt`;
+    ///   "RACK and TLP enabled for > 10 msec RTT connections",
+    ///   P. Balasubramanian, "Updates on Windows TCP", IETF 100 TCPM,
+    ///   2017; see `tcp/windows.rs`); limited transmit on
     ///   (our choice: the Vista stack implements RFC 3517, whose companion
     ///   it is); no rescue retransmission (not documented).
     /// - `windows7`: F-RTO (RFC 4138 is in the Vista stack, see above) and
@@ -671,6 +679,7 @@ impl TcpConfig {
             frto: true,
             rack: true,
             tlp: true,
+            rack_tlp_min_rtt: None,
             limited_transmit: true,
             rescue_retransmit: false,
             rto_clears_sack: false,
@@ -704,6 +713,7 @@ impl TcpConfig {
                 max_rto: Duration::from_secs(60),
                 delayed_ack: Some(Duration::from_ms(200)),
                 quickack_segments: 0,
+                rack_tlp_min_rtt: Some(Duration::from_ms(10)),
                 ..linux
             }),
             "windows7" => Some(TcpConfig {
@@ -869,6 +879,14 @@ mod tests {
         let xp = TcpConfig::profile("windows-xp").unwrap();
         assert!(linux.frto && linux.rack && linux.tlp && !linux.rescue_retransmit);
         assert!(w10.frto && w10.rack && w10.tlp);
+        assert_eq!(w10.rack_tlp_min_rtt, Some(Duration::from_ms(10)));
+        assert!(
+            linux.rack_tlp_min_rtt.is_none()
+                && TcpConfig::profile("linux-3.x")
+                    .unwrap()
+                    .rack_tlp_min_rtt
+                    .is_none()
+        );
         assert!(!xp.frto && !xp.rack && !xp.tlp && !xp.limited_transmit);
         let w7 = TcpConfig::profile("windows7").unwrap();
         assert_eq!(w7.cc, CcKind::NewReno);

@@ -31,6 +31,7 @@ mod rtt;
 mod scoreboard;
 mod sender;
 pub(crate) mod tso;
+mod windows;
 
 pub use pacing::{default_pacing_rate, Pacer};
 pub use rate::{RateEstimator, TxRateInfo};

@@ -283,6 +283,10 @@ pub struct TcpSender {
     rto_streak: u32,
     rto_at: Option<Instant>,
     syn_retransmitted: bool,
+    /// RACK and TLP may run on this connection: always without the
+    /// profile's RTT floor, else decided from the handshake RTT
+    /// (`windows::rack_tlp_allowed`).
+    rack_tlp_ok: bool,
     syn_sent_at: Instant,
     syn_first_sent_at: Option<Instant>,
     pacer: Pacer,
@@ -417,6 +421,7 @@ impl TcpSender {
             rto_streak: 0,
             rto_at: None,
             syn_retransmitted: false,
+            rack_tlp_ok: cfg.rack_tlp_min_rtt.is_none(),
             syn_sent_at: Instant::ZERO,
             syn_first_sent_at: None,
             pacer: Pacer::default(),
@@ -472,7 +477,7 @@ impl TcpSender {
     /// RACK replaces the DupThresh rule in SACK recovery (Linux: SACK
     /// connections with `tcp_recovery & TCP_RACK_LOSS_DETECTION`).
     fn rack_on(&self) -> bool {
-        self.cfg.rack && self.sack_recovery()
+        self.cfg.rack && self.rack_tlp_ok && self.sack_recovery()
     }
 
     /// Send the SYN.
@@ -687,6 +692,7 @@ impl TcpSender {
             Some(r) => self.rtt.sample_at(r, 1, 1),
             None => self.rtt.syn_fallback(),
         }
+        self.rack_tlp_ok = super::windows::rack_tlp_allowed(self.cfg.rack_tlp_min_rtt, sample);
         if let Some(t) = self.syn_first_sent_at {
             io.rtt_sample(now.saturating_since(t));
         }
@@ -1160,7 +1166,10 @@ impl TcpSender {
     /// just restarted).
     fn schedule_loss_probe(&mut self, now: Instant, advancing_rto: bool) {
         self.tlp_at = None;
-        if !(self.cfg.tlp && self.cfg.sack) || self.sb.is_empty() || self.ca != CaState::Open {
+        if !(self.cfg.tlp && self.cfg.sack && self.rack_tlp_ok)
+            || self.sb.is_empty()
+            || self.ca != CaState::Open
+        {
             return;
         }
         let rto_left = if advancing_rto {
@@ -2988,6 +2997,51 @@ mod tests {
         // Without TLP: an RTO.
         let s = tail_drop(3, false).sender.stats();
         assert_eq!((s.timeouts, s.loss_probes), (1, 0));
+    }
+
+    /// The same tail loss of three segments at a round trip of
+    /// `2 · one_way`, with the Windows RTT floor for RACK and TLP or none.
+    fn tail_drop_windows(one_way: Duration, floor: Option<Duration>) -> SenderStats {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.rack_tlp_min_rtt = floor;
+        let mut h = harness(&c, AppLimit::Bytes(20_000), None);
+        h.delay = one_way;
+        h.drops = (17..20).map(|k| (seg(k), 1)).collect();
+        completed(h, 20_000).sender.stats()
+    }
+
+    /// Windows runs RACK and TLP only on connections of more than 10 ms
+    /// RTT (`tcp/windows.rs`): at a 4 ms round trip the tail loss waits
+    /// for the RTO, as the ISR 4000 source's Windows 10 sender did; at
+    /// 20 ms, and anywhere without the floor, the probe repairs it.
+    #[test]
+    fn windows_rack_and_tlp_only_above_10ms_rtt() {
+        let floor = TcpConfig::profile("windows10").unwrap().rack_tlp_min_rtt;
+        assert_eq!(floor, Some(ms(10)));
+        let s = tail_drop_windows(ms(2), floor);
+        assert_eq!((s.timeouts, s.loss_probes), (1, 0), "4 ms RTT: RTO");
+        let s = tail_drop_windows(ms(2), None);
+        assert_eq!((s.timeouts, s.loss_probes), (0, 1), "no floor: probe");
+        let s = tail_drop_windows(ms(10), floor);
+        assert_eq!((s.timeouts, s.loss_probes), (0, 1), "20 ms RTT: probe");
+    }
+
+    /// RACK is off below the floor too: a retransmission lost once more
+    /// is found by RACK above it, by the RTO below it.
+    #[test]
+    fn windows_lost_retransmission_waits_for_the_rto_below_10ms() {
+        let run = |one_way: u64, floor: Option<Duration>| {
+            let mut c = cfg(RecoveryKind::Sack);
+            (c.tlp, c.rack_tlp_min_rtt) = (false, floor);
+            let mut h = harness(&c, AppLimit::Bytes(40_000), None);
+            h.delay = ms(one_way);
+            h.drops = vec![(seg(5), 2)];
+            completed(h, 40_000).sender.stats()
+        };
+        let floor = Some(ms(10));
+        assert_eq!(run(2, floor).timeouts, 1, "no RACK at 4 ms: RTO");
+        assert_eq!(run(2, None).timeouts, 0, "RACK repairs it");
+        assert_eq!(run(10, floor).timeouts, 0, "RACK at 20 ms");
     }
 
     /// Linux `tcp_rearm_rto`: an ACK that finds the loss probe armed
