@@ -133,13 +133,22 @@ pub struct Timing {
     pub wake_p50_ns: u64,
     pub wake_p99_ns: u64,
     pub wake_max_ns: u64,
-    /// The learnt spin margin at the end of the run (the largest of the
-    /// threads'; [`SPIN_NS`]).
-    pub spin_margin_ns: u64,
+    /// Frames handed to a host's port, and how late after the model
+    /// released them (their due time): when the port's `send()` began
+    /// (`handed_*`: the loop's lateness plus the batch they waited in) and
+    /// when it returned (`sent_*`: plus the kernel's work on the frames
+    /// queued before them, which for a veth runs the receiving host's stack).
+    /// The receiving host stamps a frame between the two.
+    pub sent_count: u64,
+    pub handed_p50_ns: u64,
+    pub handed_p99_ns: u64,
+    pub sent_p50_ns: u64,
+    pub sent_p99_ns: u64,
+    pub sent_max_ns: u64,
 }
 
 impl Timing {
-    fn of(h: &LatencyHist, wake: &LatencyHist, spin_margin_ns: u64) -> Timing {
+    fn of(h: &LatencyHist, wake: &LatencyHist, handed: &LatencyHist, sent: &LatencyHist) -> Timing {
         Timing {
             count: h.count,
             mean_ns: h.mean_ns(),
@@ -151,7 +160,12 @@ impl Timing {
             wake_p50_ns: wake.quantile(0.5),
             wake_p99_ns: wake.quantile(0.99),
             wake_max_ns: wake.max_ns,
-            spin_margin_ns,
+            sent_count: sent.count,
+            handed_p50_ns: handed.quantile(0.5),
+            handed_p99_ns: handed.quantile(0.99),
+            sent_p50_ns: sent.quantile(0.5),
+            sent_p99_ns: sent.quantile(0.99),
+            sent_max_ns: sent.max_ns,
         }
     }
 }
@@ -246,7 +260,8 @@ struct Part {
     res: EmuResult,
     lateness: LatencyHist,
     wake: LatencyHist,
-    margin_ns: u64,
+    handed: LatencyHist,
+    sent: LatencyHist,
 }
 
 /// Which thread's copy of the model holds each direction's and each
@@ -265,16 +280,19 @@ fn merge(mut parts: Vec<Part>, owners: &Owners) -> EmuResult {
     if parts.len() == 1 {
         let p = parts.pop().expect("one part");
         let mut res = p.res;
-        res.timing = Timing::of(&p.lateness, &p.wake, p.margin_ns);
+        res.timing = Timing::of(&p.lateness, &p.wake, &p.handed, &p.sent);
         return res;
     }
     let mut lateness = LatencyHist::default();
     let mut wake = LatencyHist::default();
+    let mut handed = LatencyHist::default();
+    let mut sent = LatencyHist::default();
     for p in &parts {
         lateness.merge(&p.lateness);
         wake.merge(&p.wake);
+        handed.merge(&p.handed);
+        sent.merge(&p.sent);
     }
-    let margin_ns = parts.iter().map(|p| p.margin_ns).max().unwrap_or(0);
     let pick = |i: usize, o: &[usize]| o.get(i).copied().unwrap_or(0).min(parts.len() - 1);
     let policies = (0..parts[0].res.policies.len())
         .map(|i| parts[pick(i, &owners.policy)].res.policies[i].clone())
@@ -337,7 +355,7 @@ fn merge(mut parts: Vec<Part>, owners: &Owners) -> EmuResult {
         links,
         series,
         counters,
-        timing: Timing::of(&lateness, &wake, margin_ns),
+        timing: Timing::of(&lateness, &wake, &handed, &sent),
         realtime: parts.iter().all(|p| p.res.realtime),
         tx_refused: sum(|r| r.tx_refused),
         rx_ring_drops: sum(|r| r.rx_ring_drops),
@@ -711,16 +729,27 @@ struct RealIo {
     capture_files: Vec<Capture>,
     error: Option<String>,
     tx_refused: u64,
+    /// Per port: the due times of the frames queued since its last flush.
+    due: Vec<Vec<u64>>,
+    /// Per delivered frame: its port's `send()` began / returned − due.
+    handed: LatencyHist,
+    sent: LatencyHist,
 }
 
 impl RealIo {
-    /// Hands a frame to `host`'s TX ring through `push`: a full ring is
-    /// counted (`tx_refused`), the first send error kept for the run's end.
-    fn push_to(&mut self, host: u32, push: impl FnOnce(&mut TxRing) -> std::io::Result<bool>) {
+    /// Hands a frame due at `t_ns` to `host`'s TX ring through `push`: a
+    /// full ring is counted (`tx_refused`), the first send error kept for
+    /// the run's end.
+    fn push_to(
+        &mut self,
+        host: u32,
+        t_ns: u64,
+        push: impl FnOnce(&mut TxRing) -> std::io::Result<bool>,
+    ) {
         if let Some(p) = self.port_of[host as usize] {
             let r = &mut self.ports[p];
             match push(r) {
-                Ok(true) => {}
+                Ok(true) => self.due[p].push(t_ns),
                 Ok(false) => self.tx_refused += 1,
                 Err(e) => {
                     let name = r.ifname().to_string();
@@ -733,11 +762,11 @@ impl RealIo {
 }
 
 impl Io for RealIo {
-    fn deliver(&mut self, host: u32, _t_ns: u64, frame: &[u8]) {
-        self.push_to(host, |r| r.push(frame));
+    fn deliver(&mut self, host: u32, t_ns: u64, frame: &[u8]) {
+        self.push_to(host, t_ns, |r| r.push(frame));
     }
-    fn deliver_segment(&mut self, host: u32, _t_ns: u64, sp: &Rc<gso::SuperPacket>, i: usize) {
-        self.push_to(host, |r| r.push_segment(sp, i));
+    fn deliver_segment(&mut self, host: u32, t_ns: u64, sp: &Rc<gso::SuperPacket>, i: usize) {
+        self.push_to(host, t_ns, |r| r.push_segment(sp, i));
     }
     fn kernel_send(&mut self, dir: u32, frame: &[u8]) -> bool {
         let Some(s) = &self.kernel_tx[dir as usize] else {
@@ -762,12 +791,23 @@ impl Io for RealIo {
 }
 
 impl RealIo {
+    /// Sends what each port queued; records how late its frames were
+    /// handed over and sent (the clock is read only around a port's send
+    /// that carries frames of this round).
     fn flush(&mut self) {
-        for r in &mut self.ports {
+        for (r, due) in self.ports.iter_mut().zip(&mut self.due) {
+            let began = if due.is_empty() { 0 } else { monotonic_ns() };
             if let Err(e) = r.flush() {
                 let name = r.ifname().to_string();
                 self.error
                     .get_or_insert_with(|| format!("sending on '{name}': {e}"));
+            }
+            if !due.is_empty() {
+                let done = monotonic_ns();
+                for d in due.drain(..) {
+                    self.handed.record(began.saturating_sub(d));
+                    self.sent.record(done.saturating_sub(d));
+                }
             }
         }
     }
@@ -861,12 +901,16 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
         capture_files,
         error: None,
         tx_refused: 0,
+        due: Vec::new(),
+        handed: LatencyHist::default(),
+        sent: LatencyHist::default(),
     };
     for (n, rx, tx) in ports {
         if let Some(rx) = rx {
             rx_rings.push((n, rx));
         }
         io.ports.push(tx);
+        io.due.push(Vec::new());
     }
     let mut fds: Vec<libc::pollfd> = rx_rings
         .iter()
@@ -1055,7 +1099,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
             links,
             series,
             counters,
-            timing: Timing::of(&lateness, &wake, SPIN_NS),
+            timing: Timing::of(&lateness, &wake, &io.handed, &io.sent),
             realtime,
             tx_refused,
             rx_ring_drops,
@@ -1067,7 +1111,8 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
         },
         lateness,
         wake,
-        margin_ns: SPIN_NS,
+        handed: io.handed,
+        sent: io.sent,
     })
 }
 
@@ -1263,7 +1308,8 @@ rate = "1mbit"
                 },
                 lateness,
                 wake: LatencyHist::default(),
-                margin_ns: 1000 * k,
+                handed: LatencyHist::default(),
+                sent: LatencyHist::default(),
             }
         };
         let m = merge(vec![part(0), part(1)], &owners);
@@ -1276,6 +1322,5 @@ rate = "1mbit"
         assert_eq!(m.counters.frames_in, 10);
         assert_eq!(m.rx_ring_drops, 1);
         assert_eq!(m.timing.count, 2);
-        assert_eq!(m.timing.spin_margin_ns, 1000);
     }
 }
