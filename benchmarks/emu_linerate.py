@@ -21,7 +21,8 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
 4. the delay line under load, in the same forms: a 4 ms bottleneck (each way) carrying a
    UDP load while ping measures; RTT - 2 x 4 ms - the same form's idle median, halved
    (one way), with the forwarder's event lateness, how late its timed sleeps woke and
-   the spin margin it learnt. 4 ms, not 5: iputils ping prints an RTT of 10 ms or more
+   how late after their due time the frames it delivered were handed to the ports'
+   ``send()`` and sent. 4 ms, not 5: iputils ping prints an RTT of 10 ms or more
    with one decimal (100 µs steps), below 10 ms with two (10 µs steps), and the target
    is ±20 µs;
 5. CPU per forwarded frame, user and system, of the forwarder thread
@@ -160,11 +161,13 @@ class Sample:
     veth_one_way_ns: list[int] = field(default_factory=list)
     lateness_p99_ns: int = 0
     lateness_p999_ns: int = 0
-    #: how late the forwarder's timed sleeps (ppoll) woke, p99, and the spin margin it
-    #: learnt from them (docs/performance.md, issue 16)
+    #: how late the forwarder's timed sleeps (ppoll) woke, p99 (docs/performance.md,
+    #: issue 16)
     wake_count: int = 0
     wake_p99_ns: int = 0
-    spin_margin_ns: int = 0
+    #: per frame delivered to a host: its port's send() began / returned - its due time
+    handed_p99_ns: int = 0
+    sent_p99_ns: int = 0
     #: share of the queue series' samples after the first second with the policy's queue
     #: empty (the bottleneck then idles unless a frame is being let through)
     queue_empty: float = float("nan")
@@ -275,7 +278,8 @@ def run_emulate(
         lateness_p999_ns=int((fwd.get("timing") or {}).get("p999_ns", 0)),
         wake_count=int((fwd.get("timing") or {}).get("wake_count", 0)),
         wake_p99_ns=int((fwd.get("timing") or {}).get("wake_p99_ns", 0)),
-        spin_margin_ns=int((fwd.get("timing") or {}).get("spin_margin_ns", 0)),
+        handed_p99_ns=int((fwd.get("timing") or {}).get("handed_p99_ns", 0)),
+        sent_p99_ns=int((fwd.get("timing") or {}).get("sent_p99_ns", 0)),
         policy_drops=sum(int(p.get("packets_dropped") or 0) for p in raw.get("policies", [])),
         retransmits=sum(int(f.get("retransmits") or 0) for f in tcp),
         tx_refused=int(fwd.get("tx_refused") or 0),
@@ -701,14 +705,16 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         " (dumpcap), minus the delay and its 2.4 µs of modelled serialisation, µs (no"
         " ping program, no way back: the delay line, modelled queueing and the"
         " forwarder's lateness; `requests` = those matched); the forwarder's own"
-        " event lateness p99 and how late its timed sleeps woke (p99) with the spin margin"
-        " it learnt from them (sanity checks of its clock, not outside measurements), and"
-        " how long per second it was runnable but not running (schedstat):",
+        " event lateness p99, how late its timed sleeps woke (p99), and how late after"
+        " their due time the frames it delivered were handed to their port's send() and"
+        " sent, p99 (its own clock: sanity checks and a breakdown, not outside"
+        " measurements), and how long per second it was runnable but not running"
+        " (schedstat):",
         "",
         "| forwarder | one-way error p50 | p99 | at the veths: error p50 | p99 | requests"
-        " | forwarder lateness p99 | sleep wake-up late p99 | spin margin"
-        " | forwarder waiting, ms/s | runs |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | forwarder lateness p99 | sleep wake-up late p99 | handed late p99"
+        " | sent late p99 | forwarder waiting, ms/s | runs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, key in forms:
         dl, idle_c = get(f"delay/{key}"), get(f"latency/{key}")
@@ -735,11 +741,12 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         vn = stat([float(len(v)) for v in veth], 1, "{:.0f}")
         slept = any(s.wake_count for s in dl.samples)  # a busy-polling forwarder never does
         wake99 = stat([float(s.wake_p99_ns) for s in dl.samples], 1e3) if slept else "—"
-        margin = stat([float(s.spin_margin_ns) for s in dl.samples], 1e3) if slept else "—"
+        handed = stat([float(s.handed_p99_ns) for s in dl.samples], 1e3)
+        sent = stat([float(s.sent_p99_ns) for s in dl.samples], 1e3)
         out.append(
             f"| {label} | {e50} | {e99} | {v50} | {v99} | {vn}"
             f" | {stat([float(s.lateness_p99_ns) for s in dl.samples], 1e3)}"
-            f" | {wake99} | {margin}"
+            f" | {wake99} | {handed} | {sent}"
             f" | {stat([s.wait_s * 1e3 / max(1e-9, args.duration) for s in dl.samples])}"
             f" | {kept(dl)} |"
         )

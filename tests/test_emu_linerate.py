@@ -43,7 +43,8 @@ def test_latency_and_delay_rows_per_form() -> None:
                 lateness_p99_ns=30_000,
                 wake_count=50 if slept else 0,
                 wake_p99_ns=90_000 if slept else 0,
-                spin_margin_ns=122_500 if slept else 50_000,
+                handed_p99_ns=25_000,
+                sent_p99_ns=35_000,
                 wait_s=0.006,
                 # at the veths: 15 µs after the delay and the modelled serialisation
                 veth_one_way_ns=[bench.DELAY_NS + bench.PING_SERIALISATION_NS + 15_000] * 40,
@@ -58,9 +59,11 @@ def test_latency_and_delay_rows_per_form() -> None:
     ]
     assert _row(text, "| qoslab emulate, idle, threads=1, --busy-poll |")[3] == "20.0"
     one = _row(text, "| threads=1 (default) |")
-    assert one[1:10] == ["10.0", "10.0", "15.0", "15.0", "40", "30.0", "90.0", "122.5", "1.0"]
+    assert one[1:11] == [
+        "10.0", "10.0", "15.0", "15.0", "40", "30.0", "90.0", "25.0", "35.0", "1.0",
+    ]  # fmt: skip
     busy = _row(text, "| threads=1, --busy-poll |")
-    assert busy[1:3] == ["10.0", "10.0"] and busy[7:9] == ["—", "—"]
+    assert busy[1:3] == ["10.0", "10.0"] and busy[7:10] == ["—", "25.0", "35.0"]
 
 
 def test_one_thread_main_rows_have_no_duplicate_form() -> None:

@@ -18,12 +18,14 @@
 //! kernel-backend socket (recvmmsg), run the events due, write what they
 //! released into the ports' transmit rings and flush each ring with one
 //! `send()` ([`crate::ring`]); with several threads, spin while any of them
-//! read a frame in the last [`IDLE_SPIN_NS`]; else sleep in ppoll until
-//! [`SPIN_NS`] before the next due event — or until a frame arrives or a
-//! peer kicks it — and spin the last stretch. With `busy_poll` the
-//! loop never sleeps. Each event's lateness (clock when run − due time), and
-//! each timed sleep's (woken − asked), go into histograms; conditioners
-//! never see them.
+//! read a frame in the last [`IDLE_SPIN_NS`]; else sleep in ppoll until a
+//! margin before the next due event ([`SleepMargin`]: [`SPIN_NS`], or the
+//! sleeps' own p99 wake-up lateness within 1/[`SPIN_SHARE`] of the gap) —
+//! or until a frame arrives or a peer kicks it — and spin the last stretch.
+//! With `busy_poll` the loop never sleeps. Each event's lateness (clock when
+//! run − due time), each timed sleep's (woken − asked), and each delivered
+//! frame's (its port's `send()` began / returned − due) go into histograms;
+//! conditioners never see them.
 
 use crate::capture::Capture;
 use crate::conditioner;
@@ -49,13 +51,57 @@ use std::thread::JoinHandle;
 pub const BATCH: usize = 64;
 /// Longest sleep (so a stop request is seen quickly).
 const MAX_SLEEP_NS: u64 = 20_000_000;
-/// Sleep until this long before the next due event, then spin. Fixed: a
-/// margin learnt from late wake-ups (up to 1 ms) was tried and measured
-/// (2026-11-24, quiet machine): the SCHED_FIFO thread then spun through
-/// most gaps between a 100 Mbit/s TBF's releases, took the CPU from the
-/// hosts' TCP, and the TBF's rate fell to 97.6 % of ideal (100.0 % with
-/// this margin). The sleeps' lateness stays measured (`Timing::wake_*`).
+/// Sleep until at least this long before the next due event, then spin
+/// ([`SleepMargin`] may end a long sleep earlier).
 pub const SPIN_NS: u64 = 50_000;
+/// A timed sleep ends at most this share (1/n) of its length early (beyond
+/// [`SPIN_NS`]): the spin before an event never takes more than that share
+/// of the forwarder's idle time from the hosts.
+pub const SPIN_SHARE: u64 = 3;
+/// The learnt margin covers the sleeps' p99 wake-up lateness plus this
+/// (ppoll's return and the loop's way to the event).
+pub const WAKE_SLACK_NS: u64 = 10_000;
+/// ... and never more than this.
+pub const MAX_MARGIN_NS: u64 = 500_000;
+/// Wake-ups between two readings of the lateness histogram.
+pub const LEARN_EVERY: u64 = 64;
+
+/// How long before a due event a timed sleep should end: [`SPIN_NS`], or
+/// the sleep path's own p99 wake-up lateness (+ [`WAKE_SLACK_NS`]) when that
+/// is more, but never more than 1/[`SPIN_SHARE`] of the time to the event.
+/// Learnt only from sleeps that ran out at an event (`Timing::wake_*`), not
+/// from the event lateness: the spin it buys is paid for only where the
+/// gaps are long. (A margin learnt from the *largest* recent lateness, up
+/// to 1 ms and with no share cap, spun through most of a 100 Mbit/s TBF's
+/// 121 µs gaps and cost its TCP 2.4 % of the rate; see docs/performance.md.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SleepMargin {
+    learnt_ns: u64,
+    share: u64,
+}
+
+impl SleepMargin {
+    pub fn new(share: u64) -> SleepMargin {
+        SleepMargin {
+            learnt_ns: SPIN_NS,
+            share: share.max(1),
+        }
+    }
+
+    /// The margin for an event `gap_ns` away.
+    pub fn margin_ns(&self, gap_ns: u64) -> u64 {
+        self.learnt_ns.min((gap_ns / self.share).max(SPIN_NS))
+    }
+
+    /// Re-reads the sleeps' lateness every [`LEARN_EVERY`] wake-ups (from
+    /// the 2nd reading on: a p99 needs a hundred samples).
+    pub fn learn(&mut self, wake: &LatencyHist) {
+        if wake.count >= 2 * LEARN_EVERY && wake.count % LEARN_EVERY == 0 {
+            self.learnt_ns = (wake.quantile(0.99) + WAKE_SLACK_NS).clamp(SPIN_NS, MAX_MARGIN_NS);
+        }
+    }
+}
+
 /// With several threads: after any of them read a frame, spin (instead of
 /// sleeping in ppoll) this long: a reply or the next frame of a burst is
 /// then read without the wake-up of a sleeping thread on an idle virtual
@@ -133,13 +179,22 @@ pub struct Timing {
     pub wake_p50_ns: u64,
     pub wake_p99_ns: u64,
     pub wake_max_ns: u64,
-    /// The learnt spin margin at the end of the run (the largest of the
-    /// threads'; [`SPIN_NS`]).
-    pub spin_margin_ns: u64,
+    /// Frames handed to a host's port, and how late after the model
+    /// released them (their due time): when the port's `send()` began
+    /// (`handed_*`: the loop's lateness plus the batch they waited in) and
+    /// when it returned (`sent_*`: plus the kernel's work on the frames
+    /// queued before them, which for a veth runs the receiving host's stack).
+    /// The receiving host stamps a frame between the two.
+    pub sent_count: u64,
+    pub handed_p50_ns: u64,
+    pub handed_p99_ns: u64,
+    pub sent_p50_ns: u64,
+    pub sent_p99_ns: u64,
+    pub sent_max_ns: u64,
 }
 
 impl Timing {
-    fn of(h: &LatencyHist, wake: &LatencyHist, spin_margin_ns: u64) -> Timing {
+    fn of(h: &LatencyHist, wake: &LatencyHist, handed: &LatencyHist, sent: &LatencyHist) -> Timing {
         Timing {
             count: h.count,
             mean_ns: h.mean_ns(),
@@ -151,7 +206,12 @@ impl Timing {
             wake_p50_ns: wake.quantile(0.5),
             wake_p99_ns: wake.quantile(0.99),
             wake_max_ns: wake.max_ns,
-            spin_margin_ns,
+            sent_count: sent.count,
+            handed_p50_ns: handed.quantile(0.5),
+            handed_p99_ns: handed.quantile(0.99),
+            sent_p50_ns: sent.quantile(0.5),
+            sent_p99_ns: sent.quantile(0.99),
+            sent_max_ns: sent.max_ns,
         }
     }
 }
@@ -246,7 +306,8 @@ struct Part {
     res: EmuResult,
     lateness: LatencyHist,
     wake: LatencyHist,
-    margin_ns: u64,
+    handed: LatencyHist,
+    sent: LatencyHist,
 }
 
 /// Which thread's copy of the model holds each direction's and each
@@ -265,16 +326,19 @@ fn merge(mut parts: Vec<Part>, owners: &Owners) -> EmuResult {
     if parts.len() == 1 {
         let p = parts.pop().expect("one part");
         let mut res = p.res;
-        res.timing = Timing::of(&p.lateness, &p.wake, p.margin_ns);
+        res.timing = Timing::of(&p.lateness, &p.wake, &p.handed, &p.sent);
         return res;
     }
     let mut lateness = LatencyHist::default();
     let mut wake = LatencyHist::default();
+    let mut handed = LatencyHist::default();
+    let mut sent = LatencyHist::default();
     for p in &parts {
         lateness.merge(&p.lateness);
         wake.merge(&p.wake);
+        handed.merge(&p.handed);
+        sent.merge(&p.sent);
     }
-    let margin_ns = parts.iter().map(|p| p.margin_ns).max().unwrap_or(0);
     let pick = |i: usize, o: &[usize]| o.get(i).copied().unwrap_or(0).min(parts.len() - 1);
     let policies = (0..parts[0].res.policies.len())
         .map(|i| parts[pick(i, &owners.policy)].res.policies[i].clone())
@@ -337,7 +401,7 @@ fn merge(mut parts: Vec<Part>, owners: &Owners) -> EmuResult {
         links,
         series,
         counters,
-        timing: Timing::of(&lateness, &wake, margin_ns),
+        timing: Timing::of(&lateness, &wake, &handed, &sent),
         realtime: parts.iter().all(|p| p.res.realtime),
         tx_refused: sum(|r| r.tx_refused),
         rx_ring_drops: sum(|r| r.rx_ring_drops),
@@ -711,16 +775,27 @@ struct RealIo {
     capture_files: Vec<Capture>,
     error: Option<String>,
     tx_refused: u64,
+    /// Per port: the due times of the frames queued since its last flush.
+    due: Vec<Vec<u64>>,
+    /// Per delivered frame: its port's `send()` began / returned − due.
+    handed: LatencyHist,
+    sent: LatencyHist,
 }
 
 impl RealIo {
-    /// Hands a frame to `host`'s TX ring through `push`: a full ring is
-    /// counted (`tx_refused`), the first send error kept for the run's end.
-    fn push_to(&mut self, host: u32, push: impl FnOnce(&mut TxRing) -> std::io::Result<bool>) {
+    /// Hands a frame due at `t_ns` to `host`'s TX ring through `push`: a
+    /// full ring is counted (`tx_refused`), the first send error kept for
+    /// the run's end.
+    fn push_to(
+        &mut self,
+        host: u32,
+        t_ns: u64,
+        push: impl FnOnce(&mut TxRing) -> std::io::Result<bool>,
+    ) {
         if let Some(p) = self.port_of[host as usize] {
             let r = &mut self.ports[p];
             match push(r) {
-                Ok(true) => {}
+                Ok(true) => self.due[p].push(t_ns),
                 Ok(false) => self.tx_refused += 1,
                 Err(e) => {
                     let name = r.ifname().to_string();
@@ -733,11 +808,11 @@ impl RealIo {
 }
 
 impl Io for RealIo {
-    fn deliver(&mut self, host: u32, _t_ns: u64, frame: &[u8]) {
-        self.push_to(host, |r| r.push(frame));
+    fn deliver(&mut self, host: u32, t_ns: u64, frame: &[u8]) {
+        self.push_to(host, t_ns, |r| r.push(frame));
     }
-    fn deliver_segment(&mut self, host: u32, _t_ns: u64, sp: &Rc<gso::SuperPacket>, i: usize) {
-        self.push_to(host, |r| r.push_segment(sp, i));
+    fn deliver_segment(&mut self, host: u32, t_ns: u64, sp: &Rc<gso::SuperPacket>, i: usize) {
+        self.push_to(host, t_ns, |r| r.push_segment(sp, i));
     }
     fn kernel_send(&mut self, dir: u32, frame: &[u8]) -> bool {
         let Some(s) = &self.kernel_tx[dir as usize] else {
@@ -762,12 +837,23 @@ impl Io for RealIo {
 }
 
 impl RealIo {
+    /// Sends what each port queued; records how late its frames were
+    /// handed over and sent (the clock is read only around a port's send
+    /// that carries frames of this round).
     fn flush(&mut self) {
-        for r in &mut self.ports {
+        for (r, due) in self.ports.iter_mut().zip(&mut self.due) {
+            let began = if due.is_empty() { 0 } else { monotonic_ns() };
             if let Err(e) = r.flush() {
                 let name = r.ifname().to_string();
                 self.error
                     .get_or_insert_with(|| format!("sending on '{name}': {e}"));
+            }
+            if !due.is_empty() {
+                let done = monotonic_ns();
+                for d in due.drain(..) {
+                    self.handed.record(began.saturating_sub(d));
+                    self.sent.record(done.saturating_sub(d));
+                }
             }
         }
     }
@@ -861,12 +947,16 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
         capture_files,
         error: None,
         tx_refused: 0,
+        due: Vec::new(),
+        handed: LatencyHist::default(),
+        sent: LatencyHist::default(),
     };
     for (n, rx, tx) in ports {
         if let Some(rx) = rx {
             rx_rings.push((n, rx));
         }
         io.ports.push(tx);
+        io.due.push(Vec::new());
     }
     let mut fds: Vec<libc::pollfd> = rx_rings
         .iter()
@@ -900,6 +990,10 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
         0 => wall,
         s => ((i128::from(s) - real_minus_mono).max(0) as u64).min(wall),
     };
+    let mut sleep_margin = SleepMargin::new(SPIN_SHARE);
+    // The due time a timed sleep ended early for (0: none): spun to, not
+    // slept towards again.
+    let mut spin_to = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let mut got = 0;
         for (h, rx) in &mut rx_rings {
@@ -1009,22 +1103,30 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
             std::hint::spin_loop();
             continue;
         }
-        let sleep_ns = match model.next_due() {
-            Some(d) if d <= now.saturating_add(SPIN_NS) => {
+        let (sleep_ns, target) = match model.next_due() {
+            // Due within the fixed margin, or the event a timed sleep
+            // already woke early for: spin to it.
+            Some(d) if d <= now.saturating_add(SPIN_NS) || d <= spin_to => {
                 std::hint::spin_loop();
                 continue;
             }
-            Some(d) => (d - SPIN_NS - now).min(MAX_SLEEP_NS),
-            None => MAX_SLEEP_NS,
+            Some(d) => {
+                let m = sleep_margin.margin_ns(d - now);
+                ((d - m - now).min(MAX_SLEEP_NS), d)
+            }
+            None => (MAX_SLEEP_NS, 0),
         };
         let mine = &peers[me];
         mine.sleeping.store(true, Ordering::Release);
         let timed_out = sys::wait_readable(&mut fds, sleep_ns);
         mine.sleeping.store(false, Ordering::Release);
+        spin_to = 0;
         if timed_out && sleep_ns < MAX_SLEEP_NS {
             // Only sleeps that end at an event: how late the wake-up came.
             let late = monotonic_ns().saturating_sub(now + sleep_ns);
             wake.record(late);
+            sleep_margin.learn(&wake);
+            spin_to = target;
         }
         if fds.last().is_some_and(|f| f.revents != 0) && peers.len() > 1 {
             // Kicked: clear the eventfd (the last fd polled).
@@ -1055,7 +1157,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
             links,
             series,
             counters,
-            timing: Timing::of(&lateness, &wake, SPIN_NS),
+            timing: Timing::of(&lateness, &wake, &io.handed, &io.sent),
             realtime,
             tx_refused,
             rx_ring_drops,
@@ -1067,7 +1169,8 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
         },
         lateness,
         wake,
-        margin_ns: SPIN_NS,
+        handed: io.handed,
+        sent: io.sent,
     })
 }
 
@@ -1216,6 +1319,37 @@ rate = "1mbit"
     }
 
     #[test]
+    fn the_sleep_margin_covers_the_sleeps_p99_within_its_share_of_the_gap() {
+        let mut m = SleepMargin::new(SPIN_SHARE);
+        // Nothing learnt yet: the fixed margin.
+        assert_eq!(m.margin_ns(10_000_000), SPIN_NS);
+        let mut wake = LatencyHist::default();
+        for i in 0..2 * LEARN_EVERY {
+            // One wake-up in 128 200 µs late (under 1 %), the rest 5 µs.
+            wake.record(if i == 0 { 200_000 } else { 5_000 });
+            m.learn(&wake);
+        }
+        // p99 = 5 µs: the fixed margin is the floor.
+        assert_eq!(m.margin_ns(10_000_000), SPIN_NS);
+        for _ in 0..4 * LEARN_EVERY {
+            wake.record(100_000);
+            m.learn(&wake);
+        }
+        let learnt = m.margin_ns(10_000_000);
+        assert!((110_000..=117_000).contains(&learnt), "{learnt}");
+        // Capped at a third of the gap, never below the fixed margin: a
+        // 100 Mbit/s TBF's 121 µs gaps keep 50 µs.
+        assert_eq!(m.margin_ns(300_000), 100_000);
+        assert_eq!(m.margin_ns(121_000), SPIN_NS);
+        // Bounded whatever the wake-ups do.
+        for _ in 0..100 * LEARN_EVERY {
+            wake.record(50_000_000);
+            m.learn(&wake);
+        }
+        assert_eq!(m.margin_ns(u64::MAX), MAX_MARGIN_NS);
+    }
+
+    #[test]
     fn merged_results_take_each_direction_from_its_owner() {
         let owners = Owners {
             dir: vec![0, 1],
@@ -1263,7 +1397,8 @@ rate = "1mbit"
                 },
                 lateness,
                 wake: LatencyHist::default(),
-                margin_ns: 1000 * k,
+                handed: LatencyHist::default(),
+                sent: LatencyHist::default(),
             }
         };
         let m = merge(vec![part(0), part(1)], &owners);
@@ -1276,6 +1411,5 @@ rate = "1mbit"
         assert_eq!(m.counters.frames_in, 10);
         assert_eq!(m.rx_ring_drops, 1);
         assert_eq!(m.timing.count, 2);
-        assert_eq!(m.timing.spin_margin_ns, 1000);
     }
 }

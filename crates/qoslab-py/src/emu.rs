@@ -236,7 +236,12 @@ impl EmuHandle {
         t.set_item("wake_p50_ns", r.timing.wake_p50_ns)?;
         t.set_item("wake_p99_ns", r.timing.wake_p99_ns)?;
         t.set_item("wake_max_ns", r.timing.wake_max_ns)?;
-        t.set_item("spin_margin_ns", r.timing.spin_margin_ns)?;
+        t.set_item("sent_count", r.timing.sent_count)?;
+        t.set_item("handed_p50_ns", r.timing.handed_p50_ns)?;
+        t.set_item("handed_p99_ns", r.timing.handed_p99_ns)?;
+        t.set_item("sent_p50_ns", r.timing.sent_p50_ns)?;
+        t.set_item("sent_p99_ns", r.timing.sent_p99_ns)?;
+        t.set_item("sent_max_ns", r.timing.sent_max_ns)?;
         t.set_item("realtime_priority", r.realtime)?;
         d.set_item("timing", t)?;
         let c = &r.counters;
