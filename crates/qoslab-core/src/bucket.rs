@@ -32,10 +32,31 @@ pub(crate) fn need_units(size_bytes: u32) -> u64 {
 /// branch. Without the barrier, LLVM turns the masks back into selects and
 /// its x86 cmov-to-branch pass then into branches that mispredict on about
 /// a quarter of the packets (issue 12: trTCM 166–186 → 212–218 M pkt/s on
-/// the `pps` bench, same colours). The barrier costs a store and a load.
+/// the `pps` bench, same colours).
 #[inline(always)]
 pub(crate) fn opaque_mask(ok: bool) -> u64 {
-    core::hint::black_box((ok as u64).wrapping_neg())
+    opaque((ok as u64).wrapping_neg())
+}
+
+/// `x`, unchanged, hidden from the optimiser in a register: an empty
+/// inline-assembly block that claims to rewrite it (the "value barrier"
+/// constant-time code uses). `core::hint::black_box` does the same through
+/// a store and a load, which would add their latency to the chain of
+/// dependent token updates from packet to packet; it is the fallback on
+/// other targets.
+#[inline(always)]
+fn opaque(mut x: u64) -> u64 {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    // SAFETY: the template is empty: no instruction runs, no memory or flag
+    // is touched, and `x` keeps its value.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) x, options(pure, nomem, nostack, preserves_flags));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        x = core::hint::black_box(x);
+    }
+    x
 }
 
 /// Largest bucket depth accepted, in bytes (2³⁰).

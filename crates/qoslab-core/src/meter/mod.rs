@@ -49,16 +49,14 @@ pub trait Meter {
 
 /// The colour from two [`crate::bucket::opaque_mask`]s, with no branch:
 /// `not_red` and `green` (which implies `not_red`), each all ones or zero.
-/// Green = 0, yellow = 1, red = 2 is 2 − not_red − green, and an all-ones
-/// mask is −1 in `u8` arithmetic.
+/// Green = 0, yellow = 1, red = 2 is 2 − not_red − green (as 0/1 flags).
 #[inline(always)]
 pub(crate) fn color_from_masks(not_red: u64, green: u64) -> Color {
     debug_assert!(green == 0 || not_red == u64::MAX);
-    match 2u8.wrapping_add(not_red as u8).wrapping_add(green as u8) {
-        0 => Color::Green,
-        1 => Color::Yellow,
-        _ => Color::Red,
-    }
+    // Each term is 0 or 1, so the code is 0..=2. A table, not a `match`:
+    // LLVM compiles the `match` to a compare and a branch on the colour.
+    const BY_CODE: [Color; 4] = [Color::Green, Color::Yellow, Color::Red, Color::Red];
+    BY_CODE[(2 - (not_red & 1) - (green & 1)) as usize & 3]
 }
 
 /// Every meter, for enum dispatch.
