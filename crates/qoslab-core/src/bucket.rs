@@ -23,9 +23,42 @@ pub const UNITS_PER_BYTE: u64 = 8_000_000_000;
 /// 2.3 GB (u64::MAX / 8·10⁹ bytes) needs more than any bucket can hold, and
 /// must never wrap into a small number that would make it green.
 #[inline(always)]
-fn need_units(size_bytes: u32) -> u64 {
+pub(crate) fn need_units(size_bytes: u32) -> u64 {
     (size_bytes as u64).saturating_mul(UNITS_PER_BYTE)
 }
+/// All ones if `ok`, else zero, as a value the optimiser cannot see
+/// through. The meters colour a packet from token comparisons that are a
+/// coin toss per packet on a busy trace; written as masks, they need no
+/// branch. Without the barrier, LLVM turns the masks back into selects and
+/// its x86 cmov-to-branch pass then into branches that mispredict on about
+/// a quarter of the packets (issue 12: trTCM 166–186 → 212–218 M pkt/s on
+/// the `pps` bench, same colours).
+#[inline(always)]
+pub(crate) fn opaque_mask(ok: bool) -> u64 {
+    opaque((ok as u64).wrapping_neg())
+}
+
+/// `x`, unchanged, hidden from the optimiser in a register: an empty
+/// inline-assembly block that claims to rewrite it (the "value barrier"
+/// constant-time code uses). `core::hint::black_box` does the same through
+/// a store and a load, which would add their latency to the chain of
+/// dependent token updates from packet to packet; it is the fallback on
+/// other targets.
+#[inline(always)]
+fn opaque(mut x: u64) -> u64 {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    // SAFETY: the template is empty: no instruction runs, no memory or flag
+    // is touched, and `x` keeps its value.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) x, options(pure, nomem, nostack, preserves_flags));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        x = core::hint::black_box(x);
+    }
+    x
+}
+
 /// Largest bucket depth accepted, in bytes (2³⁰).
 pub const MAX_BUCKET_BYTES: u64 = 1 << 30;
 /// Largest rate accepted, in bit/s (10 Tbit/s); keeps refills exact.
@@ -129,6 +162,21 @@ impl TokenBucket {
         } else {
             false
         }
+    }
+
+    /// True iff the bucket holds at least `need` units (see [`need_units`]).
+    #[inline(always)]
+    pub(crate) fn has_units(&self, need: u64) -> bool {
+        self.tokens >= need
+    }
+
+    /// Removes `need & mask` units, with no branch: `mask` is all ones
+    /// (take `need`, which the caller has checked is there) or zero (take
+    /// nothing); see [`opaque_mask`].
+    #[inline(always)]
+    pub(crate) fn take_masked(&mut self, need: u64, mask: u64) {
+        debug_assert!(mask == 0 || (mask == u64::MAX && self.tokens >= need));
+        self.tokens -= need & mask;
     }
 
     /// Removes `size_bytes` unconditionally, stopping at zero (for meters

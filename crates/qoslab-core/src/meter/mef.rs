@@ -41,8 +41,9 @@
 //! Left out: envelopes with several flows, CIRmax/EIRmax, token request
 //! offset (MEF 10.4).
 
+use super::color_from_masks;
 use super::Meter;
-use crate::bucket::{check_depth, TokenBucket, MAX_RATE_BPS};
+use crate::bucket::{check_depth, need_units, opaque_mask, TokenBucket, MAX_RATE_BPS};
 use crate::packet::Color;
 use crate::params::{ConfigError, Params};
 use crate::time::Instant;
@@ -165,13 +166,17 @@ impl Meter for Mef {
         } else {
             Color::Green
         };
-        if pre == Color::Green && self.c.take(size_bytes) {
-            Color::Green
-        } else if pre != Color::Red && self.e.take(size_bytes) {
-            Color::Yellow
-        } else {
-            Color::Red
-        }
+        // green if (blind or frame green) and l ≤ Bc: Bc −= l; else yellow
+        // if (blind or frame not red) and l ≤ Be: Be −= l; else red. As
+        // masks, not branches (see `opaque_mask`); the tests check this
+        // against the branching form.
+        let need = need_units(size_bytes);
+        let green = (pre == Color::Green) & self.c.has_units(need);
+        let yellow = !green & (pre != Color::Red) & self.e.has_units(need);
+        let (mg, my) = (opaque_mask(green), opaque_mask(yellow));
+        self.c.take_masked(need, mg);
+        self.e.take_masked(need, my);
+        color_from_masks(mg | my, mg)
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -298,6 +303,58 @@ mod tests {
         // CIR = 0: everything is yellow or red.
         let mut m = Mef::new(z, n, r, b, false, false).unwrap();
         assert_eq!(m.color(t_ms(0), 64, Color::Green), Color::Yellow);
+    }
+
+    /// The MEF 10.3 §10 colouring with branches and the bucket's `take`
+    /// (the form `color` had before its masks): the reference.
+    fn color_branching(m: &mut Mef, now: Instant, size: u32, pre: Color) -> Color {
+        m.refill(now);
+        let pre = if m.color_aware { pre } else { Color::Green };
+        if pre == Color::Green && m.c.take(size) {
+            Color::Green
+        } else if pre != Color::Red && m.e.take(size) {
+            Color::Yellow
+        } else {
+            Color::Red
+        }
+    }
+
+    /// Differential: the masked `color` gives the same colours and state as
+    /// the branching form on random profiles (CF 0/1, both modes) and traces.
+    #[test]
+    fn masked_color_equals_the_branching_form() {
+        let mut rng = crate::rng::Rng::new(103, 0);
+        let mut seen = [0usize; 3];
+        for case in 0..400u64 {
+            let (cir, cbs) = crate::meter::difftest::rate_depth(&mut rng);
+            let (eir, ebs) = crate::meter::difftest::rate_depth(&mut rng);
+            let (coupled, aware) = (case % 2 == 1, case % 4 >= 2);
+            let mut got = Mef::new(
+                Rate::from_bps(cir),
+                Bytes::new(cbs),
+                Rate::from_bps(eir),
+                Bytes::new(ebs),
+                coupled,
+                aware,
+            )
+            .unwrap();
+            let mut want = got.clone();
+            for (i, (t, size, pre)) in crate::meter::difftest::trace(case, 2_000)
+                .into_iter()
+                .enumerate()
+            {
+                let w = color_branching(&mut want, t, size, pre);
+                let g = got.color(t, size, pre);
+                seen[g as usize] += 1;
+                assert_eq!(g, w, "case {case} packet {i}");
+                assert_eq!(
+                    (got.c, got.e, got.last),
+                    (want.c, want.e, want.last),
+                    "case {case} packet {i}"
+                );
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 10_000), "{seen:?}");
     }
 
     proptest! {

@@ -47,6 +47,18 @@ pub trait Meter {
     fn describe(&self) -> Vec<(&'static str, String)>;
 }
 
+/// The colour from two [`crate::bucket::opaque_mask`]s, with no branch:
+/// `not_red` and `green` (which implies `not_red`), each all ones or zero.
+/// Green = 0, yellow = 1, red = 2 is 2 − not_red − green (as 0/1 flags).
+#[inline(always)]
+pub(crate) fn color_from_masks(not_red: u64, green: u64) -> Color {
+    debug_assert!(green == 0 || not_red == u64::MAX);
+    // Each term is 0 or 1, so the code is 0..=2. A table, not a `match`:
+    // LLVM compiles the `match` to a compare and a branch on the colour.
+    const BY_CODE: [Color; 4] = [Color::Green, Color::Yellow, Color::Red, Color::Red];
+    BY_CODE[(2 - (not_red & 1) - (green & 1)) as usize & 3]
+}
+
 /// Every meter, for enum dispatch.
 #[derive(Clone, Debug)]
 pub enum AnyMeter {
@@ -293,9 +305,60 @@ fn action_string(a: crate::packet::Action) -> String {
     }
 }
 
+/// Random traces for the differential tests of the branch-free meters.
+#[cfg(test)]
+pub(crate) mod difftest {
+    use crate::packet::Color;
+    use crate::rng::Rng;
+    use crate::time::Instant;
+
+    /// `n` packets (time, size, arrival colour) from `seed`: gaps from 0
+    /// (same instant) to far past any bucket's refill, an occasional step
+    /// back, sizes from 1 byte to above 2.3 GB, all three colours.
+    pub(crate) fn trace(seed: u64, n: usize) -> Vec<(Instant, u32, Color)> {
+        let mut rng = Rng::new(seed, 12);
+        let mut t = 1_000_000_000u64;
+        (0..n)
+            .map(|_| {
+                let r = rng.next_u64();
+                match r % 16 {
+                    0 => {}
+                    1 => t = t.saturating_sub(rng.next_u64() % 100_000),
+                    2 => t += rng.next_u64() % 10_000_000_000,
+                    _ => t += rng.next_u64() % 200_000,
+                }
+                let size = match (r >> 8) % 32 {
+                    0 => u32::MAX - (rng.next_u64() % 3) as u32,
+                    1 => 1 + (rng.next_u64() % 100_000) as u32,
+                    _ => 1 + (rng.next_u64() % 1600) as u32,
+                };
+                let c = Color::ALL[((r >> 16) % 3) as usize];
+                (Instant::from_ns(t), size, c)
+            })
+            .collect()
+    }
+
+    /// Small random rates (bit/s) and depths (bytes) so that every colour
+    /// occurs: rates 1 kbit/s–200 Mbit/s, depths 1 B–100 kB.
+    pub(crate) fn rate_depth(rng: &mut Rng) -> (u64, u64) {
+        (
+            1_000 + rng.next_u64() % 200_000_000,
+            1 + rng.next_u64() % 100_000,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn color_from_masks_is_two_minus_the_flags() {
+        let m = |b: bool| crate::bucket::opaque_mask(b);
+        assert_eq!(color_from_masks(m(true), m(true)), Color::Green);
+        assert_eq!(color_from_masks(m(true), m(false)), Color::Yellow);
+        assert_eq!(color_from_masks(m(false), m(false)), Color::Red);
+    }
 
     #[test]
     fn unknown_kind_suggests_the_nearest() {

@@ -41,9 +41,12 @@
 //! (`conform-color`) policing, `police rate percent`, two-rate `pir` (use
 //! `trtcm`), Cisco's per-platform token update granularity.
 
+use super::color_from_masks;
 use super::srtcm::Srtcm;
 use super::Meter;
-use crate::bucket::{check_depth, check_rate, TokenBucket, MAX_BUCKET_BYTES};
+use crate::bucket::{
+    check_depth, check_rate, need_units, opaque_mask, TokenBucket, MAX_BUCKET_BYTES,
+};
 use crate::packet::Color;
 use crate::params::{ConfigError, Params};
 use crate::time::Instant;
@@ -161,12 +164,12 @@ impl Meter for Police {
                     *last = now;
                     b.fill(dt);
                 }
-                // Conform takes B tokens; exceed takes none.
-                if b.take(size_bytes) {
-                    Color::Green
-                } else {
-                    Color::Yellow
-                }
+                // Conform takes B tokens; exceed takes none. As a mask, not
+                // a branch (see `opaque_mask`); tested against `take`.
+                let need = need_units(size_bytes);
+                let conform = opaque_mask(b.has_units(need));
+                b.take_masked(need, conform);
+                color_from_masks(u64::MAX, conform)
             }
             Inner::Three(m) => m.color(now, size_bytes, pre_color),
         }
@@ -307,6 +310,48 @@ mod tests {
         // A default bc beyond the bucket limit is reported, not clamped.
         let e = Police::new(Rate::from_bps(1_000_000_000_000), None, None, false).unwrap_err();
         assert_eq!(e.param, "bc");
+    }
+
+    /// Differential: the two-colour policer's masked take gives the same
+    /// colours and bucket as the branching `take` on random buckets and
+    /// traces.
+    #[test]
+    fn two_colour_masked_take_equals_the_branching_form() {
+        let mut rng = crate::rng::Rng::new(32, 0);
+        let mut seen = [0usize; 2];
+        for case in 0..400u64 {
+            let (cir, bc) = crate::meter::difftest::rate_depth(&mut rng);
+            let mut got =
+                Police::new(Rate::from_bps(cir), Some(Bytes::new(bc)), None, false).unwrap();
+            let Inner::Two { b, last } = &got.inner else {
+                panic!("two colours expected");
+            };
+            let (mut b, mut last) = (*b, *last);
+            for (i, (t, size, pre)) in crate::meter::difftest::trace(case, 2_000)
+                .into_iter()
+                .enumerate()
+            {
+                // The form `color` had before its mask: the reference.
+                let dt = t.saturating_since(last).as_ns();
+                if dt > 0 {
+                    last = t;
+                    b.fill(dt);
+                }
+                let w = if b.take(size) {
+                    Color::Green
+                } else {
+                    Color::Yellow
+                };
+                let g = got.color(t, size, pre);
+                seen[g as usize] += 1;
+                assert_eq!(g, w, "case {case} packet {i}");
+                let Inner::Two { b: gb, last: gl } = &got.inner else {
+                    unreachable!()
+                };
+                assert_eq!((*gb, *gl), (b, last), "case {case} packet {i}");
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 10_000), "{seen:?}");
     }
 
     proptest! {

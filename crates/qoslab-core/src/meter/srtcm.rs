@@ -23,8 +23,9 @@
 //!
 //! Token arithmetic: see [`crate::bucket`] (exact, integer bit-nanoseconds).
 
+use super::color_from_masks;
 use super::Meter;
-use crate::bucket::{check_depth, check_rate, TokenBucket};
+use crate::bucket::{check_depth, check_rate, need_units, opaque_mask, TokenBucket};
 use crate::packet::Color;
 use crate::params::{ConfigError, Params};
 use crate::time::{Duration, Instant};
@@ -106,13 +107,17 @@ impl Meter for Srtcm {
         } else {
             Color::Green
         };
-        if pre == Color::Green && self.c.take(size_bytes) {
-            Color::Green
-        } else if pre != Color::Red && self.e.take(size_bytes) {
-            Color::Yellow
-        } else {
-            Color::Red
-        }
+        // §3.1/§3.2: green if (blind or arrived green) and Tc ≥ B (Tc −= B);
+        // else yellow if (blind or arrived not red) and Te ≥ B (Te −= B);
+        // else red. As masks, not branches (see `opaque_mask`); the tests
+        // check this against the RFC's branching form.
+        let need = need_units(size_bytes);
+        let green = (pre == Color::Green) & self.c.has_units(need);
+        let yellow = !green & (pre != Color::Red) & self.e.has_units(need);
+        let (mg, my) = (opaque_mask(green), opaque_mask(yellow));
+        self.c.take_masked(need, mg);
+        self.e.take_masked(need, my);
+        color_from_masks(mg | my, mg)
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -252,6 +257,53 @@ mod tests {
 
     fn trace() -> impl Strategy<Value = Vec<(u64, u32, u8)>> {
         prop::collection::vec((0u64..2_000_000, 40u32..1600, 0u8..3), 1..400)
+    }
+
+    /// RFC 2697 §3.1/§3.2 with branches and the bucket's `take` (the form
+    /// `color` had before its masks): the reference.
+    fn color_branching(m: &mut Srtcm, now: Instant, size: u32, pre: Color) -> Color {
+        m.refill(now);
+        let pre = if m.color_aware { pre } else { Color::Green };
+        if pre == Color::Green && m.c.take(size) {
+            Color::Green
+        } else if pre != Color::Red && m.e.take(size) {
+            Color::Yellow
+        } else {
+            Color::Red
+        }
+    }
+
+    /// Differential: the masked `color` gives the same colours and state as
+    /// the RFC's branching form on random meters (EBS 0 included, both
+    /// modes) and traces.
+    #[test]
+    fn masked_color_equals_the_branching_rfc_form() {
+        let mut rng = crate::rng::Rng::new(2697, 0);
+        let mut seen = [0usize; 3];
+        for case in 0..400u64 {
+            let (cir, cbs) = crate::meter::difftest::rate_depth(&mut rng);
+            let (_, ebs) = crate::meter::difftest::rate_depth(&mut rng);
+            let ebs = if case % 5 == 0 { 0 } else { ebs };
+            let aware = case % 2 == 1;
+            let mut got =
+                Srtcm::new(Rate::from_bps(cir), Bytes::new(cbs), Bytes::new(ebs), aware).unwrap();
+            let mut want = got.clone();
+            for (i, (t, size, pre)) in crate::meter::difftest::trace(case, 2_000)
+                .into_iter()
+                .enumerate()
+            {
+                let w = color_branching(&mut want, t, size, pre);
+                let g = got.color(t, size, pre);
+                seen[g as usize] += 1;
+                assert_eq!(g, w, "case {case} packet {i}");
+                assert_eq!(
+                    (got.c, got.e, got.last),
+                    (want.c, want.e, want.last),
+                    "case {case} packet {i}"
+                );
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 10_000), "{seen:?}");
     }
 
     proptest! {

@@ -26,8 +26,9 @@
 //!
 //! Token arithmetic: see [`crate::bucket`] (exact, integer bit-nanoseconds).
 
+use super::color_from_masks;
 use super::Meter;
-use crate::bucket::{check_depth, check_rate, TokenBucket};
+use crate::bucket::{check_depth, check_rate, need_units, opaque_mask, TokenBucket};
 use crate::packet::Color;
 use crate::params::{ConfigError, Params};
 use crate::time::{Duration, Instant};
@@ -125,18 +126,17 @@ impl Meter for Trtcm {
         } else {
             Color::Green
         };
-        // §3: red if pre-red or Tp < B; nothing is taken.
-        if pre == Color::Red || !self.p.has(size_bytes) {
-            return Color::Red;
-        }
-        // §3: yellow if pre-yellow or Tc < B; Tp −= B.
-        if pre == Color::Yellow || !self.c.take(size_bytes) {
-            self.p.take_saturating(size_bytes);
-            return Color::Yellow;
-        }
-        // Green: Tc was taken above; Tp −= B.
-        self.p.take_saturating(size_bytes);
-        Color::Green
+        let need = need_units(size_bytes);
+        // §3: red if pre-red or Tp < B (nothing is taken); else yellow if
+        // pre-yellow or Tc < B (Tp −= B); else green (Tp −= B, Tc −= B).
+        // As masks, not branches (see `opaque_mask`); the tests check this
+        // against the RFC's branching form.
+        let p_ok = (pre != Color::Red) & self.p.has_units(need);
+        let c_ok = p_ok & (pre == Color::Green) & self.c.has_units(need);
+        let (mp, mc) = (opaque_mask(p_ok), opaque_mask(c_ok));
+        self.p.take_masked(need, mp);
+        self.c.take_masked(need, mc);
+        color_from_masks(mp, mc)
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -273,6 +273,60 @@ mod tests {
 
     fn trace() -> impl Strategy<Value = Vec<(u64, u32, u8)>> {
         prop::collection::vec((0u64..2_000_000, 40u32..1600, 0u8..3), 1..300)
+    }
+
+    /// RFC 2698 §3 as the RFC writes it, with branches and the bucket's
+    /// `take` (the form `color` had before its masks): the reference.
+    fn color_branching(m: &mut Trtcm, now: Instant, size: u32, pre: Color) -> Color {
+        m.refill(now);
+        let pre = if m.color_aware { pre } else { Color::Green };
+        if pre == Color::Red || !m.p.has(size) {
+            return Color::Red;
+        }
+        if pre == Color::Yellow || !m.c.take(size) {
+            m.p.take_saturating(size);
+            return Color::Yellow;
+        }
+        m.p.take_saturating(size);
+        Color::Green
+    }
+
+    /// Differential: the masked `color` gives the same colours and the same
+    /// state as the branching RFC form, packet by packet, on random meters
+    /// and traces (both modes, same instants, clock steps back, huge sizes).
+    #[test]
+    fn masked_color_equals_the_branching_rfc_form() {
+        let mut rng = crate::rng::Rng::new(2698, 0);
+        let mut seen = [0usize; 3];
+        for case in 0..400u64 {
+            let (cir, cbs) = crate::meter::difftest::rate_depth(&mut rng);
+            let (extra, pbs) = crate::meter::difftest::rate_depth(&mut rng);
+            let aware = case % 2 == 1;
+            let mut got = Trtcm::new(
+                Rate::from_bps(cir),
+                Bytes::new(cbs),
+                Rate::from_bps(cir + extra),
+                Bytes::new(pbs),
+                aware,
+            )
+            .unwrap();
+            let mut want = got.clone();
+            for (i, (t, size, pre)) in crate::meter::difftest::trace(case, 2_000)
+                .into_iter()
+                .enumerate()
+            {
+                let w = color_branching(&mut want, t, size, pre);
+                let g = got.color(t, size, pre);
+                seen[g as usize] += 1;
+                assert_eq!(g, w, "case {case} packet {i}");
+                assert_eq!(
+                    (got.c, got.p, got.last),
+                    (want.c, want.p, want.last),
+                    "case {case} packet {i}"
+                );
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 10_000), "{seen:?}");
     }
 
     proptest! {
