@@ -57,7 +57,8 @@ def simulate(
     scenario_info(text, filename)  # issues its warnings, as `qoslab run` shows them
     seed = None if seed is None else int(seed)
     check_memory(_core.estimate_toml(text, filename, seed), limit, "memory_limit=")
-    raw = _core.simulate_toml(text, filename, seed, progress)
+    # Engine Columns: NumPy is imported when a column is first read as an array.
+    raw = _core.simulate_toml(text, filename, seed, progress, numpy=False)
     return SimulationResult(raw)
 
 
@@ -271,7 +272,9 @@ def main(
         try:
             extra = {} if captures is None else {"captures": captures, "snaplen": snaplen}
             cb = bar if bar.enabled else None  # no callback at all: the engine runs unhindered
-            raw = _core.simulate_toml(text, filename, args.seed, cb, **extra)
+            # Columns, not NumPy arrays: the table is printed without NumPy
+            # (imported only by the outputs that need it: --out, --report...).
+            raw = _core.simulate_toml(text, filename, args.seed, cb, numpy=False, **extra)
         finally:
             bar.close()
         result = SimulationResult(raw)
