@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -470,5 +469,7 @@ def write_results(
 
 
 def _copy_into(src: Path, f: Any) -> None:
+    import shutil
+
     with open(src, "rb") as s:
         shutil.copyfileobj(s, f)

@@ -21,8 +21,9 @@ imports neither pandas nor NumPy.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -305,11 +306,12 @@ def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool =
     from rich.table import Table as RichTable
 
     color = color and not os.environ.get("NO_COLOR")  # https://no-color.org: plain text
+    tables = list(tables)
     buf = io.StringIO()
     # Off a terminal the width is unbounded: a pipe gets whole lines, as before.
     console = Console(
         file=buf,
-        width=width if width and width >= 20 else 100_000,
+        width=width if width and width >= 20 else _unbounded(tables),
         force_terminal=color,
         color_system="standard" if color else None,
         highlight=False,
@@ -343,6 +345,45 @@ def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool =
             t.add_row(*row)
         console.print(t)
     return "\n".join(ln.rstrip() for ln in buf.getvalue().splitlines())
+
+
+def _unbounded(tables: list[Table]) -> int:
+    """A console width no line of ``tables`` reaches (every cell on one
+    line, every character counted as two columns, tabs expanded): the
+    tables come out as with no limit at all. Not simply a huge width: rich
+    pads each printed line to the console's width before the trailing
+    spaces are stripped, which at 100,000 columns was most of the time a
+    ``qoslab run`` spent drawing its table."""
+    widest = 20
+    for title, columns, rows in tables:
+        cells = [
+            max([len(name), *(len(r[k].expandtabs()) for r in rows)])
+            for k, (name, _) in enumerate(columns)
+        ]
+        widest = max(widest, 2 * len(title.expandtabs()), sum(2 * c + 3 for c in cells))
+    return widest + 1
+
+
+def preload() -> Callable[[], None]:
+    """Starts importing rich (what :func:`rich_tables` draws with: about a
+    fifth of a short ``qoslab run``) in a thread, and returns the function
+    that waits for it. ``qoslab run`` calls it as the simulation starts:
+    the engine runs with the GIL released, so on a machine with a core to
+    spare the import costs no wall time. The caller waits before it
+    imports anything else, so the two threads never import at once; an
+    import error is left for the import that draws the table to raise."""
+    import threading
+
+    def load() -> None:
+        # The modules rich_tables imports (a failure: raised there, not here).
+        with contextlib.suppress(Exception):
+            import rich.box
+            import rich.console
+            import rich.table  # noqa: F401
+
+    t = threading.Thread(target=load, name="qoslab-preload-rich", daemon=True)
+    t.start()
+    return t.join
 
 
 def terminal() -> tuple[int | None, bool]:
