@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Wall time of qoslab commands, median of 5 runs each, in seconds, with the
-# load average before each line (a loaded machine gives ratios, not speeds).
+# CPU time (user + sys, median) and the load average before each line (a
+# loaded machine gives ratios, not speeds: compare CPU times there; the
+# targets are wall times on a quiet machine).
 # Usage: bash benchmarks/cli_startup.sh            (the issue-14 set, below)
 #        bash benchmarks/cli_startup.sh ARGS...    (one command: qoslab ARGS)
 # The set: `--help` (target <= 0.3 s), `run` of the ISR 4000 police case
@@ -17,11 +19,16 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bench() {
-  python3 -c 'import os, statistics as s, subprocess as p, sys, time
+  python3 -c 'import os, resource as r, statistics as s, subprocess as p, sys, time
 def t():
-    t0 = time.perf_counter(); p.run(sys.argv[1:], stdout=p.DEVNULL, check=True); return time.perf_counter() - t0
+    c0 = r.getrusage(r.RUSAGE_CHILDREN); t0 = time.perf_counter()
+    p.run(sys.argv[1:], stdout=p.DEVNULL, check=True)
+    w = time.perf_counter() - t0; c1 = r.getrusage(r.RUSAGE_CHILDREN)
+    return w, c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime
 load = os.getloadavg()[0]
-print("qoslab", *sys.argv[2:], end=": "); print(f"median of 5 = {s.median(t() for _ in range(5)):.3f} s (load {load:.1f})")' \
+runs = [t() for _ in range(5)]
+wall, cpu = s.median(w for w, _ in runs), s.median(c for _, c in runs)
+print("qoslab", *sys.argv[2:], end=": "); print(f"median of 5 = {wall:.3f} s (CPU {cpu:.3f} s; load {load:.1f})")' \
     "${QOSLAB:-$PWD/.venv/bin/qoslab}" "$@"
 }
 if [ $# -gt 0 ]; then

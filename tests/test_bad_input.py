@@ -50,7 +50,13 @@ def _cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every simulation is cancelled after ``RUN_BUDGET_S`` of wall time."""
     real = run_mod._core.simulate_toml
 
-    def bounded(text: str, filename: str = "<string>", seed: Any = None, progress: Any = None):
+    def bounded(
+        text: str,
+        filename: str = "<string>",
+        seed: Any = None,
+        progress: Any = None,
+        **kw: Any,  # captures, snaplen, numpy: as given
+    ):
         t0 = time.monotonic()
 
         def stop_late(*a: int) -> bool:
@@ -58,7 +64,7 @@ def _cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
                 return False
             return time.monotonic() - t0 < RUN_BUDGET_S
 
-        return real(text, filename, seed, stop_late)
+        return real(text, filename, seed, stop_late, **kw)
 
     monkeypatch.setattr(run_mod._core, "simulate_toml", bounded)
 

@@ -180,7 +180,8 @@ def test_bare_qoslab_with_stray_option_is_a_usage_error(capsys) -> None:
 @pytest.mark.parametrize(
     ("argv", "first_heavy"),
     [
-        (["run", "scenarios/example.toml"], "numpy"),
+        # The table needs neither NumPy nor pandas: rich draws its summary tables.
+        (["run", "scenarios/example.toml"], "rich"),
         # The table needs no pandas; writing --out's CSV/Parquet does.
         (["run", "scenarios/example.toml", "--out", "/tmp/qoslab-ctrl-c-never-written"], "pandas"),
         # `analyze --help` needs no NumPy any more: the analysis does.

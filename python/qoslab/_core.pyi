@@ -1,6 +1,6 @@
 """Type stub for the Rust extension ``qoslab._core`` (thin bindings to qoslab-core)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -108,7 +108,22 @@ def simulate_toml(
     filename: str = "<string>",
     seed: int | None = None,
     progress: Callable[[int, int, int], object] | None = None,
+    captures: list[tuple[str, str]] | None = None,
+    snaplen: int = 0,
+    numpy: bool = True,
 ) -> dict[str, Any]: ...
+
+class Column:
+    """A recorded series column (``simulate_toml(numpy=False)``): plain
+    values until ``numpy.asarray(column)`` makes the NumPy array."""
+
+    @property
+    def dtype(self) -> str: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[Any]: ...
+    def tolist(self) -> list[Any]: ...
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> npt.NDArray[Any]: ...
+
 def estimate_toml(
     text: str, filename: str = "<string>", seed: int | None = None
 ) -> dict[str, Any]: ...

@@ -41,6 +41,11 @@ import numpy.typing as npt
 
 from qoslab import _core
 from qoslab._core import ConfigError, ResourceError, ScenarioError, TraceError
+
+# Re-exported: they lived here first (tracecmd, report and tests import them from here).
+from qoslab._params import LIST_KEYS as LIST_KEYS
+from qoslab._params import params_dict as params_dict
+from qoslab._params import params_lines as params_lines
 from qoslab.errors import QoslabError
 
 __all__ = [
@@ -353,34 +358,6 @@ def _columns(columns: Mapping[str, Any] | None, n: int) -> dict[str, Any]:
             raise _trace_error(0, f"{name} has {len(a)} entries but there are {n} packets")
         out[name] = np.ascontiguousarray(a)
     return out
-
-
-#: Keys a description lists once per item (a tree's classes, a prio's
-#: bands, the warnings): always a list in :func:`params_dict`.
-LIST_KEYS = ("band", "class", "warning")
-
-
-def params_dict(pairs: Any) -> dict[str, str | list[str]]:
-    """A conditioner's ``describe`` pairs as a dict: each key once, its
-    value a string, except the keys of :data:`LIST_KEYS` and any key given
-    more than once, whose values are kept, in order, as a list (``dict()``
-    of the pairs would keep only a tree's last class)."""
-    out: dict[str, str | list[str]] = {}
-    for k, v in pairs:
-        if k in out or k in LIST_KEYS:
-            prev = out.get(k, [])
-            out[k] = [*([prev] if isinstance(prev, str) else prev), v]
-        else:
-            out[k] = v
-    return out
-
-
-def params_lines(params: dict[str, str | list[str]]) -> list[str]:
-    """``params`` for people: one line of the single values (``kind`` left
-    out), then one line per listed item (``class id=20 parent=1 ...``)."""
-    head = " ".join(f"{k}={v}" for k, v in params.items() if k != "kind" and isinstance(v, str))
-    items = [f"{k} {x}" for k, v in params.items() if not isinstance(v, str) for x in v]
-    return [head, *items]
 
 
 def _run_shape(run: Any, t: Any, s: Any, cols: dict[str, Any]) -> ShapeResult:

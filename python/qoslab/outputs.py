@@ -39,8 +39,6 @@ import contextlib
 import errno
 import os
 import re
-import secrets
-import shutil
 import signal
 import stat
 import threading
@@ -255,6 +253,8 @@ def clean_stale(directory: Path) -> None:
             m = _TMP_RE.match(e.name)
             if m and not _alive(int(m.group(1))):
                 if e.is_dir() and not e.is_symlink():
+                    import shutil  # here: `qoslab run` without outputs never needs it
+
                     shutil.rmtree(e, ignore_errors=True)
                 else:
                     with contextlib.suppress(OSError):
@@ -262,7 +262,7 @@ def clean_stale(directory: Path) -> None:
 
 
 def _tmp_name(target: Path) -> Path:
-    return _parent(target) / f".{target.name}{TMP_TAG}{os.getpid()}-{secrets.token_hex(4)}"
+    return _parent(target) / f".{target.name}{TMP_TAG}{os.getpid()}-{os.urandom(4).hex()}"
 
 
 def _mode(binary: bool) -> dict[str, Any]:
@@ -404,6 +404,8 @@ def write_dir(out_dir: str | os.PathLike[str], files: Mapping[str, tuple[Writer,
             (tmp / MARKER).write_text(_listing(names), encoding="utf-8")
             os.rename(tmp, out)
         except BaseException:
+            import shutil
+
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return out

@@ -6,8 +6,14 @@
 built from the NumPy columns the Rust engine returns; times are integer
 nanoseconds (``time_ns``), with a float ``time_s`` beside them for plots.
 The same columns without pandas: ``SimulationResult.arrays(name)`` (what the
-figures and the terminal table read, so ``qoslab run --report`` never
-imports pandas).
+figures read, so ``qoslab run --report`` never imports pandas).
+
+NumPy itself is imported only when a column is: ``qoslab run`` asks the
+engine for :class:`qoslab._core.Column` columns (``numpy=False``), prints its
+table from the summary and the columns' plain values (:meth:`SimulationResult.columns`),
+and never imports NumPy unless an output needs it (``--out``, ``--report``,
+``--format iperf3``). For the Python API nothing changes: ``raw``,
+``arrays()`` and the DataFrames hold NumPy arrays, converted on first access.
 """
 
 from __future__ import annotations
@@ -15,18 +21,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from qoslab import outputs
-from qoslab.api import params_dict
+from qoslab._core import Column
+from qoslab._params import params_dict
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 __all__ = ["SERIES_TABLES", "SimulationResult", "check_out_dir", "write_results"]
@@ -235,6 +240,8 @@ def _series_arrays(
     columns with ``time_s`` second and the derived ``goodput_bps`` /
     ``rtt_ms`` last. The figures of a report read these (no pandas import,
     ~0.4-0.9 s); the DataFrames are built from them, so both agree."""
+    import numpy as np
+
     raw = {k: np.asarray(v) for k, v in cols.items()}
     out: dict[str, np.ndarray] = {}
     for i, (k, v) in enumerate(raw.items()):
@@ -268,9 +275,43 @@ class SimulationResult:
     """
 
     def __init__(self, raw: dict[str, Any]) -> None:
-        self.raw = raw
+        self._raw = raw
+        self._numpy = False  # the series columns of _raw are not all NumPy yet
         self.summary: dict[str, Any] = _summary(raw)
         self._arrays: dict[str, dict[str, np.ndarray]] = {}
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The engine's result dict (``qoslab._core.simulate_toml``), its
+        series columns NumPy arrays: engine ``Column`` s are converted (in
+        place, once) on first access, which imports NumPy."""
+        if not self._numpy:
+            _columns_to_numpy(self._raw)
+            self._numpy = True
+        return self._raw
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Columns do not pickle: a result travels with NumPy columns.
+        return (SimulationResult, (self.raw,))
+
+    @property
+    def duration_ns(self) -> int:
+        """The simulated (or emulated) duration, ns."""
+        return int(self._raw["duration_ns"])
+
+    @property
+    def record_interval_ns(self) -> int:
+        """The interval of the recorded series (``[record] interval``), ns."""
+        return int(self._raw["record_interval_ns"])
+
+    def columns(self, name: str) -> Mapping[str, Any]:
+        """The recorded series ``name`` as the engine returned it, without
+        converting anything: NumPy arrays, or ``qoslab._core.Column`` s
+        (``len()``, ``tolist()``, ``numpy.asarray()``) before :attr:`raw`
+        is read. What reads only plain values (the terminal table) reads
+        these, so NumPy is not imported for it."""
+        cols: Mapping[str, Any] = self._raw["series"][name]
+        return cols
 
     def __repr__(self) -> str:
         s = self.summary
@@ -302,13 +343,13 @@ class SimulationResult:
         DataFrame, ``time_s``, ``goodput_bps`` and ``rtt_ms`` included),
         without pandas; built once."""
         if name not in self._arrays:
-            interval = int(self.raw["record_interval_ns"])
+            interval = self.record_interval_ns
             self._arrays[name] = _series_arrays(name, self.raw["series"][name], interval)
         return self._arrays[name]
 
     def rows(self, name: str) -> int:
         """The number of rows of the recorded series ``name`` (0 when empty)."""
-        return _rows(self.raw["series"][name])
+        return _rows(self._raw["series"][name])
 
     def _series(self, name: str) -> pd.DataFrame:
         import pandas as pd
@@ -326,11 +367,11 @@ class SimulationResult:
     @property
     def recorded(self) -> list[str]:
         """The series the scenario asked for (``[record] series``)."""
-        return list(self.raw["recorded"])
+        return list(self._raw["recorded"])
 
     def series(self) -> dict[str, pd.DataFrame]:
         """The non-empty series tables, by name."""
-        return {n: getattr(self, n) for n in SERIES_TABLES if _rows(self.raw["series"][n])}
+        return {n: getattr(self, n) for n in SERIES_TABLES if _rows(self._raw["series"][n])}
 
     def to_json(self) -> str:
         return json.dumps(self.summary, indent=2)
@@ -373,6 +414,21 @@ def _rows(cols: Mapping[str, Any]) -> int:
     return len(next(iter(cols.values()))) if cols else 0
 
 
+def _columns_to_numpy(raw: dict[str, Any]) -> None:
+    """Replaces each engine ``Column`` of ``raw["series"]`` by its NumPy
+    array (the array ``simulate_toml(numpy=True)`` returns: same dtype and
+    values), so the Column's copy is freed as the array is made."""
+    series = raw.get("series") or {}
+    if not any(isinstance(v, Column) for cols in series.values() for v in cols.values()):
+        return
+    import numpy as np
+
+    for cols in series.values():
+        for k, v in cols.items():
+            if isinstance(v, Column):
+                cols[k] = np.asarray(v)
+
+
 def check_out_dir(
     out_dir: str | os.PathLike[str], inputs: Iterable[object] = (), option: str = "--out"
 ) -> Path:
@@ -413,5 +469,7 @@ def write_results(
 
 
 def _copy_into(src: Path, f: Any) -> None:
+    import shutil
+
     with open(src, "rb") as s:
         shutil.copyfileobj(s, f)

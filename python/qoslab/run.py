@@ -11,9 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,7 +55,8 @@ def simulate(
     scenario_info(text, filename)  # issues its warnings, as `qoslab run` shows them
     seed = None if seed is None else int(seed)
     check_memory(_core.estimate_toml(text, filename, seed), limit, "memory_limit=")
-    raw = _core.simulate_toml(text, filename, seed, progress)
+    # Engine Columns: NumPy is imported when a column is first read as an array.
+    raw = _core.simulate_toml(text, filename, seed, progress, numpy=False)
     return SimulationResult(raw)
 
 
@@ -258,6 +257,8 @@ def main(
         for where, path in wanted:
             if path is None or path == "-":
                 if scratch is None:  # in the system's temp dir: no litter beside --out
+                    import tempfile
+
                     scratch = Path(tempfile.mkdtemp(prefix="qoslab-capture-"))
                 name = where.replace("->", "-").replace(":", "-") + ".pcap"
                 if path == "-":
@@ -267,23 +268,34 @@ def main(
                     into_out[name] = scratch / name
                     path = str(into_out[name])
             captures.append((where, path))
+    # The table's drawing library loads while the engine runs (GIL released).
+    draws = fmt == "table" and not args.quiet and not to_stdout
+    loaded = _table.preload() if draws else None
     try:
         try:
             extra = {} if captures is None else {"captures": captures, "snaplen": snaplen}
             cb = bar if bar.enabled else None  # no callback at all: the engine runs unhindered
-            raw = _core.simulate_toml(text, filename, args.seed, cb, **extra)
+            # Columns, not NumPy arrays: the table is printed without NumPy
+            # (imported only by the outputs that need it: --out, --report...).
+            raw = _core.simulate_toml(text, filename, args.seed, cb, numpy=False, **extra)
         finally:
+            if loaded is not None:
+                loaded()  # before anything else imports: one importing thread at a time
             bar.close()
         result = SimulationResult(raw)
         as_run = text if args.seed is None else with_seed(text, args.seed)
         if args.out:
             write_results(args.out, result, as_run, extra_files=into_out)
         if pcap_to_stdout is not None:
+            import shutil
+
             with open(pcap_to_stdout, "rb") as f:
                 shutil.copyfileobj(f, sys.stdout.buffer)
             sys.stdout.buffer.flush()
     finally:
         if scratch is not None:
+            import shutil
+
             shutil.rmtree(scratch, ignore_errors=True)
     if on_result is not None:
         on_result(result, as_run)
@@ -296,7 +308,11 @@ def main(
         print(json.dumps(result.to_iperf3(), indent=2))
     elif not args.quiet:
         tty = sys.stdout.isatty()
-        width = shutil.get_terminal_size().columns if tty else None
+        width = None
+        if tty:
+            import shutil
+
+            width = shutil.get_terminal_size().columns
         table = render_table(
             result, per_flow=args.per_flow, width=width, warnings=warnings, color=tty
         )

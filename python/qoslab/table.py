@@ -14,17 +14,17 @@ rich tables (:func:`rich_tables`): columns sized to their contents, squeezed
 or cut to ``width``, bold headers on a colour terminal only (never with
 ``NO_COLOR`` or off a terminal). rich is imported only when a table is drawn.
 
-Built on the summary dict and the raw NumPy series only: printing a run's
-table never imports pandas.
+Built on the summary dict and the plain values of the goodput series only
+(:meth:`qoslab.results.SimulationResult.columns`): printing a run's table
+imports neither pandas nor NumPy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 if TYPE_CHECKING:
     from qoslab.results import SimulationResult
@@ -114,36 +114,50 @@ def _header(bidir: bool) -> str:
     return f"{ident} Interval           Transfer     Bitrate         Retr"
 
 
+def _values(col: Any) -> list[Any]:
+    """A column (NumPy array, engine ``Column`` or sequence) as a list of
+    Python numbers."""
+    return col.tolist() if hasattr(col, "tolist") else list(col)
+
+
 def _per_second(r: SimulationResult, groups: list[tuple[str | None, list[int]]]) -> list[list[str]]:
     """Per-flow lines for each whole second (then a ``[SUM]`` per
     direction), from the raw goodput series, when it was recorded at an
     interval that divides one second: bytes delivered and segments
-    retransmitted in that second (iperf3's interval ``Retr``)."""
-    g = r.raw["series"]["goodput"]
-    interval_ns = int(r.raw["record_interval_ns"])
+    retransmitted in that second (iperf3's interval ``Retr``). Plain Python
+    over the column values: exact integer sums, which is what the float64
+    sums of NumPy gave (every byte count is below 2**53), without NumPy's
+    import (a third of a short ``qoslab run``)."""
+    g = r.columns("goodput")
+    interval_ns = r.record_interval_ns
     if not len(g.get("time_ns", ())) or interval_ns <= 0 or 1_000_000_000 % interval_ns:
         return []
-    duration_ns = int(r.raw["duration_ns"])
+    duration_ns = r.duration_ns
     seconds = max(1, -(-duration_ns // 1_000_000_000))
-    t = np.asarray(g["time_ns"], dtype=np.int64)
-    bucket = ((t - 1) // 1_000_000_000).clip(0, seconds - 1)
-    flow = np.asarray(g["flow"], dtype=np.int64)
+    flow = _values(g["flow"])
     ids = [i for _, grp in groups for i in grp]
-    width = int(max([*ids, *flow.tolist()], default=0)) + 1
-    nbytes = np.zeros((seconds, width))
-    np.add.at(nbytes, (bucket, flow), np.asarray(g["bytes"], dtype=np.float64))
-    retr = np.zeros((seconds, width), dtype=np.int64)
-    np.add.at(retr, (bucket, flow), np.asarray(g["retransmits"], dtype=np.int64))
+    width = int(max([*ids, *flow], default=0)) + 1
+    nbytes = [[0] * width for _ in range(seconds)]
+    retr = [[0] * width for _ in range(seconds)]
+    last = seconds - 1
+    for t, f, b, x in zip(
+        _values(g["time_ns"]), flow, _values(g["bytes"]), _values(g["retransmits"]), strict=True
+    ):
+        # the second ending at or after t: a row at t covers (t - interval, t]
+        s = min(max((int(t) - 1) // 1_000_000_000, 0), last)
+        nbytes[s][f] += int(b)
+        retr[s][f] += int(x)
     blocks = []
     for s in range(seconds):
         t0, t1 = float(s), min(float(s + 1), duration_ns / 1e9)
+        nb, rt = nbytes[s], retr[s]
         lines = []
         for role, grp in groups:
             for i in grp:
-                lines.append(_line(str(i), t0, t1, nbytes[s, i], str(retr[s, i]), role=role))
+                lines.append(_line(str(i), t0, t1, nb[i], str(rt[i]), role=role))
             if len(grp) > 1 or (role is not None and len(groups) > 1):
-                total = str(retr[s, grp].sum())
-                lines.append(_line("SUM", t0, t1, nbytes[s, grp].sum(), total, role=role))
+                total = str(sum(rt[i] for i in grp))
+                lines.append(_line("SUM", t0, t1, sum(nb[i] for i in grp), total, role=role))
         blocks.append(lines)
     return blocks
 
@@ -159,7 +173,7 @@ def _policy_header(s: dict[str, Any]) -> list[str]:
     """Each policy with its effective parameters (the rates and sizes as the
     conditioner uses them, e.g. ``cir=400mbit`` for ``"50Mbps"``), its
     classes' parameters and the warnings tc and the kernel would print."""
-    from qoslab.api import params_lines
+    from qoslab._params import params_lines
 
     out = []
     for p in s["policies"]:
@@ -292,11 +306,12 @@ def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool =
     from rich.table import Table as RichTable
 
     color = color and not os.environ.get("NO_COLOR")  # https://no-color.org: plain text
+    tables = list(tables)
     buf = io.StringIO()
     # Off a terminal the width is unbounded: a pipe gets whole lines, as before.
     console = Console(
         file=buf,
-        width=width if width and width >= 20 else 100_000,
+        width=width if width and width >= 20 else _unbounded(tables),
         force_terminal=color,
         color_system="standard" if color else None,
         highlight=False,
@@ -330,6 +345,45 @@ def rich_tables(tables: Iterable[Table], width: int | None = None, color: bool =
             t.add_row(*row)
         console.print(t)
     return "\n".join(ln.rstrip() for ln in buf.getvalue().splitlines())
+
+
+def _unbounded(tables: list[Table]) -> int:
+    """A console width no line of ``tables`` reaches (every cell on one
+    line, every character counted as two columns, tabs expanded): the
+    tables come out as with no limit at all. Not simply a huge width: rich
+    pads each printed line to the console's width before the trailing
+    spaces are stripped, which at 100,000 columns was most of the time a
+    ``qoslab run`` spent drawing its table."""
+    widest = 20
+    for title, columns, rows in tables:
+        cells = [
+            max([len(name), *(len(r[k].expandtabs()) for r in rows)])
+            for k, (name, _) in enumerate(columns)
+        ]
+        widest = max(widest, 2 * len(title.expandtabs()), sum(2 * c + 3 for c in cells))
+    return widest + 1
+
+
+def preload() -> Callable[[], None]:
+    """Starts importing rich (what :func:`rich_tables` draws with: about a
+    fifth of a short ``qoslab run``) in a thread, and returns the function
+    that waits for it. ``qoslab run`` calls it as the simulation starts:
+    the engine runs with the GIL released, so on a machine with a core to
+    spare the import costs no wall time. The caller waits before it
+    imports anything else, so the two threads never import at once; an
+    import error is left for the import that draws the table to raise."""
+    import threading
+
+    def load() -> None:
+        # The modules rich_tables imports (a failure: raised there, not here).
+        with contextlib.suppress(Exception):
+            import rich.box
+            import rich.console
+            import rich.table  # noqa: F401
+
+    t = threading.Thread(target=load, name="qoslab-preload-rich", daemon=True)
+    t.start()
+    return t.join
 
 
 def terminal() -> tuple[int | None, bool]:

@@ -17,6 +17,7 @@
 //! here unwraps user data, so no panic can reach Python.
 
 mod capture;
+mod column;
 #[cfg(target_os = "linux")]
 mod emu;
 mod errors;
@@ -334,6 +335,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shaper_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(describe_meter, m)?)?;
     m.add_function(wrap_pyfunction!(describe_shaper, m)?)?;
+    m.add_class::<column::Column>()?;
     m.add_class::<stream::MeterRun>()?;
     m.add_class::<stream::ShapeRun>()?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;

@@ -1,6 +1,8 @@
 //! Bindings for scenarios and the simulator: parse a TOML scenario with
 //! `qoslab-scenario`, run it with `qoslab_sim::run` with the GIL released,
-//! and hand the result back as a dict of plain values and NumPy columns.
+//! and hand the result back as a dict of plain values and NumPy columns
+//! (with `numpy=False`, [`crate::column::Column`]s that become NumPy arrays
+//! only when converted: `qoslab run`'s table never imports NumPy).
 //!
 //! Errors: a bad scenario (or a configuration error the engine finds,
 //! located back in the file) becomes `qoslab.ScenarioError` (a `ValueError`
@@ -9,7 +11,7 @@
 //! or the progress callback returning `False` — raises `qoslab.Cancelled`,
 //! a `KeyboardInterrupt`; an exception raised by the callback is re-raised.
 
-use numpy::Element;
+use crate::column::{Column, Value};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
@@ -176,9 +178,11 @@ pub(crate) fn estimate_toml<'py>(
 /// `progress(sim_time_ns, duration_ns, events)` is called at every report
 /// of the engine; returning `False` cancels. The GIL is released while the
 /// simulation runs (taken back briefly for each report and to check for
-/// Ctrl-C).
+/// Ctrl-C). `numpy=False`: the series columns are `Column`s instead of
+/// NumPy arrays (`numpy.asarray(column)` gives the same array).
 #[pyfunction]
-#[pyo3(signature = (text, filename="<string>", seed=None, progress=None, captures=None, snaplen=0))]
+#[pyo3(signature = (text, filename="<string>", seed=None, progress=None, captures=None, snaplen=0, numpy=true))]
+#[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each
 pub(crate) fn simulate_toml<'py>(
     py: Python<'py>,
     text: &str,
@@ -187,6 +191,7 @@ pub(crate) fn simulate_toml<'py>(
     progress: Option<Py<PyAny>>,
     captures: Option<Vec<(String, String)>>,
     snaplen: u32,
+    numpy: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut sc = parse(py, text, filename)?;
     if let Some(s) = seed {
@@ -236,7 +241,7 @@ pub(crate) fn simulate_toml<'py>(
         Err(RunError::Capture(m)) => return Err(PyValueError::new_err(m)),
     };
     match outcome {
-        Ok(r) => result_dict(py, &sc, &r),
+        Ok(r) => result_dict(py, &sc, r, numpy),
         Err(SimError::Cancelled) => Err(match failure {
             Some(e) if !e.is_instance_of::<PyKeyboardInterrupt>(py) => e,
             _ => Cancelled::new_err("simulation cancelled"),
@@ -335,92 +340,104 @@ pub(crate) fn policy_dict<'py>(py: Python<'py>, p: &PolicyResult) -> PyResult<Bo
     Ok(d)
 }
 
-/// One table of named NumPy columns.
+/// One table of named columns: NumPy arrays, or `Column`s (`numpy` false).
 struct Table<'py> {
     py: Python<'py>,
     d: Bound<'py, PyDict>,
+    numpy: bool,
 }
 
 impl<'py> Table<'py> {
-    fn new(py: Python<'py>) -> Self {
+    fn new(py: Python<'py>, numpy: bool) -> Self {
         Table {
             py,
             d: PyDict::new(py),
+            numpy,
         }
     }
-    fn col<T: Element + Copy>(self, name: &str, v: &[T]) -> PyResult<Self> {
-        self.d.set_item(name, crate::stream::array(self.py, v)?)?;
+    fn col<T: Value>(self, name: &str, v: Vec<T>) -> PyResult<Self> {
+        if self.numpy {
+            self.d.set_item(name, crate::stream::array(self.py, &v)?)?;
+        } else {
+            self.d.set_item(name, Column::new(v))?;
+        }
         Ok(self)
     }
 }
 
-fn series_dict<'py>(py: Python<'py>, s: &Series) -> PyResult<Bound<'py, PyDict>> {
+/// The series as tables of columns, moved out of the engine's `Vec`s.
+fn series_dict(py: Python<'_>, s: Series, numpy: bool) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    let t = || Table::new(py);
+    let t = || Table::new(py, numpy);
     d.set_item(
         "goodput",
-        t().col("time_ns", &s.goodput_time_ns)?
-            .col("flow", &s.goodput_flow)?
-            .col("bytes", &s.goodput_bytes)?
-            .col("retransmits", &s.goodput_retransmits)?
+        t().col("time_ns", s.goodput_time_ns)?
+            .col("flow", s.goodput_flow)?
+            .col("bytes", s.goodput_bytes)?
+            .col("retransmits", s.goodput_retransmits)?
             .d,
     )?;
     d.set_item(
         "rtt",
-        t().col("time_ns", &s.rtt_time_ns)?
-            .col("flow", &s.rtt_flow)?
-            .col("rtt_ns", &s.rtt_ns)?
+        t().col("time_ns", s.rtt_time_ns)?
+            .col("flow", s.rtt_flow)?
+            .col("rtt_ns", s.rtt_ns)?
             .d,
     )?;
     d.set_item(
         "cwnd",
-        t().col("time_ns", &s.cwnd_time_ns)?
-            .col("flow", &s.cwnd_flow)?
-            .col("cwnd_bytes", &s.cwnd_bytes)?
-            .col("ssthresh_bytes", &s.ssthresh_bytes)?
-            .col("state", &s.cwnd_state)?
+        t().col("time_ns", s.cwnd_time_ns)?
+            .col("flow", s.cwnd_flow)?
+            .col("cwnd_bytes", s.cwnd_bytes)?
+            .col("ssthresh_bytes", s.ssthresh_bytes)?
+            .col("state", s.cwnd_state)?
             .d,
     )?;
     d.set_item(
         "queue",
-        t().col("time_ns", &s.queue_time_ns)?
-            .col("policy", &s.queue_policy)?
-            .col("packets", &s.queue_packets)?
-            .col("bytes", &s.queue_bytes)?
-            .col("tokens_bytes", &s.tokens_bytes)?
+        t().col("time_ns", s.queue_time_ns)?
+            .col("policy", s.queue_policy)?
+            .col("packets", s.queue_packets)?
+            .col("bytes", s.queue_bytes)?
+            .col("tokens_bytes", s.tokens_bytes)?
             .d,
     )?;
     d.set_item(
         "colors",
-        t().col("time_ns", &s.color_time_ns)?
-            .col("policy", &s.color_policy)?
-            .col("green_bytes", &s.color_green_bytes)?
-            .col("yellow_bytes", &s.color_yellow_bytes)?
-            .col("red_bytes", &s.color_red_bytes)?
-            .col("dropped_bytes", &s.color_dropped_bytes)?
+        t().col("time_ns", s.color_time_ns)?
+            .col("policy", s.color_policy)?
+            .col("green_bytes", s.color_green_bytes)?
+            .col("yellow_bytes", s.color_yellow_bytes)?
+            .col("red_bytes", s.color_red_bytes)?
+            .col("dropped_bytes", s.color_dropped_bytes)?
             .d,
     )?;
     d.set_item(
         "ping",
-        t().col("time_ns", &s.ping_time_ns)?
-            .col("flow", &s.ping_flow)?
-            .col("seq", &s.ping_seq)?
-            .col("rtt_ns", &s.ping_rtt_ns)?
+        t().col("time_ns", s.ping_time_ns)?
+            .col("flow", s.ping_flow)?
+            .col("seq", s.ping_seq)?
+            .col("rtt_ns", s.ping_rtt_ns)?
             .d,
     )?;
     d.set_item(
         "segments",
-        t().col("time_ns", &s.seg_time_ns)?
-            .col("flow", &s.seg_flow)?
-            .col("seq", &s.seg_seq)?
-            .col("len", &s.seg_len)?
-            .col("retransmit", &s.seg_retransmit)?
+        t().col("time_ns", s.seg_time_ns)?
+            .col("flow", s.seg_flow)?
+            .col("seq", s.seg_seq)?
+            .col("len", s.seg_len)?
+            .col("retransmit", s.seg_retransmit)?
             .d,
     )?;
     Ok(d)
 }
 
-fn result_dict<'py>(py: Python<'py>, sc: &Scenario, r: &SimResult) -> PyResult<Bound<'py, PyDict>> {
+fn result_dict<'py>(
+    py: Python<'py>,
+    sc: &Scenario,
+    r: SimResult,
+    numpy: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("name", &r.name)?;
     d.set_item("seed", r.seed)?;
@@ -442,7 +459,7 @@ fn result_dict<'py>(py: Python<'py>, sc: &Scenario, r: &SimResult) -> PyResult<B
         policies.append(policy_dict(py, p)?)?;
     }
     d.set_item("policies", policies)?;
-    d.set_item("series", series_dict(py, &r.series)?)?;
+    d.set_item("series", series_dict(py, r.series, numpy)?)?;
     Ok(d)
 }
 

@@ -3,7 +3,7 @@
 Drawing a report's figures needs matplotlib, whose import (about 0.5 s of
 CPU) used to start only once the run was over, on one core. Here the command
 forks a process as it starts; that process imports matplotlib (and
-qoslab.plots) while this one imports NumPy and simulates on the other core.
+qoslab.plots) while this one simulates (and imports NumPy) on the other core.
 When the result is there it is handed over (pickled into an anonymous
 memory file), the figure process forks once more, and the two draw the
 figures, each taking the next one from a shared pipe as it is done (so the

@@ -154,7 +154,7 @@ def _with_report(args: Any) -> int:
     """``run --report``: the run, then its HTML report (at DIR/report.html
     with ``--out``, else report.html; '-' is stdout). The figure processes
     start first (qoslab.cli._drawer): they import matplotlib while this
-    process imports NumPy and simulates."""
+    process simulates (and imports NumPy for the report)."""
     from qoslab.cli import _drawer
 
     # Started by qoslab.cli.main before click's import, or here when the
