@@ -687,7 +687,11 @@ mod tests {
             r.next_timer().unwrap()
         };
         assert_eq!(at("linux-3.x", Some(250)), ms(48), "jiffy 2 + 10 = 12");
-        assert_eq!(at("linux", Some(250)), ms(52), "bucket 13 on the 4.8+ wheel");
+        assert_eq!(
+            at("linux", Some(250)),
+            ms(52),
+            "bucket 13 on the 4.8+ wheel"
+        );
         assert_eq!(at("linux", None), Instant::from_ns(50_500_000));
     }
 
