@@ -99,6 +99,8 @@ pub struct TcpReceiver {
     synack_at: Option<Instant>,
     /// `icsk_ack.lrcvtime`: when in-order data last arrived.
     lrcvtime: Option<Instant>,
+    /// Data was copied in the receive path (`cleanup_after_copy` is due).
+    cleanup_due: bool,
     ack_every: u32,
     quickack_left: u32,
     /// Linux quick-acks at all (`quickack_segments > 0`): a duplicate
@@ -169,6 +171,7 @@ impl TcpReceiver {
             max_rto: cfg.max_rto,
             synack_at: None,
             lrcvtime: None,
+            cleanup_due: false,
             ack_every: cfg.ack_every_segments.max(1),
             quickack_left: cfg.quickack_segments,
             linux_quickack: cfg.quickack_segments > 0,
@@ -273,13 +276,15 @@ impl TcpReceiver {
     }
 
     /// In-order data is readable: schedule the application's read.
-    fn readable(&mut self, now: Instant, io: &mut dyn TcpIo) {
+    fn readable(&mut self, now: Instant) {
         if self.autotune.is_none() {
             self.copied_seq = self.rcv_nxt;
             return;
         }
         if self.read_delay.as_ns() == 0 {
-            self.read(now, io);
+            // Linux < 4.14's prequeue: see `cleanup_after_copy`.
+            self.consume();
+            self.cleanup_due = true;
             return;
         }
         // The application runs once the receive path has been idle for
@@ -299,24 +304,69 @@ impl TcpReceiver {
     fn read(&mut self, now: Instant, io: &mut dyn TcpIo) {
         self.read_at = None;
         self.read_first = None;
-        let (nxt, span, mss) = (self.rcv_nxt, self.ooo_span(), self.mss as u64);
         // Reading does not change it (it depends on what arrived and was ACKed).
         let pending = self.two_segment_ack_pending();
+        if self.autotune.is_none() {
+            return;
+        }
+        self.consume();
+        self.cleanup_rbuf(pending, now, io);
+    }
+
+    /// The application's copy of every in-order byte queued, one segment
+    /// at a time (`tcp_rcv_space_adjust` per skb).
+    fn consume(&mut self) {
+        let (nxt, span, mss) = (self.rcv_nxt, self.ooo_span(), self.mss as u64);
         let Some(a) = &mut self.autotune else {
+            self.copied_seq = nxt;
             return;
         };
         while self.copied_seq < nxt {
             self.copied_seq = (self.copied_seq + mss).min(nxt);
             a.on_read(self.copied_seq, nxt, span);
         }
-        // __tcp_cleanup_rbuf (net/ipv4/tcp.c): the once-per-two-segments
-        // ACK is pending, or the read opens the window.
-        if pending || a.read_opens_window(nxt, self.ooo_bytes) {
+    }
+
+    /// `__tcp_cleanup_rbuf` (net/ipv4/tcp.c) after a read: ACK if the
+    /// once-per-two-segments ACK is `pending`, or the read opens the window.
+    fn cleanup_rbuf(&mut self, pending: bool, now: Instant, io: &mut dyn TcpIo) {
+        let opens = self
+            .autotune
+            .as_ref()
+            .is_some_and(|a| a.read_opens_window(self.rcv_nxt, self.ooo_bytes));
+        if pending || opens {
             self.send_ack(now, io);
         }
     }
 
+    /// With `receiver_read_delay` zero (`linux-3.x`): Linux before 4.14
+    /// (prequeue removed by "tcp: remove prequeue support", E. Dumazet,
+    /// 2017) hands a segment to a reader blocked in `tcp_recvmsg` through
+    /// `tcp_prequeue` (net/ipv4/tcp_ipv4.c) and the socket backlog, and
+    /// `tcp_rcv_established`'s fast path copies it straight to the user
+    /// (`tcp_copy_to_iovec`, the `ucopy` path) *before* `__tcp_ack_snd_check`,
+    /// so unread data never shrinks the window and the every-second-segment
+    /// ACK is sent; the reader's `tcp_cleanup_rbuf` runs after that check.
+    /// The USC-NSL lab client (Linux 3.x, a blocking reader) acknowledges
+    /// every second segment (2,328 of 2,890 ACKs without SACK in
+    /// police1.5M-bc100k cover two segments, 2 % more than two), where a
+    /// reader woken after the burst (today's Linux, `receiver_read_delay`
+    /// 50 µs) answers a flight with stretch ACKs.
+    fn cleanup_after_copy(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        if std::mem::take(&mut self.cleanup_due) {
+            let pending = self.two_segment_ack_pending();
+            self.cleanup_rbuf(pending, now, io);
+        }
+    }
+
     pub fn on_segment(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
+        self.on_segment_acked(now, h, io);
+        self.cleanup_after_copy(now, io);
+    }
+
+    /// A segment, up to and including its ACK decision
+    /// (`tcp_rcv_established` / `tcp_data_queue`, `__tcp_ack_snd_check`).
+    fn on_segment_acked(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
         self.catch_up_read(now, io);
         if h.flags & SYN != 0 {
             self.on_syn(now, h, io);
@@ -385,7 +435,7 @@ impl TcpReceiver {
                 self.quickack_left = self.quickack_left.max(1);
             }
         }
-        self.readable(now, io);
+        self.readable(now);
         if preamble_done {
             // iperf3's server has read the cookie and sends TEST_RUNNING on
             // the control connection now (`iperf_run_server`); that small
@@ -780,8 +830,63 @@ mod tests {
             }
             out.0.len() - before
         };
-        assert_eq!(acks_after_pause(301), 4, "idle > RTO (300 ms): one ACK each");
+        assert_eq!(
+            acks_after_pause(301),
+            4,
+            "idle > RTO (300 ms): one ACK each"
+        );
         assert_eq!(acks_after_pause(299), 2, "idle < RTO: every second segment");
+    }
+
+    /// The ACK advances (in segments) a receiver of `profile` sends for a
+    /// flight of 100 back-to-back 1448 B segments (1.2 µs apart, a 1 Gbit/s
+    /// burst) once its window has stopped growing.
+    fn ack_advances_in_a_burst(profile: &str) -> Vec<u64> {
+        let c = TcpConfig::profile(profile).unwrap();
+        let mut r = TcpReceiver::new(&c);
+        let mut out = Out::default();
+        syn(&mut r, &mut out);
+        let ack = TcpHeader {
+            ack: 1,
+            flags: ACK,
+            ..TcpHeader::default()
+        };
+        r.on_segment(ms(100), &ack, &mut out);
+        // Flights of 100 segments every 100 ms let the window grow to its
+        // clamp (while it grows, every segment is ACKed: tcp_grow_window);
+        // the last flight is the one measured.
+        let mut seq = 1;
+        let mut first_ack = 0;
+        for flight in 0..20u64 {
+            first_ack = out.0.len();
+            for i in 0..100u64 {
+                let t = ms(101 + 100 * flight) + Duration::from_ns(1_200 * i);
+                while let Some(tt) = r.next_timer().filter(|&tt| tt < t) {
+                    r.on_timer(tt, &mut out);
+                }
+                r.on_segment(t, &data(seq, 1448), &mut out);
+                seq += 1448;
+            }
+        }
+        while let Some(t) = r.next_timer().filter(|&t| t < ms(2200)) {
+            r.on_timer(t, &mut out);
+        }
+        let acks: Vec<u64> = out.0[first_ack - 1..].iter().map(|h| h.ack).collect();
+        let mut adv: Vec<u64> = acks.windows(2).map(|w| (w[1] - w[0]) / 1448).collect();
+        adv.retain(|&n| n > 0);
+        adv
+    }
+
+    /// Linux < 4.14's prequeue (`linux-3.x`, `receiver_read_delay` 0): the
+    /// data is copied before `__tcp_ack_snd_check`, so a burst is
+    /// acknowledged every second segment, as the USC-NSL lab client did;
+    /// today's reader, woken after the burst, leaves stretch ACKs.
+    #[test]
+    fn prequeue_acknowledges_a_burst_every_second_segment() {
+        let old = ack_advances_in_a_burst("linux-3.x");
+        assert!(!old.is_empty() && old.iter().all(|&n| n == 2), "{old:?}");
+        let new = ack_advances_in_a_burst("linux");
+        assert!(new.iter().any(|&n| n > 2), "{new:?}");
     }
 
     #[test]
