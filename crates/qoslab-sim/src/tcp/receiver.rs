@@ -15,13 +15,13 @@
 //!   (Linux adapts its `ato` between 40 ms and 200 ms; Windows' 200 ms
 //!   timer is a free-running tick): documented simplification. With
 //!   [`TcpConfig::timer_hz`] (the Linux profiles) the timer is Linux's
-//!   jiffies timer (see [`TcpReceiver::delack_expiry`]).
+//!   jiffies timer (see `TcpReceiver::delack_expiry`).
 //! - Linux quick-ack mode (`tcp_incr_quickack` / `tcp_in_quickack_mode`,
 //!   net/ipv4/tcp_input.c): the first `quickack_segments` data segments
 //!   are acknowledged at once, so slow start is not slowed by delayed ACKs.
 //!   Linux also re-enters it when in-order data arrives more than an RTO
 //!   after the last (`tcp_event_data_recv`; see
-//!   [`TcpReceiver::quickack_after_idle`]). A duplicate segment re-enters it
+//!   `TcpReceiver::quickack_after_idle`). A duplicate segment re-enters it
 //!   (`tcp_enter_quickack_mode` on `tcp_data_queue`'s `out_of_window`
 //!   path), and with [`TcpConfig::quickack_on_out_of_order`] (Linux
 //!   before 4.18) so does every out-of-order segment; every ACK sent
@@ -91,7 +91,7 @@ pub struct TcpReceiver {
     timer_wheel_levels: bool,
     /// This end's retransmission timeout as Linux's `icsk_rto` after the
     /// handshake's RTT sample (`initial_rto` before it), for
-    /// [`TcpReceiver::quickack_after_idle`]; `min_rto` and `max_rto` bound it.
+    /// `TcpReceiver::quickack_after_idle`; `min_rto` and `max_rto` bound it.
     icsk_rto: Duration,
     min_rto: Duration,
     max_rto: Duration,
