@@ -13,9 +13,9 @@
 //!   Linux `__tcp_ack_snd_check` acks at once while the out-of-order queue
 //!   is non-empty, `tcp_data_queue` on duplicates). The delay is fixed
 //!   (Linux adapts its `ato` between 40 ms and 200 ms; Windows' 200 ms
-//!   timer is a free-running tick): documented simplification. With
-//!   [`TcpConfig::timer_hz`] (the Linux profiles) the timer is Linux's
-//!   jiffies timer (see `TcpReceiver::delack_expiry`).
+//!   timer is a free-running tick): documented simplification. The timer
+//!   is exact: Linux's is a jiffies timer (`tcp_send_delayed_ack`), not
+//!   modelled here (see docs/validation.md, USC-NSL diagnosis).
 //! - Linux quick-ack mode (`tcp_incr_quickack` / `tcp_in_quickack_mode`,
 //!   net/ipv4/tcp_input.c): the first `quickack_segments` data segments
 //!   are acknowledged at once, so slow start is not slowed by delayed ACKs.
@@ -60,7 +60,6 @@
 //! Left out: FIN/close, SACK compression (Linux ≥ 4.18 `tcp_sack_compress`
 //! delays ACKs of out-of-order data by up to ~1 ms), window probes.
 
-use super::jiffies;
 use super::rcvbuf::RcvBuf;
 use super::{TcpHeader, TcpIo, ACK, SYN};
 use crate::config::TcpConfig;
@@ -85,10 +84,6 @@ pub struct TcpReceiver {
     sack: bool,
     max_sack_blocks: usize,
     delayed_ack: Option<Duration>,
-    /// [`TcpConfig::timer_hz`] and [`TcpConfig::timer_wheel_levels`]: the
-    /// delayed-ACK timer on the jiffies timer wheel.
-    timer_hz: Option<u32>,
-    timer_wheel_levels: bool,
     /// This end's retransmission timeout as Linux's `icsk_rto` after the
     /// handshake's RTT sample (`initial_rto` before it), for
     /// `TcpReceiver::quickack_after_idle`; `min_rto` and `max_rto` bound it.
@@ -164,8 +159,6 @@ impl TcpReceiver {
             sack: cfg.sack,
             max_sack_blocks: if timestamps { 3 } else { 4 },
             delayed_ack: cfg.delayed_ack,
-            timer_hz: cfg.timer_hz,
-            timer_wheel_levels: cfg.timer_wheel_levels,
             icsk_rto: cfg.initial_rto,
             min_rto: cfg.min_rto,
             max_rto: cfg.max_rto,
@@ -463,33 +456,7 @@ impl TcpReceiver {
         if self.unacked_full_segments >= self.ack_every && self.window_keeps_up() {
             self.send_ack(now, io);
         } else if self.delack_at.is_none() {
-            self.delack_at = Some(self.delack_expiry(now, delay));
-        }
-    }
-
-    /// When a delayed ACK armed at `now` for `delay` is sent. Without
-    /// [`TcpConfig::timer_hz`]: exactly `delay` later. With it, as Linux:
-    /// `tcp_send_delayed_ack` (net/ipv4/tcp_output.c, 3.x and 6.x alike)
-    /// arms `icsk_delack_timer`, a jiffies `timer_list`, with `sk_reset_timer(sk,
-    /// &icsk->icsk_delack_timer, jiffies + ato)`, where `ato` is in whole
-    /// jiffies (`TCP_ATO_MIN` = HZ/25: 10 jiffies at HZ 250, 40 ms), so the
-    /// ACK leaves at the tick of the timer's wheel bucket: at `jiffies +
-    /// ato` on the cascading wheel before Linux 4.8 (36-40 ms after the
-    /// segment at HZ 250, as the USC-NSL lab client of 2015 did: its timer
-    /// ACKs reach the server 137.7-142.2 ms after the segment's send, against
-    /// a base RTT of 100.9-101.6 ms, in police*-bc8k), one tick later on
-    /// the wheel of 4.8+ (40-44 ms; `calc_index` rounds up, see
-    /// `tcp/jiffies.rs`). The `ato` adaptation of `tcp_event_data_recv` (up
-    /// to the SRTT, for segments arriving more than 20 ms apart) is not
-    /// modelled: `delay` is `ato`.
-    fn delack_expiry(&self, now: Instant, delay: Duration) -> Instant {
-        match self.timer_hz {
-            None => now.saturating_add(delay),
-            Some(hz) => {
-                let ato = jiffies::to_jiffies(delay, hz).max(1);
-                let at = jiffies::expiry_ns(now.as_ns(), ato, hz, self.timer_wheel_levels);
-                Instant::from_ns(at)
-            }
+            self.delack_at = Some(now.saturating_add(delay));
         }
     }
 
@@ -700,7 +667,6 @@ mod tests {
     fn cfg() -> TcpConfig {
         let mut c = TcpConfig::profile("linux").unwrap();
         c.rcvbuf_autotune = false; // a fixed 6 MiB buffer (tests below)
-        c.timer_hz = None; // an exact delayed-ACK timer (jiffies: own test)
         c.mss = 1000;
         c.quickack_segments = 0;
         c
@@ -769,35 +735,6 @@ mod tests {
         assert_eq!(out.0.len(), 3);
         assert_eq!(out.0[2].ack, 2501);
         assert_eq!(r.delivered_bytes(), 2500);
-    }
-
-    /// `tcp_send_delayed_ack`'s jiffies timer: 10 jiffies at HZ 250 from
-    /// the segment's jiffy, run at that tick before 4.8 (`linux-3.x`) and
-    /// one tick later on the 4.8+ wheel (`linux`); exact without HZ.
-    #[test]
-    fn delayed_ack_runs_on_a_jiffies_tick() {
-        let at = |profile: &str, hz: Option<u32>| {
-            let mut c = TcpConfig::profile(profile).unwrap();
-            c.rcvbuf_autotune = false;
-            c.rcvbuf_fixup = false;
-            c.mss = 1000;
-            c.quickack_segments = 0;
-            c.timer_hz = hz;
-            let mut r = TcpReceiver::new(&c);
-            let mut out = Out::default();
-            syn(&mut r, &mut out);
-            // 10.5 ms: jiffy 2 at HZ 250 (4 ms ticks).
-            r.on_segment(Instant::from_ns(10_500_000), &data(1, 1000), &mut out);
-            assert_eq!(out.0.len(), 1, "{profile}: one segment, ACK delayed");
-            r.next_timer().unwrap()
-        };
-        assert_eq!(at("linux-3.x", Some(250)), ms(48), "jiffy 2 + 10 = 12");
-        assert_eq!(
-            at("linux", Some(250)),
-            ms(52),
-            "bucket 13 on the 4.8+ wheel"
-        );
-        assert_eq!(at("linux", None), Instant::from_ns(50_500_000));
     }
 
     /// `tcp_event_data_recv`: in-order data more than `icsk_rto` (here
