@@ -563,6 +563,11 @@ impl TcpConfig {
     ///     of 3.5 (RFC 5827) is not modelled;
     ///   - the receiver quick-acks after every out-of-order segment
     ///     ([`TcpConfig::quickack_on_out_of_order`], until 4.18);
+    ///   - the reader gets data through the prequeue (`tcp_prequeue`, the
+    ///     `ucopy` fast path of `tcp_rcv_established`, removed in 4.14):
+    ///     copied before the ACK decision, so `receiver_read_delay` is 0
+    ///     and a flight is acknowledged every second segment, as the lab
+    ///     client did (see `TcpReceiver::cleanup_after_copy`);
     ///   - the receive buffer raised at establishment to 20 segments'
     ///     truesize × 8 (`rcvbuf_fixup`, `tcp_fixup_rcvbuf`, 3.4-4.19) and
     ///     a 20-segment SYN window: the lab client's SYN offers 29200 B =
@@ -779,6 +784,8 @@ impl TcpConfig {
                 rcvbuf_initial_bytes: 87_380,
                 rcvbuf_max_bytes: 6 * 1024 * 1024,
                 rcv_scaling_ratio: 128,
+                // The prequeue: data is read as it arrives (see profile()).
+                receiver_read_delay: Duration::ZERO,
                 ..linux
             }),
             "linux-2.6" => Some(TcpConfig {

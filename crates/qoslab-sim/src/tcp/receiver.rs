@@ -20,8 +20,9 @@
 //! - Linux quick-ack mode (`tcp_incr_quickack` / `tcp_in_quickack_mode`,
 //!   net/ipv4/tcp_input.c): the first `quickack_segments` data segments
 //!   are acknowledged at once, so slow start is not slowed by delayed ACKs.
-//!   (Linux also re-enters it after an idle period longer than RTO, which
-//!   a bulk transfer never has.) A duplicate segment re-enters it
+//!   Linux also re-enters it when in-order data arrives more than an RTO
+//!   after the last (`tcp_event_data_recv`; see
+//!   `TcpReceiver::quickack_after_idle`). A duplicate segment re-enters it
 //!   (`tcp_enter_quickack_mode` on `tcp_data_queue`'s `out_of_window`
 //!   path), and with [`TcpConfig::quickack_on_out_of_order`] (Linux
 //!   before 4.18) so does every out-of-order segment; every ACK sent
@@ -85,6 +86,18 @@ pub struct TcpReceiver {
     sack: bool,
     max_sack_blocks: usize,
     delayed_ack: Option<Duration>,
+    /// This end's retransmission timeout as Linux's `icsk_rto` after the
+    /// handshake's RTT sample (`initial_rto` before it), for
+    /// `TcpReceiver::quickack_after_idle`; `min_rto` and `max_rto` bound it.
+    icsk_rto: Duration,
+    min_rto: Duration,
+    max_rto: Duration,
+    /// When the SYN-ACK left (the handshake's RTT sample starts there).
+    synack_at: Option<Instant>,
+    /// `icsk_ack.lrcvtime`: when in-order data last arrived.
+    lrcvtime: Option<Instant>,
+    /// Data was copied in the receive path (`cleanup_after_copy` is due).
+    cleanup_due: bool,
     ack_every: u32,
     quickack_left: u32,
     /// Linux quick-acks at all (`quickack_segments > 0`): a duplicate
@@ -109,8 +122,6 @@ pub struct TcpReceiver {
     /// (the Linux profiles: quick-acks and `timer_hz`); `None`: the fixed
     /// `delayed_ack`.
     linux_ato: Option<LinuxAto>,
-    /// When the SYN-ACK left, until the handshake completes.
-    syn_ack_at: Option<Instant>,
     delivered_bytes: u64,
     acks_sent: u64,
     /// Linux receive-buffer autotuning, when the profile has it.
@@ -154,6 +165,12 @@ impl TcpReceiver {
             sack: cfg.sack,
             max_sack_blocks: if timestamps { 3 } else { 4 },
             delayed_ack: cfg.delayed_ack,
+            icsk_rto: cfg.initial_rto,
+            min_rto: cfg.min_rto,
+            max_rto: cfg.max_rto,
+            synack_at: None,
+            lrcvtime: None,
+            cleanup_due: false,
             ack_every: cfg.ack_every_segments.max(1),
             quickack_left: cfg.quickack_segments,
             linux_quickack: cfg.quickack_segments > 0,
@@ -173,7 +190,6 @@ impl TcpReceiver {
                 .timer_hz
                 .filter(|_| cfg.quickack_segments > 0)
                 .map(|hz| LinuxAto::new(hz, cfg.timer_wheel_levels)),
-            syn_ack_at: None,
             delivered_bytes: 0,
             acks_sent: 0,
             autotune,
@@ -263,13 +279,15 @@ impl TcpReceiver {
     }
 
     /// In-order data is readable: schedule the application's read.
-    fn readable(&mut self, now: Instant, io: &mut dyn TcpIo) {
+    fn readable(&mut self, now: Instant) {
         if self.autotune.is_none() {
             self.copied_seq = self.rcv_nxt;
             return;
         }
         if self.read_delay.as_ns() == 0 {
-            self.read(now, io);
+            // Linux < 4.14's prequeue: see `cleanup_after_copy`.
+            self.consume();
+            self.cleanup_due = true;
             return;
         }
         // The application runs once the receive path has been idle for
@@ -289,24 +307,69 @@ impl TcpReceiver {
     fn read(&mut self, now: Instant, io: &mut dyn TcpIo) {
         self.read_at = None;
         self.read_first = None;
-        let (nxt, span, mss) = (self.rcv_nxt, self.ooo_span(), self.mss as u64);
         // Reading does not change it (it depends on what arrived and was ACKed).
         let pending = self.two_segment_ack_pending();
+        if self.autotune.is_none() {
+            return;
+        }
+        self.consume();
+        self.cleanup_rbuf(pending, now, io);
+    }
+
+    /// The application's copy of every in-order byte queued, one segment
+    /// at a time (`tcp_rcv_space_adjust` per skb).
+    fn consume(&mut self) {
+        let (nxt, span, mss) = (self.rcv_nxt, self.ooo_span(), self.mss as u64);
         let Some(a) = &mut self.autotune else {
+            self.copied_seq = nxt;
             return;
         };
         while self.copied_seq < nxt {
             self.copied_seq = (self.copied_seq + mss).min(nxt);
             a.on_read(self.copied_seq, nxt, span);
         }
-        // __tcp_cleanup_rbuf (net/ipv4/tcp.c): the once-per-two-segments
-        // ACK is pending, or the read opens the window.
-        if pending || a.read_opens_window(nxt, self.ooo_bytes) {
+    }
+
+    /// `__tcp_cleanup_rbuf` (net/ipv4/tcp.c) after a read: ACK if the
+    /// once-per-two-segments ACK is `pending`, or the read opens the window.
+    fn cleanup_rbuf(&mut self, pending: bool, now: Instant, io: &mut dyn TcpIo) {
+        let opens = self
+            .autotune
+            .as_ref()
+            .is_some_and(|a| a.read_opens_window(self.rcv_nxt, self.ooo_bytes));
+        if pending || opens {
             self.send_ack(now, io);
         }
     }
 
+    /// With `receiver_read_delay` zero (`linux-3.x`): Linux before 4.14
+    /// (prequeue removed by "tcp: remove prequeue support", E. Dumazet,
+    /// 2017) hands a segment to a reader blocked in `tcp_recvmsg` through
+    /// `tcp_prequeue` (net/ipv4/tcp_ipv4.c) and the socket backlog, and
+    /// `tcp_rcv_established`'s fast path copies it straight to the user
+    /// (`tcp_copy_to_iovec`, the `ucopy` path) *before* `__tcp_ack_snd_check`,
+    /// so unread data never shrinks the window and the every-second-segment
+    /// ACK is sent; the reader's `tcp_cleanup_rbuf` runs after that check.
+    /// The USC-NSL lab client (Linux 3.x, a blocking reader) acknowledges
+    /// every second segment (2,328 of 2,890 ACKs without SACK in
+    /// police1.5M-bc100k cover two segments, 2 % more than two), where a
+    /// reader woken after the burst (today's Linux, `receiver_read_delay`
+    /// 50 µs) answers a flight with stretch ACKs.
+    fn cleanup_after_copy(&mut self, now: Instant, io: &mut dyn TcpIo) {
+        if std::mem::take(&mut self.cleanup_due) {
+            let pending = self.two_segment_ack_pending();
+            self.cleanup_rbuf(pending, now, io);
+        }
+    }
+
     pub fn on_segment(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
+        self.on_segment_acked(now, h, io);
+        self.cleanup_after_copy(now, io);
+    }
+
+    /// A segment, up to and including its ACK decision
+    /// (`tcp_rcv_established` / `tcp_data_queue`, `__tcp_ack_snd_check`).
+    fn on_segment_acked(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
         self.catch_up_read(now, io);
         if h.flags & SYN != 0 {
             self.on_syn(now, h, io);
@@ -315,9 +378,7 @@ impl TcpReceiver {
         if !self.syn_seen {
             return; // noise before the SYN
         }
-        if let (Some(sent), Some(a)) = (self.syn_ack_at.take(), &mut self.linux_ato) {
-            a.on_handshake_rtt(now.saturating_since(sent));
-        }
+        self.handshake_rtt_sample(now);
         if let Some(a) = &mut self.autotune {
             // The handshake's ACK (or the first data): established.
             a.establish(now, self.rcv_nxt);
@@ -371,6 +432,7 @@ impl TcpReceiver {
         let preamble_end = 1 + self.preamble_bytes;
         let preamble_done = self.preamble_bytes > 0 && self.rcv_nxt < preamble_end;
         self.advance(end);
+        self.quickack_after_idle(now);
         let preamble_done = preamble_done && self.rcv_nxt >= preamble_end;
         let (nxt, queued) = (self.rcv_nxt, self.queued());
         if let Some(a) = &mut self.autotune {
@@ -379,7 +441,7 @@ impl TcpReceiver {
                 self.quickack_left = self.quickack_left.max(1);
             }
         }
-        self.readable(now, io);
+        self.readable(now);
         if preamble_done {
             // iperf3's server has read the cookie and sends TEST_RUNNING on
             // the control connection now (`iperf_run_server`); that small
@@ -414,9 +476,50 @@ impl TcpReceiver {
         }
     }
 
+    /// The passive opener's RTT sample from its SYN-ACK to the first
+    /// segment after it (`tcp_synack_rtt_meas`, Linux ≥ 3.1, "RFC2988bis +
+    /// taking RTT sample from 3WHS for the passive open side"), turned into
+    /// `icsk_rto` as `tcp_rtt_estimator`'s first sample does: SRTT = m,
+    /// RTTVAR = max(m/2, `TCP_RTO_MIN`), RTO = SRTT + RTTVAR
+    /// (`__tcp_set_rto`), at most `TCP_RTO_MAX`. The only sample a pure
+    /// receiver takes; later ones (an application's requests) are left out.
+    fn handshake_rtt_sample(&mut self, now: Instant) {
+        if let Some(sent) = self.synack_at.take() {
+            let m = now.saturating_since(sent);
+            if let Some(a) = &mut self.linux_ato {
+                a.on_handshake_rtt(m);
+            }
+            let var = Duration::from_ns(m.as_ns() / 2).max(self.min_rto);
+            self.icsk_rto = (m + var).min(self.max_rto);
+        }
+    }
+
+    /// Linux `tcp_event_data_recv` (net/ipv4/tcp_input.c, 3.x and 6.x
+    /// alike): in-order data arriving more than `icsk_rto` after the last
+    /// ("Too long gap. Apparently sender failed to restart window, so that
+    /// we send ACKs quickly.") re-enters quick-ack mode (`tcp_incr_quickack`),
+    /// so the first min(rcv_wnd / (2·MSS), 16) segments after an idle period
+    /// (a fetch's next response, data after an RTO stall) are acknowledged
+    /// one by one. Seen in the USC-NSL lab captures: the client ACKs the
+    /// first 15-16 segments of every 2 MB response one by one, then every
+    /// second one. Linux profiles only (those with quick-acks).
+    fn quickack_after_idle(&mut self, now: Instant) {
+        if !self.linux_quickack {
+            return;
+        }
+        if let Some(last) = self.lrcvtime {
+            if now.saturating_since(last) > self.icsk_rto {
+                self.enter_quickack();
+            }
+        }
+        self.lrcvtime = Some(now);
+    }
+
     fn on_syn(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
         // Karn: a SYN-ACK sent again gives no handshake sample.
-        self.syn_ack_at = (!self.syn_seen).then_some(now);
+        // No sample from a retransmitted SYN-ACK (Karn; `tcp_synack_rtt_meas`
+        // takes none when `req->num_retrans`).
+        self.synack_at = (!self.syn_seen).then_some(now);
         self.syn_seen = true;
         if self.timestamps && h.ts_val != 0 {
             self.ts_recent = self.ts_recent.max(h.ts_val);
@@ -687,6 +790,95 @@ mod tests {
         r.on_segment(ms(100), &data(1, 1000), &mut out);
         r.on_segment(ms(136), &data(1001, 1000), &mut out);
         assert_eq!(r.next_timer(), Some(ms(176)));
+    }
+
+    /// `tcp_event_data_recv`: in-order data more than `icsk_rto` (here
+    /// 100 ms + max(50 ms, 200 ms) from the handshake) after the last
+    /// re-enters quick-ack mode; a shorter pause does not.
+    #[test]
+    fn data_after_an_idle_rto_is_quick_acked() {
+        let acks_after_pause = |pause_ms: u64| {
+            let mut c = cfg();
+            c.quickack_segments = 16;
+            let mut r = TcpReceiver::new(&c);
+            let mut out = Out::default();
+            syn(&mut r, &mut out);
+            let ack = TcpHeader {
+                ack: 1,
+                flags: ACK,
+                ..TcpHeader::default()
+            };
+            r.on_segment(ms(100), &ack, &mut out); // handshake RTT 100 ms
+            let mut seq = 1;
+            for i in 0..40 {
+                r.on_segment(ms(101) + Duration::from_us(i), &data(seq, 1000), &mut out);
+                seq += 1000;
+            }
+            let before = out.0.len();
+            let t = 101 + pause_ms;
+            for i in 0..4 {
+                r.on_segment(ms(t) + Duration::from_us(i), &data(seq, 1000), &mut out);
+                seq += 1000;
+            }
+            out.0.len() - before
+        };
+        assert_eq!(
+            acks_after_pause(301),
+            4,
+            "idle > RTO (300 ms): one ACK each"
+        );
+        assert_eq!(acks_after_pause(299), 2, "idle < RTO: every second segment");
+    }
+
+    /// The ACK advances (in segments) a receiver of `profile` sends for a
+    /// flight of 100 back-to-back 1448 B segments (1.2 µs apart, a 1 Gbit/s
+    /// burst) once its window has stopped growing.
+    fn ack_advances_in_a_burst(profile: &str) -> Vec<u64> {
+        let c = TcpConfig::profile(profile).unwrap();
+        let mut r = TcpReceiver::new(&c);
+        let mut out = Out::default();
+        syn(&mut r, &mut out);
+        let ack = TcpHeader {
+            ack: 1,
+            flags: ACK,
+            ..TcpHeader::default()
+        };
+        r.on_segment(ms(100), &ack, &mut out);
+        // Flights of 100 segments every 100 ms let the window grow to its
+        // clamp (while it grows, every segment is ACKed: tcp_grow_window);
+        // the last flight is the one measured.
+        let mut seq = 1;
+        let mut first_ack = 0;
+        for flight in 0..20u64 {
+            first_ack = out.0.len();
+            for i in 0..100u64 {
+                let t = ms(101 + 100 * flight) + Duration::from_ns(1_200 * i);
+                while let Some(tt) = r.next_timer().filter(|&tt| tt < t) {
+                    r.on_timer(tt, &mut out);
+                }
+                r.on_segment(t, &data(seq, 1448), &mut out);
+                seq += 1448;
+            }
+        }
+        while let Some(t) = r.next_timer().filter(|&t| t < ms(2200)) {
+            r.on_timer(t, &mut out);
+        }
+        let acks: Vec<u64> = out.0[first_ack - 1..].iter().map(|h| h.ack).collect();
+        let mut adv: Vec<u64> = acks.windows(2).map(|w| (w[1] - w[0]) / 1448).collect();
+        adv.retain(|&n| n > 0);
+        adv
+    }
+
+    /// Linux < 4.14's prequeue (`linux-3.x`, `receiver_read_delay` 0): the
+    /// data is copied before `__tcp_ack_snd_check`, so a burst is
+    /// acknowledged every second segment, as the USC-NSL lab client did;
+    /// today's reader, woken after the burst, leaves stretch ACKs.
+    #[test]
+    fn prequeue_acknowledges_a_burst_every_second_segment() {
+        let old = ack_advances_in_a_burst("linux-3.x");
+        assert!(!old.is_empty() && old.iter().all(|&n| n == 2), "{old:?}");
+        let new = ack_advances_in_a_burst("linux");
+        assert!(new.iter().any(|&n| n > 2), "{new:?}");
     }
 
     #[test]
