@@ -749,7 +749,11 @@ and `qoslab run --capture s0->r1`, both read with `qoslab analyze`):
     (crates/qoslab-scenario), whose claim that rate-halving gets less through than PRR
     then no longer holds (6.68 against 6.52 Mbit/s; over bottleneck delays 24.6-25.0 ms
     rate-halving 6.21-6.69 against PRR 6.22-6.70, where the exact timer gives 5.55-5.99
-    against 5.56-6.37). Left open until that claim is re-examined; not modelled.
+    against 5.56-6.37). Left out on this branch. The same night the policer-truth pass
+    modelled Linux's adaptive `ato` on the jiffies wheel (`tcp/delack.rs`: every Linux
+    profile with `timer_hz`, `linux-3.x` included) and re-examined that claim (a sanity
+    check of ours against ours: it now asserts only that the two reductions differ), so
+    the merged model runs the delayed-ACK timer at a tick.
   Hits, each rule added in turn (per capture goodput/retransmissions/RTO-class; per chunk
   goodput/retransmissions): before 40/38/30, 143/140; with the jiffies delayed ACK (taken
   out, see above) 39/37/33, 143/142, then quick-ack after idle 38/37/31, 143/146, then the
@@ -760,6 +764,9 @@ and `qoslab run --capture s0->r1`, both read with `qoslab analyze`):
   below); among single connections police1.5M-bc100k retransmissions fall (368 -> 318,
   truth 477) and police10M-bc2M goodput rises (1.08 -> 1.15). The policer
   truth (`linux`, touched by the quick-ack rule) moves from 44/41/49 to 44/40/48 of 50.
+  Merged with the policer-truth pass's rules (whole-segment CUBIC, PRR and Reno; the
+  adaptive `ato` on the jiffies wheel): per capture 38/36/30, per chunk 151/151 (the table
+  above), and the policer truth 47/40/49.
   The RTO-class misses of the single-connection policer cases remain the
   lab server's transmit reordering (below): with reordering seen, the lab's sender enters
   recovery one round trip late (police1.5M-bc100k at 1.2745 s: 12 SACKed segments, no
