@@ -329,7 +329,7 @@ mod tests {
             let (cir, cbs) = crate::meter::difftest::rate_depth(&mut rng);
             let (eir, ebs) = crate::meter::difftest::rate_depth(&mut rng);
             let (coupled, aware) = (case % 2 == 1, case % 4 >= 2);
-            let mut got = Mef::new(
+            let got = Mef::new(
                 Rate::from_bps(cir),
                 Bytes::new(cbs),
                 Rate::from_bps(eir),
@@ -338,21 +338,14 @@ mod tests {
                 aware,
             )
             .unwrap();
-            let mut want = got.clone();
-            for (i, (t, size, pre)) in crate::meter::difftest::trace(case, 2_000)
-                .into_iter()
-                .enumerate()
-            {
-                let w = color_branching(&mut want, t, size, pre);
-                let g = got.color(t, size, pre);
-                seen[g as usize] += 1;
-                assert_eq!(g, w, "case {case} packet {i}");
-                assert_eq!(
-                    (got.c, got.e, got.last),
-                    (want.c, want.e, want.last),
-                    "case {case} packet {i}"
-                );
-            }
+            crate::meter::difftest::same_as_reference(
+                case,
+                got,
+                |m: &mut Mef, t, size, pre| m.color(t, size, pre),
+                color_branching,
+                |m| (m.c, m.e, m.last),
+                &mut seen,
+            );
         }
         assert!(seen.iter().all(|&n| n > 10_000), "{seen:?}");
     }

@@ -338,6 +338,28 @@ pub(crate) mod difftest {
             .collect()
     }
 
+    /// Runs a meter and a clone of it through `trace(case, 2_000)`, the
+    /// meter by `color` and the clone by `reference`: the colours and the
+    /// `state` must be the same after every packet. Counts the colours
+    /// into `seen`.
+    pub(crate) fn same_as_reference<M: Clone, S: PartialEq + std::fmt::Debug>(
+        case: u64,
+        meter: M,
+        color: impl Fn(&mut M, Instant, u32, Color) -> Color,
+        reference: impl Fn(&mut M, Instant, u32, Color) -> Color,
+        state: impl Fn(&M) -> S,
+        seen: &mut [usize],
+    ) {
+        let (mut got, mut want) = (meter.clone(), meter);
+        for (i, (t, size, pre)) in trace(case, 2_000).into_iter().enumerate() {
+            let w = reference(&mut want, t, size, pre);
+            let g = color(&mut got, t, size, pre);
+            seen[g as usize] += 1;
+            assert_eq!(g, w, "case {case} packet {i}");
+            assert_eq!(state(&got), state(&want), "case {case} packet {i}");
+        }
+    }
+
     /// Small random rates (bit/s) and depths (bytes) so that every colour
     /// occurs: rates 1 kbit/s–200 Mbit/s, depths 1 B–100 kB.
     pub(crate) fn rate_depth(rng: &mut Rng) -> (u64, u64) {

@@ -285,23 +285,16 @@ mod tests {
             let (_, ebs) = crate::meter::difftest::rate_depth(&mut rng);
             let ebs = if case % 5 == 0 { 0 } else { ebs };
             let aware = case % 2 == 1;
-            let mut got =
+            let got =
                 Srtcm::new(Rate::from_bps(cir), Bytes::new(cbs), Bytes::new(ebs), aware).unwrap();
-            let mut want = got.clone();
-            for (i, (t, size, pre)) in crate::meter::difftest::trace(case, 2_000)
-                .into_iter()
-                .enumerate()
-            {
-                let w = color_branching(&mut want, t, size, pre);
-                let g = got.color(t, size, pre);
-                seen[g as usize] += 1;
-                assert_eq!(g, w, "case {case} packet {i}");
-                assert_eq!(
-                    (got.c, got.e, got.last),
-                    (want.c, want.e, want.last),
-                    "case {case} packet {i}"
-                );
-            }
+            crate::meter::difftest::same_as_reference(
+                case,
+                got,
+                |m: &mut Srtcm, t, size, pre| m.color(t, size, pre),
+                color_branching,
+                |m| (m.c, m.e, m.last),
+                &mut seen,
+            );
         }
         assert!(seen.iter().all(|&n| n > 10_000), "{seen:?}");
     }

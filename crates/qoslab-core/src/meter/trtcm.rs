@@ -302,7 +302,7 @@ mod tests {
             let (cir, cbs) = crate::meter::difftest::rate_depth(&mut rng);
             let (extra, pbs) = crate::meter::difftest::rate_depth(&mut rng);
             let aware = case % 2 == 1;
-            let mut got = Trtcm::new(
+            let got = Trtcm::new(
                 Rate::from_bps(cir),
                 Bytes::new(cbs),
                 Rate::from_bps(cir + extra),
@@ -310,21 +310,14 @@ mod tests {
                 aware,
             )
             .unwrap();
-            let mut want = got.clone();
-            for (i, (t, size, pre)) in crate::meter::difftest::trace(case, 2_000)
-                .into_iter()
-                .enumerate()
-            {
-                let w = color_branching(&mut want, t, size, pre);
-                let g = got.color(t, size, pre);
-                seen[g as usize] += 1;
-                assert_eq!(g, w, "case {case} packet {i}");
-                assert_eq!(
-                    (got.c, got.p, got.last),
-                    (want.c, want.p, want.last),
-                    "case {case} packet {i}"
-                );
-            }
+            crate::meter::difftest::same_as_reference(
+                case,
+                got,
+                |m: &mut Trtcm, t, size, pre| m.color(t, size, pre),
+                color_branching,
+                |m| (m.c, m.p, m.last),
+                &mut seen,
+            );
         }
         assert!(seen.iter().all(|&n| n > 10_000), "{seen:?}");
     }
