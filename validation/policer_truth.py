@@ -534,7 +534,7 @@ DIAGNOSIS = [
     " +50 ms: the flows keep slow-starting on the cumulative ACKs, send 49 new segments"
     " (8 dropped) and learn of the loss only from those segments' SACKs, retransmitting"
     " first at +95-100 ms, 30 ms later and with more data and a larger window in flight."
-    " The kernel rule behind this is, inferred from the offsets (not traced: 181 233 data"
+    " The kernel rule behind this is, inferred from the offsets (not traced: 181 232 data"
     " bytes are no multiple of iperf3's 128 KiB writes), the send buffer, not the loss"
     " recovery:"
     " `tcp_sendmsg_locked` (net/ipv4/tcp.c) pushes the partial tail with TCP_NAGLE_PUSH"
