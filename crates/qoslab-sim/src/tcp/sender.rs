@@ -1144,6 +1144,20 @@ impl TcpSender {
         let Some((xmit, end, rtt)) = self.rack.take_advanced(force) else {
             return 0;
         };
+        // The scan stops at its first segment when that one is neither
+        // SACKed, nor lost and waiting, nor a retransmission, and was sent
+        // at or after RACK's segment (the usual in-order ACK): nothing is
+        // lost and nothing waits, whatever the reordering window, so that
+        // window is not computed (issue 12, the cost per ACK).
+        let head_ends_scan = self.sb.get(0).is_none_or(|s| {
+            !s.sacked
+                && !(s.lost && !s.retrans_in_flight)
+                && !s.ever_retransmitted
+                && (s.sent_at, s.end()) >= (xmit, end)
+        });
+        if head_ends_scan {
+            return 0;
+        }
         let in_recovery = matches!(self.ca, CaState::Recovery | CaState::Loss);
         let dupthresh = self.sb.sacked_bytes() >= DUP_THRESH as u64 * self.mss() as u64;
         let reo_wnd =
