@@ -1150,9 +1150,7 @@ impl TcpSender {
         // lost and nothing waits, whatever the reordering window, so that
         // window is not computed (issue 12, the cost per ACK).
         let head_ends_scan = self.sb.get(0).is_none_or(|s| {
-            !s.sacked
-                && !(s.lost && !s.retrans_in_flight)
-                && !s.ever_retransmitted
+            !(s.sacked || s.ever_retransmitted || s.lost && !s.retrans_in_flight)
                 && (s.sent_at, s.end()) >= (xmit, end)
         });
         if head_ends_scan {
