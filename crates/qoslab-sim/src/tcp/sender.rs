@@ -188,6 +188,22 @@ pub const DUP_THRESH: u32 = 3;
 /// `tp->reordering` (a sysctl, default 300, from 3.19).
 const TCP_MAX_REORDERING: u32 = 127;
 
+/// The placeholder deadline of a timer armed by an ACK whose value is
+/// computed only if it survives the ACK (`TcpSender::set_xmit_timer`).
+/// Never a real deadline: those stay below `qoslab_core::TIME_HORIZON_NS`.
+const ARM_DEFERRED: Instant = Instant::from_ns(u64::MAX - 1);
+
+/// The inputs of the RTO and loss-probe deadlines an ACK deferred.
+#[derive(Clone, Copy, Debug)]
+struct DeferredArm {
+    head_sent_at: Instant,
+    /// A probe or reordering timer was pending before the ACK re-armed.
+    probe_pending: bool,
+    rto: Duration,
+    srtt: Option<Duration>,
+    one_outstanding: bool,
+}
+
 /// How much the application gives TCP to send (iperf3 `-t` vs `-n`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppLimit {
@@ -1046,11 +1062,13 @@ impl TcpSender {
                 self.mss() as u64,
             );
         }
-        if advanced {
-            // RFC 6298 5.2 / 5.3, as Linux times it.
-            self.rearm_rto(now);
-            self.schedule_loss_probe(now, true); // Linux tcp_set_xmit_timer
-        }
+        let deferred = if advanced {
+            // RFC 6298 5.2 / 5.3, as Linux times it; then Linux
+            // tcp_set_xmit_timer.
+            self.set_xmit_timer(now)
+        } else {
+            None
+        };
         if self.ca != CaState::Open && self.tlp_at.is_some() {
             // The probe gives way to the RTO, timed from the head segment.
             self.rearm_rto(now);
@@ -1058,6 +1076,51 @@ impl TcpSender {
         }
         self.release_preamble(now);
         self.try_send(now, io);
+        if let Some(d) = deferred {
+            self.finish_xmit_timer(now, d);
+        }
+    }
+
+    /// `rearm_rto` then `schedule_loss_probe(now, true)`, as an ACK of new
+    /// data does, but with the two deadlines left as [`ARM_DEFERRED`] when
+    /// the probe is armed: the new data this ACK usually releases replaces
+    /// both at once (`send_new`: the probe gives way to the head-based
+    /// RTO), so computing them first would be wasted work on nearly every
+    /// ACK (issue 12, the cost per ACK). Whether each timer is armed is
+    /// decided here, as before, so every test of `is_some()` in between
+    /// sees what it saw; [`Self::finish_xmit_timer`] computes the values
+    /// still deferred when `on_ack` returns, from the inputs captured here
+    /// (the same values, bit for bit).
+    fn set_xmit_timer(&mut self, now: Instant) -> Option<DeferredArm> {
+        let head = match self.sb.get(0) {
+            Some(h) if self.probe_allowed() => h.sent_at,
+            _ => {
+                self.rearm_rto(now);
+                self.schedule_loss_probe(now, true);
+                return None;
+            }
+        };
+        let d = DeferredArm {
+            head_sent_at: head,
+            probe_pending: self.tlp_at.is_some() || self.reo_at.is_some(),
+            rto: self.rtt.rto(),
+            srtt: self.rtt.srtt(),
+            one_outstanding: self.sb.len() == 1,
+        };
+        self.rto_at = Some(ARM_DEFERRED);
+        self.tlp_at = Some(ARM_DEFERRED);
+        Some(d)
+    }
+
+    /// The deadlines [`Self::set_xmit_timer`] deferred and nothing replaced.
+    fn finish_xmit_timer(&mut self, now: Instant, d: DeferredArm) {
+        if self.rto_at == Some(ARM_DEFERRED) {
+            self.rto_at = Some(self.rto_deadline(now, d.head_sent_at, d.rto, d.probe_pending));
+        }
+        if self.tlp_at == Some(ARM_DEFERRED) {
+            let rto_left = Some(d.rto).filter(|r| r.as_ns() > 0);
+            self.tlp_at = Some(self.probe_deadline(now, rto_left, d.srtt, d.one_outstanding));
+        }
     }
 
     /// The preamble (`TcpConfig::app_preamble_bytes`, iperf3's cookie) is
@@ -1081,6 +1144,18 @@ impl TcpSender {
         let Some((xmit, end, rtt)) = self.rack.take_advanced(force) else {
             return 0;
         };
+        // The scan stops at its first segment when that one is neither
+        // SACKed, nor lost and waiting, nor a retransmission, and was sent
+        // at or after RACK's segment (the usual in-order ACK): nothing is
+        // lost and nothing waits, whatever the reordering window, so that
+        // window is not computed (issue 12, the cost per ACK).
+        let head_ends_scan = self.sb.get(0).is_none_or(|s| {
+            !(s.sacked || s.ever_retransmitted || s.lost && !s.retrans_in_flight)
+                && (s.sent_at, s.end()) >= (xmit, end)
+        });
+        if head_ends_scan {
+            return 0;
+        }
         let in_recovery = matches!(self.ca, CaState::Recovery | CaState::Loss);
         let dupthresh = self.sb.sacked_bytes() >= DUP_THRESH as u64 * self.mss() as u64;
         let reo_wnd =
@@ -1123,14 +1198,26 @@ impl TcpSender {
     fn rearm_rto(&mut self, now: Instant) {
         let rto = self.rtt.rto();
         let probe_pending = self.tlp_at.is_some() || self.reo_at.is_some();
-        self.rto_at = match self.sb.get(0) {
-            None => None,
-            Some(head) if probe_pending => {
-                let left = head.sent_at.saturating_add(rto).saturating_since(now);
-                Some(self.timer_at(now, left, false))
-            }
-            Some(_) => Some(self.timer_at(now, rto, false)),
-        };
+        self.rto_at = self
+            .sb
+            .get(0)
+            .map(|head| self.rto_deadline(now, head.sent_at, rto, probe_pending));
+    }
+
+    /// [`Self::rearm_rto`]'s deadline with data outstanding.
+    fn rto_deadline(
+        &self,
+        now: Instant,
+        head_sent_at: Instant,
+        rto: Duration,
+        probe_pending: bool,
+    ) -> Instant {
+        if probe_pending {
+            let left = head_sent_at.saturating_add(rto).saturating_since(now);
+            self.timer_at(now, left, false)
+        } else {
+            self.timer_at(now, rto, false)
+        }
     }
 
     /// When a timer of the retransmission slot armed now for `when` runs:
@@ -1166,10 +1253,7 @@ impl TcpSender {
     /// just restarted).
     fn schedule_loss_probe(&mut self, now: Instant, advancing_rto: bool) {
         self.tlp_at = None;
-        if !(self.cfg.tlp && self.cfg.sack && self.rack_tlp_ok)
-            || self.sb.is_empty()
-            || self.ca != CaState::Open
-        {
+        if !self.probe_allowed() || self.sb.is_empty() {
             return;
         }
         let rto_left = if advancing_rto {
@@ -1178,12 +1262,31 @@ impl TcpSender {
             self.rto_at.map(|t| t.saturating_since(now))
         };
         let rto_left = rto_left.filter(|d| d.as_ns() > 0);
+        let at = self.probe_deadline(now, rto_left, self.rtt.srtt(), self.sb.len() == 1);
+        self.tlp_at = Some(at);
+    }
+
+    /// Whether the state and the configuration allow a loss probe (with
+    /// data outstanding).
+    fn probe_allowed(&self) -> bool {
+        self.cfg.tlp && self.cfg.sack && self.rack_tlp_ok && self.ca == CaState::Open
+    }
+
+    /// [`Self::schedule_loss_probe`]'s deadline: PTO from `srtt` (one
+    /// segment outstanding or more), capped by the time `rto_left`.
+    fn probe_deadline(
+        &self,
+        now: Instant,
+        rto_left: Option<Duration>,
+        srtt: Option<Duration>,
+        one_outstanding: bool,
+    ) -> Instant {
         if let Some(hz) = self.cfg.timer_hz {
             // tcp_schedule_loss_probe in jiffies: usecs_to_jiffies(2·SRTT)
             // + TCP_RTO_MIN or TCP_TIMEOUT_MIN, capped by the RTO's.
             let j = |d: Duration| jiffies::to_jiffies(d, hz);
-            let mut pto = match self.rtt.srtt() {
-                Some(srtt) if self.sb.len() == 1 => j(srtt + srtt) + j(self.cfg.min_rto),
+            let mut pto = match srtt {
+                Some(srtt) if one_outstanding => j(srtt + srtt) + j(self.cfg.min_rto),
                 Some(srtt) => j(srtt + srtt) + 2,
                 None => j(self.cfg.initial_rto),
             };
@@ -1192,12 +1295,11 @@ impl TcpSender {
             }
             let levels = self.cfg.timer_wheel_levels;
             let at = jiffies::expiry_ns(now.as_ns(), pto.max(1), hz, levels);
-            self.tlp_at = Some(Instant::from_ns(at));
-            return;
+            return Instant::from_ns(at);
         }
-        let mut pto = match self.rtt.srtt() {
+        let mut pto = match srtt {
             Some(srtt) => {
-                let extra = if self.sb.len() == 1 {
+                let extra = if one_outstanding {
                     self.cfg.min_rto
                 } else {
                     TIMEOUT_MIN
@@ -1209,7 +1311,7 @@ impl TcpSender {
         if let Some(left) = rto_left {
             pto = pto.min(left);
         }
-        self.tlp_at = Some(now.saturating_add(pto));
+        now.saturating_add(pto)
     }
 
     /// RFC 8985 §7.3 / Linux `tcp_send_loss_probe`: send one new segment
