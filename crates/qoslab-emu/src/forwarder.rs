@@ -60,11 +60,11 @@ pub const SPIN_NS: u64 = 50_000;
 pub const SPIN_SHARE: u64 = 3;
 /// The learnt margin covers the sleeps' p99 wake-up lateness plus this
 /// (ppoll's return and the loop's way to the event).
-pub const WAKE_SLACK_NS: u64 = 10_000;
+const WAKE_SLACK_NS: u64 = 10_000;
 /// ... and never more than this.
-pub const MAX_MARGIN_NS: u64 = 500_000;
+const MAX_MARGIN_NS: u64 = 500_000;
 /// Wake-ups between two readings of the lateness histogram.
-pub const LEARN_EVERY: u64 = 64;
+const LEARN_EVERY: u64 = 64;
 
 /// How long before a due event a timed sleep should end: [`SPIN_NS`], or
 /// the sleep path's own p99 wake-up lateness (+ [`WAKE_SLACK_NS`]) when that
