@@ -516,9 +516,8 @@ impl TcpReceiver {
     }
 
     fn on_syn(&mut self, now: Instant, h: &TcpHeader, io: &mut dyn TcpIo) {
-        // Karn: a SYN-ACK sent again gives no handshake sample.
-        // No sample from a retransmitted SYN-ACK (Karn; `tcp_synack_rtt_meas`
-        // takes none when `req->num_retrans`).
+        // Karn: a SYN-ACK sent again gives no handshake sample
+        // (`tcp_synack_rtt_meas` takes none when `req->num_retrans`).
         self.synack_at = (!self.syn_seen).then_some(now);
         self.syn_seen = true;
         if self.timestamps && h.ts_val != 0 {
