@@ -331,9 +331,10 @@ def test_progress_lines_and_bar_on_a_terminal(capsys, monkeypatch):
     # place in the experiment, and its simulated seconds as the total.
     bars = lines[1].split("\r")
     for j, case in enumerate(("police", "shape", "shape-83", "shape-fair-queue")):
-        assert any(b.startswith(f"isr4000 [{j + 1}/16] {case} seed 1: ") for b in bars)
+        assert any(b.startswith(f"isr4000 [{j + 1}/20] {case} seed 1: ") for b in bars)
     assert any("[links 100 Mbit/s]: " in b for b in bars)
     assert any("[delayed ACK 40 ms]: " in b for b in bars)
+    assert any("[IP packets counted]: " in b for b in bars)
     assert any("/6.0 s" in b for b in bars)
     # Final state: the last bar is cleared before the closing line.
     assert bars[-2].strip() == ""

@@ -5,6 +5,12 @@
 //! one device when the text configures several. Errors in the text are
 //! located at their line in the file (the string's first line + the line
 //! in the text).
+//!
+//! `stab = { … }` beside `mqc` says what length the router counts per
+//! packet, which MQC text does not state: a Cisco router counts the frame
+//! it sends (with its 14-byte Ethernet header) where qoslab's packets are
+//! IP packets. A tc script carries its own `stab` in the text, so a second
+//! one beside `tc` is refused.
 
 use crate::reader::{Cx, Field, Result};
 use qoslab_import::{mqc, Direction, ImportError};
@@ -28,9 +34,19 @@ pub(crate) fn policy(cx: &mut Cx<'_>, f: &Field<'_>, dir: Direction) -> Result<O
     };
     let platform_f = t.get(cx, "platform");
     let pick = t.get_either(cx, "interface", "dev")?;
+    let stab = match t.get(cx, "stab") {
+        Some(s) if from == "tc" => {
+            return Err(s.error(
+                cx,
+                "stab beside tc: write it in the tc text (tc qdisc add … stab overhead N …)",
+            ))
+        }
+        Some(s) => Some(crate::topology::size_table(cx, &s)?),
+        None => None,
+    };
     t.finish(
         cx,
-        &format!("beside {from} = \"\"\"…\"\"\" (platform, interface or dev)"),
+        &format!("beside {from} = \"\"\"…\"\"\" (platform, interface, dev or stab)"),
     )?;
     let text = text_f.str(cx, "the configuration text")?.to_string();
     let imported = match from {
@@ -62,7 +78,13 @@ pub(crate) fn policy(cx: &mut Cx<'_>, f: &Field<'_>, dir: Direction) -> Result<O
     let one = imported
         .select(dir, pick.as_deref())
         .map_err(|e| located(cx, &text_f, &e))?;
-    let spec = one.spec.clone();
+    let spec = match stab {
+        Some(stab) => PolicySpec::Sized {
+            stab,
+            inner: Box::new(one.spec.clone()),
+        },
+        None => one.spec.clone(),
+    };
     // Check it by building, as the table forms are.
     if let Err(e) = qoslab_import::render::derived(&spec) {
         return Err(text_f.error(

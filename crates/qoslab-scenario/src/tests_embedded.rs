@@ -160,3 +160,22 @@ fn round_trips_show_what_tc_and_ios_show() {
     );
     assert!(get(&d, "bc").starts_with("31250B"), "{d:?}");
 }
+
+#[test]
+fn a_stab_beside_mqc_sizes_the_imported_policy_and_is_refused_beside_tc() {
+    let m = egress(
+        "[policy.bottleneck.egress]\nplatform = \"ios-xe\"\nstab = { overhead = 14 }\nmqc = \"\"\"\npolicy-map P\n class class-default\n  police 20000000\n\"\"\"\n",
+    );
+    let PolicySpec::Sized { stab, inner } = m else {
+        panic!("{m:?}")
+    };
+    assert_eq!(stab.pkt_len(1500), 1514);
+    assert!(matches!(*inner, PolicySpec::Police(_)), "{inner:?}");
+    let e = parse(
+        &scenario("[policy.bottleneck.egress]\ntc = \"tc qdisc add dev eth0 root tbf rate 1mbit burst 10kb latency 50ms\"\nstab = { overhead = 14 }\n"),
+        "s.toml",
+    )
+    .unwrap_err();
+    assert!(e.message.contains("stab beside tc"), "{e}");
+    assert_eq!(e.line, 13, "{e}");
+}

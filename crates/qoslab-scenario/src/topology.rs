@@ -525,7 +525,7 @@ pub(crate) fn policy(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<PolicySpec> {
 
 /// `stab = { overhead = 14, linklayer = "ethernet" | "atm" | "adsl", mpu = "64B",
 /// mtu = "2047B", tsize = 512 }` (tc-stab(8); see `qoslab_policy::stab`).
-fn size_table(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<SizeTable> {
+pub(crate) fn size_table(cx: &mut Cx<'_>, f: &Field<'_>) -> Result<SizeTable> {
     let mut t = f.table(cx)?;
     let overhead = match t.get(cx, "overhead") {
         Some(o) => o.i32(cx)?,
