@@ -80,6 +80,16 @@ def check(c: Checks, ref: Reference, results: dict[str, SimulationResult]) -> No
     gp, gs = goodputs(p, M), goodputs(s, M)
     _flows(c, ref, "police", gp)
     c.number("police", "retransmitted %", ref.number("police.retransmitted_pct"), retx_pct(p))
+    c.number(
+        "police",
+        "RTT peak ms",
+        ref.number("police.rtt_ms_peak"),
+        rtt_stat_ms(p, "max", max),
+        note="Wireshark's largest ACK RTT, counted from a lost segment's first sending: the "
+        "source's 340 ms is one 300 ms timeout and an ACK soon after it; ours adds second, "
+        "backed-off timeouts and, with the 200 ms delayed ACK, the wait for the ACK of a "
+        "timeout's lone retransmission when nothing after it had arrived",
+    )
     _flows(c, ref, "shape", gs)
     rtt = rtt_mean_ms(s)
     c.number("shape", "RTT mean ms", ref.number("shape.rtt_ms_mean"), rtt)
