@@ -154,7 +154,7 @@ def test_iperf3_json_is_read_by_the_iperf3_package(capsys: pytest.CaptureFixture
     s = qoslab.simulate(ISR).summary
     assert ours.received_bytes == sum(f["bytes"] for f in s["flows"])
     assert ours.retransmits == sum(f["retransmits"] for f in s["flows"])
-    assert abs(ours.received_Mbps - 19.7) < 0.1  # the table's [SUM]
+    assert abs(ours.received_Mbps - 19.5) < 0.1  # the table's [SUM]
 
 
 def test_iperf3_json_bidir_as_iperf3_bidir(capsys: pytest.CaptureFixture[str]) -> None:

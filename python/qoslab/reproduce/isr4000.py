@@ -45,8 +45,11 @@ TCP_NOTE = (
     "the window), and the shaped case's 64512 B / 107 ms shows the sender window-limited,"
     " not held by iperf3. Before the frame count the sum stayed at 19.6-19.7 with RACK, "
     "TLP, SACK, F-RTO or limited transmit off, delayed ACK 40 ms or NewReno, and fell to "
-    "18.2 only with a 1 s RTO floor. What keeps the real flows' timeouts together is in "
-    "no Windows rule we found documented (TCP fidelity, not a scenario choice)"
+    "18.2 only with a 1 s RTO floor; after it, an RTO counted from the oldest outstanding"
+    " segment's sending instead of restarted by each ACK (Windows 2000-era docs: a timer "
+    "per segment handed to IP; tried by hand, not kept) gave 19.45. What keeps the real "
+    "flows' timeouts together is in no Windows rule we found documented (TCP fidelity, "
+    "not a scenario choice)"
 )
 
 
