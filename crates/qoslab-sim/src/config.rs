@@ -476,6 +476,15 @@ pub struct TcpConfig {
     /// it, where a timer runs at the very jiffy it asked for (`linux-3.x`,
     /// `linux-2.6`).
     pub timer_wheel_levels: bool,
+    /// New data fills the receive window to its last byte, the segment at
+    /// the window's edge shorter than the MSS, as Linux's `tcp_write_xmit`
+    /// does since 2012 (`tcp_mss_split_point` keeps the partial last
+    /// segment unless Nagle's Minshall rule holds it; E. Dumazet, "tcp:
+    /// allow splice() to build full TSO packets"). See `tcp/wndsplit.rs`.
+    /// `false`: only whole segments while data is in flight (Linux 2.6.32,
+    /// whose `tcp_mss_split_point` rounds down to the MSS; the Windows
+    /// profiles, whose rule is not published).
+    pub window_edge_partial: bool,
 }
 
 impl TcpConfig {
@@ -699,12 +708,14 @@ impl TcpConfig {
             app_preamble_bytes: 0,
             timer_hz: Some(250),
             timer_wheel_levels: true,
+            window_edge_partial: true,
         };
         match name {
             "linux" => Some(linux),
             "windows10" => Some(TcpConfig {
                 profile: "windows10".into(),
                 timer_hz: None,
+                window_edge_partial: false,
                 cc: CcKind::Compound,
                 mss: 1460,
                 header_bytes: 40,
@@ -724,6 +735,7 @@ impl TcpConfig {
             "windows7" => Some(TcpConfig {
                 profile: "windows7".into(),
                 timer_hz: None,
+                window_edge_partial: false,
                 cc: CcKind::NewReno,
                 mss: 1460,
                 header_bytes: 40,
@@ -749,6 +761,7 @@ impl TcpConfig {
             "windows-xp" => Some(TcpConfig {
                 profile: "windows-xp".into(),
                 timer_hz: None,
+                window_edge_partial: false,
                 cc: CcKind::NewReno,
                 mss: 1460,
                 header_bytes: 40,
@@ -791,6 +804,7 @@ impl TcpConfig {
             "linux-2.6" => Some(TcpConfig {
                 profile: "linux-2.6".into(),
                 timer_wheel_levels: false,
+                window_edge_partial: false,
                 rate_halving: true,
                 fack: true,
                 rack: false,
