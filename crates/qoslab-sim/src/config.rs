@@ -624,6 +624,10 @@ impl TcpConfig {
     ///     functions;
     ///   - no TSO deferral (`tso_defer` is the 3.12-autosizing variant; a
     ///     2.6 TSO sender defers too, with 64 KB skbs, not modelled).
+    ///   - whole segments only at the receive window's edge
+    ///     (`window_edge_partial` off: 2.6.32's `tcp_mss_split_point`
+    ///     returns `needed - needed % mss_now`; the partial last segment
+    ///     came in 2012, see `tcp/wndsplit.rs`).
     ///
     /// `linux_rto`: true for `linux` (net/ipv4/tcp_input.c), false for the
     /// Windows profiles (RFC 6298 with MinRto 300 ms; Windows' estimator is
@@ -921,6 +925,12 @@ mod tests {
         assert!(l3.mark_lost_retrans && !linux.mark_lost_retrans);
         assert!(!linux.quickack_on_out_of_order);
         assert!(l3.tso_defer && !linux.tso_defer);
+        // Sanity check of the table: the short segment at the window's edge
+        // is the kernels' since 2012, not 2.6.32's nor Windows' (modelled).
+        assert!(linux.window_edge_partial && l3.window_edge_partial);
+        for p in ["linux-2.6", "windows10", "windows7", "windows-xp"] {
+            assert!(!TcpConfig::profile(p).unwrap().window_edge_partial, "{p}");
+        }
         assert!(l3.rcvbuf_fixup && !linux.rcvbuf_fixup);
         assert!(
             l3.fack && !linux.fack,

@@ -2913,7 +2913,10 @@ mod tests {
         };
         let (short, flight) = run(true);
         assert_eq!(flight, 64_512);
-        assert!(!short.is_empty() && short.iter().all(|&l| l == 512), "{short:?}");
+        assert!(
+            !short.is_empty() && short.iter().all(|&l| l == 512),
+            "{short:?}"
+        );
         let (short, flight) = run(false);
         assert_eq!(flight, 64_000);
         assert!(short.is_empty(), "{short:?}");
