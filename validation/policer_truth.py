@@ -550,7 +550,10 @@ DIAGNOSIS = [
     " `tcp_sndbuf_expand`, confirmed on a loopback socket: 69 120 with BBR's factor 3) to"
     " 368-520 kB with 250-470 kB written and not yet sent; `tcp_sendmsg_locked` shows"
     " iperf3's 128 KiB writes blocked only in the first round trip (46 336 B copied,"
-    " then EAGAIN until the first ACKs). So no send-buffer model was built (it would"
+    " then EAGAIN until the first ACKs). The one case seen where the buffer binds:"
+    " `c100-bc1s-rtt50-wauto-f1-cubic`, whose buffer reaches `tcp_wmem[2]` (4 MiB) and"
+    " limits the sender for 28 ms of 10 s (rwnd 308 ms; that run 6568 retransmissions)."
+    " So no send-buffer model was built (it would"
     " change nothing here; a fixed `sndbuf` per case would be tuning). Modelled instead:"
     " the partial segment at the window's edge (`window_edge_partial`, tcp/wndsplit.rs,"
     " on in `linux` and `linux-3.x`; Linux 2.6.32's `tcp_mss_split_point` rounds down to"
@@ -943,10 +946,36 @@ def _trains(times_s: list[float], gap_s: float = 100e-6) -> list[int]:
     return out
 
 
+MSS_BYTES = 1448
+COOKIE_BYTES = 37  # iperf3's cookie, the first payload of every data connection
+
+
+def short_segments(rows: list[tuple[int, int, int]], full_min: int = 100) -> list[tuple[int, int]]:
+    """First transmissions shorter than the MSS on the data connections, as (connection,
+    stream offset): ``rows`` are (connection, seq, len) of every data segment in send
+    order, seq relative to the ISN. The cookie and the connections with fewer than
+    ``full_min`` full-size segments (iperf3's control connection) are left out."""
+    full: dict[int, int] = {}
+    for conn, _, n in rows:
+        if n >= MSS_BYTES:
+            full[conn] = full.get(conn, 0) + 1
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for conn, seq, n in rows:
+        if full.get(conn, 0) < full_min or (conn, seq) in seen:
+            continue
+        seen.add((conn, seq))
+        if 0 < n < MSS_BYTES and n != COOKIE_BYTES:
+            out.append((conn, seq))
+    return out
+
+
 def trains(name: str) -> None:
     """How bursty each sender is: one case emulated with a capture of what the sender
     puts on the wire (the forwarder's ingress from s0), and simulated with the
-    ``segments`` series; train sizes of full-size data segments after the first 2 s."""
+    ``segments`` series; train sizes of full-size data segments after the first 2 s,
+    and the data segments shorter than the MSS (a window-limited burst ends with one:
+    tcp/wndsplit.rs) with their stream offsets."""
     import qoslab
     from qoslab.emulate import emulate, preflight
 
@@ -957,27 +986,25 @@ def trains(name: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         pcap = str(Path(tmp) / "s0.pcap")
         emulate(scenario(c), capture=[("s0->r1", "ingress", pcap)])
+        fields = ["frame.time_relative", "tcp.srcport", "tcp.seq", "tcp.len"]
         out = subprocess.run(
-            [
-                "tshark",
-                "-r",
-                pcap,
-                "-Y",
-                "tcp.len > 1000",
-                "-T",
-                "fields",
-                "-e",
-                "frame.time_relative",
-            ],
+            ["tshark", "-r", pcap, "-Y", "tcp.dstport == 5201 && tcp.len > 0", "-T", "fields"]
+            + [x for f in fields for x in ("-e", f)],
             capture_output=True,
             text=True,
             check=True,
-        ).stdout.split()
-    real = [float(x) for x in out]
+        ).stdout.splitlines()
+    cap = [(float(t), int(p), int(q), int(n)) for t, p, q, n in (x.split() for x in out)]
+    real = [t for t, _, _, n in cap if n > 1000]
+    real_short = short_segments([(p, q, n) for _, p, q, n in cap])
     s = scenario(c)
     s["record"]["series"] = ["segments"]
-    sim = [t / 1e9 for t in qoslab.simulate(s).segments["time_ns"]]
-    for label, times in (("truth", real), ("sim", sim)):
+    seg = qoslab.simulate(s).segments
+    sim = [t / 1e9 for t, n in zip(seg["time_ns"], seg["len"], strict=True) if n > 1000]
+    sim_short = short_segments(
+        list(zip(seg["flow"], seg["seq"], seg["len"], strict=True)), full_min=100
+    )
+    for label, times, short in (("truth", real, real_short), ("sim", sim, sim_short)):
         t0 = times[0] if times else 0.0
         b = sorted(_trains([t for t in times if t > t0 + 2]))
         if b:
@@ -985,6 +1012,8 @@ def trains(name: str) -> None:
                 f"{label}: {len(b)} trains after 2 s, mean {sum(b) / len(b):.2f} segments,"
                 f" p90 {b[int(0.9 * (len(b) - 1))]}, max {b[-1]}"
             )
+        offsets = ", ".join(str(q) for _, q in short[:12]) + (" ..." if len(short) > 12 else "")
+        print(f"{label}: {len(short)} sub-MSS first transmissions, at stream offsets {offsets}")
 
 
 TRACEFS = Path("/sys/kernel/tracing")
