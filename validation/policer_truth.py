@@ -548,9 +548,10 @@ DIAGNOSIS = [
     " connection busy 9.7 s, rwnd-limited 96-120 ms (this edge, in slow start), never"
     " sndbuf-limited, its buffer autotuned from 46 080 B (tb46080 = 2 x 10 x 2304,"
     " `tcp_sndbuf_expand`, confirmed on a loopback socket: 69 120 with BBR's factor 3) to"
-    " 368-520 kB with 250-470 kB written and not yet sent; `tcp_sendmsg_locked` shows"
-    " iperf3's 128 KiB writes blocked only in the first round trip (46 336 B copied,"
-    " then EAGAIN until the first ACKs). The one case seen where the buffer binds:"
+    " 368-520 kB with 250-470 kB written and not yet sent (`sndbuf_limited` counts only"
+    " time with nothing left to send while the writer waits); `tcp_sendmsg_locked` shows"
+    " iperf3's first 128 KiB write stopping at 46 336 B, then EAGAIN until the first"
+    " ACKs, with written data still queued. The one case seen where the buffer binds:"
     " `c100-bc1s-rtt50-wauto-f1-cubic`, whose buffer reaches `tcp_wmem[2]` (4 MiB) and"
     " limits the sender for 28 ms of 10 s (rwnd 308 ms; that run 6568 retransmissions)."
     " So no send-buffer model was built (it would"
@@ -582,8 +583,8 @@ DIAGNOSIS = [
     " miss, `c10-bcr32-rtt50-wauto-f4-reno` RTOs 3 -> 1 against 1. USC (linux-3.x):"
     " one capture moves (shape0.5M-q100k, 224 -> 227 retransmissions against 184), hits"
     " unchanged (per chunk 151 / 151, per capture 38 / 36 / 30)."
-    " The USC captures (linux-3.x) move with items 14 and 15: per chunk 143 / 140 -> 149 /"
-    " 147, per capture 40 / 38 / 30 -> 36 / 38 / 29 (not re-rendered here).",
+    " (Seventh pass:) the USC captures (linux-3.x) move with items 14 and 15: per chunk"
+    " 143 / 140 -> 149 / 147, per capture 40 / 38 / 30 -> 36 / 38 / 29 (not re-rendered here).",
 ]
 
 
