@@ -205,3 +205,10 @@ def test_recovery_reentries_counts_only_a_new_recovery_on_the_same_ack():
     states = [{"t_s": 0.0, "state": 3}] + pt.parse_probe(TRACE)["states"]
     # ends at 1.90 (re-entered at once), 1.99 (7.6 ms later), 2.39 (1 us later)
     assert pt.recovery_reentries(states) == (3, 2)
+
+
+def test_short_segments_skip_the_cookie_control_connection_and_retransmissions():
+    rows = [(1, 1, 37)] + [(1, 38 + 1448 * i, 1448) for i in range(120)]
+    rows += [(1, 38 + 1448 * 120, 232), (1, 38 + 1448 * 120, 232)]  # sent, then resent
+    rows += [(2, 1, 145), (2, 146, 4)]  # a control connection
+    assert pt.short_segments(rows) == [(1, 38 + 1448 * 120)]

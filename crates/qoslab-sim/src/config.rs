@@ -476,6 +476,15 @@ pub struct TcpConfig {
     /// it, where a timer runs at the very jiffy it asked for (`linux-3.x`,
     /// `linux-2.6`).
     pub timer_wheel_levels: bool,
+    /// New data fills the receive window to its last byte, the segment at
+    /// the window's edge shorter than the MSS, as Linux's `tcp_write_xmit`
+    /// does since 2012 (`tcp_mss_split_point` keeps the partial last
+    /// segment unless Nagle's Minshall rule holds it; E. Dumazet, "tcp:
+    /// allow splice() to build full TSO packets"). See `tcp/wndsplit.rs`.
+    /// `false`: only whole segments while data is in flight (Linux 2.6.32,
+    /// whose `tcp_mss_split_point` rounds down to the MSS; the Windows
+    /// profiles, whose rule is not published).
+    pub window_edge_partial: bool,
 }
 
 impl TcpConfig {
@@ -615,6 +624,10 @@ impl TcpConfig {
     ///     functions;
     ///   - no TSO deferral (`tso_defer` is the 3.12-autosizing variant; a
     ///     2.6 TSO sender defers too, with 64 KB skbs, not modelled).
+    ///   - whole segments only at the receive window's edge
+    ///     (`window_edge_partial` off: 2.6.32's `tcp_mss_split_point`
+    ///     returns `needed - needed % mss_now`; the partial last segment
+    ///     came in 2012, see `tcp/wndsplit.rs`).
     ///
     /// `linux_rto`: true for `linux` (net/ipv4/tcp_input.c), false for the
     /// Windows profiles (RFC 6298 with MinRto 300 ms; Windows' estimator is
@@ -699,12 +712,14 @@ impl TcpConfig {
             app_preamble_bytes: 0,
             timer_hz: Some(250),
             timer_wheel_levels: true,
+            window_edge_partial: true,
         };
         match name {
             "linux" => Some(linux),
             "windows10" => Some(TcpConfig {
                 profile: "windows10".into(),
                 timer_hz: None,
+                window_edge_partial: false,
                 cc: CcKind::Compound,
                 mss: 1460,
                 header_bytes: 40,
@@ -724,6 +739,7 @@ impl TcpConfig {
             "windows7" => Some(TcpConfig {
                 profile: "windows7".into(),
                 timer_hz: None,
+                window_edge_partial: false,
                 cc: CcKind::NewReno,
                 mss: 1460,
                 header_bytes: 40,
@@ -749,6 +765,7 @@ impl TcpConfig {
             "windows-xp" => Some(TcpConfig {
                 profile: "windows-xp".into(),
                 timer_hz: None,
+                window_edge_partial: false,
                 cc: CcKind::NewReno,
                 mss: 1460,
                 header_bytes: 40,
@@ -791,6 +808,7 @@ impl TcpConfig {
             "linux-2.6" => Some(TcpConfig {
                 profile: "linux-2.6".into(),
                 timer_wheel_levels: false,
+                window_edge_partial: false,
                 rate_halving: true,
                 fack: true,
                 rack: false,
@@ -907,6 +925,12 @@ mod tests {
         assert!(l3.mark_lost_retrans && !linux.mark_lost_retrans);
         assert!(!linux.quickack_on_out_of_order);
         assert!(l3.tso_defer && !linux.tso_defer);
+        // Sanity check of the table: the short segment at the window's edge
+        // is the kernels' since 2012, not 2.6.32's nor Windows' (modelled).
+        assert!(linux.window_edge_partial && l3.window_edge_partial);
+        for p in ["linux-2.6", "windows10", "windows7", "windows-xp"] {
+            assert!(!TcpConfig::profile(p).unwrap().window_edge_partial, "{p}");
+        }
         assert!(l3.rcvbuf_fixup && !linux.rcvbuf_fixup);
         assert!(
             l3.fack && !linux.fack,

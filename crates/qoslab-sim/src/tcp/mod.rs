@@ -32,6 +32,7 @@ mod scoreboard;
 mod sender;
 pub(crate) mod tso;
 mod windows;
+mod wndsplit;
 
 pub use pacing::{default_pacing_rate, Pacer};
 pub use rate::{RateEstimator, TxRateInfo};

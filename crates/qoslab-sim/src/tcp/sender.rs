@@ -172,6 +172,7 @@ use super::ratehalving::{self, RateHalving};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, SentSegment};
 use super::tso::{tso_autosize_segs, GSO_MAX_SIZE_BYTES};
+use super::wndsplit;
 use super::{TcpHeader, TcpIo, ACK, SYN};
 use crate::cc::{AckSample, CcState, CongestionControl};
 use crate::config::{CcKind, RecoveryKind, TcpConfig};
@@ -368,6 +369,12 @@ pub struct TcpSender {
     rescue_rxt: Option<u64>,
     /// Last data transmission (Linux `lsndtime`), for the idle restart.
     last_data_sent: Option<Instant>,
+    /// Full-size new segments sent in the current send pass
+    /// ([`TcpConfig::window_edge_partial`], `tcp/wndsplit.rs`).
+    edge_run: u64,
+    /// End of the last sub-MSS new segment sent (Linux `snd_sml`, Nagle's
+    /// Minshall check).
+    snd_sml: u64,
     stats: SenderStats,
 }
 
@@ -470,6 +477,8 @@ impl TcpSender {
             tlp_retrans: false,
             rescue_rxt: None,
             last_data_sent: None,
+            edge_run: 0,
+            snd_sml: 0,
             stats: SenderStats::default(),
         }
     }
@@ -1902,17 +1911,60 @@ impl TcpSender {
             }
         }
         let right = self.snd_una + self.snd_wnd;
+        // Room the segment takes in cwnd: Linux counts packets, so a
+        // partial segment at the window's edge needs a whole one.
+        let mut room = len;
         if self.snd_nxt + len > right {
             if self.sb.is_empty() && right > self.snd_nxt {
                 len = right - self.snd_nxt;
+            } else if let Some(p) = self.window_edge_partial(right, len) {
+                (len, room) = (p, mss);
             } else {
                 return self.rule3_or(Blocked::Rwnd, pipe, cwnd);
             }
         }
-        if flight + len > cwnd + allowance {
+        if flight + room > cwnd + allowance {
             return Next::Stop(Blocked::Cwnd);
         }
         Next::New(len as u32)
+    }
+
+    /// With [`TcpConfig::window_edge_partial`]: the bytes up to the window's
+    /// right edge that Linux sends as a short last segment
+    /// (`tcp/wndsplit.rs`), when `len` (a full segment) does not fit.
+    fn window_edge_partial(&self, right: u64, len: u64) -> Option<u64> {
+        let mss = self.mss() as u64;
+        if !self.cfg.window_edge_partial || len < mss || right <= self.snd_nxt {
+            return None;
+        }
+        // tcp_tso_segs: the autosized burst at sk_pacing_rate, which Linux
+        // keeps whether or not it paces (~0U before the first RTT sample).
+        let max_segs = match self.pacing_rate().or_else(|| {
+            default_pacing_rate(
+                self.state.cwnd_bytes,
+                self.state.ssthresh_bytes,
+                self.flight_size_bytes(),
+                self.rtt.srtt()?,
+            )
+        }) {
+            Some(rate) => tso_autosize_segs(
+                rate,
+                self.rtt.min_rtt(),
+                mss,
+                self.cc.min_tso_segs(&self.state),
+            ) as u64,
+            None => GSO_MAX_SIZE_BYTES / mss.max(1),
+        };
+        // tcp_minshall_check: a sub-MSS segment sent earlier is unacked.
+        let small_unacked =
+            !self.sb.is_empty() && self.snd_sml > self.snd_una && self.snd_sml <= self.snd_nxt;
+        wndsplit::partial_at_window_edge(
+            right - self.snd_nxt,
+            mss,
+            self.edge_run,
+            max_segs,
+            small_unacked,
+        )
     }
 
     /// RFC 6675 NextSeg rules 3 and 4, in SACK recovery only, when no
@@ -1977,6 +2029,7 @@ impl TcpSender {
     fn send_loop(&mut self, now: Instant, io: &mut dyn TcpIo, new_only: bool) -> Blocked {
         let mut why = Blocked::App;
         let mut first = true;
+        self.edge_run = 0;
         loop {
             let next = self.next_segment(new_only);
             if let Next::Stop(b) = next {
@@ -2186,6 +2239,11 @@ impl TcpSender {
             retrans_snd_nxt: 0,
         });
         self.snd_nxt += len as u64;
+        if len >= self.mss() {
+            self.edge_run += 1;
+        } else {
+            self.snd_sml = self.snd_nxt; // tcp_minshall_update
+        }
         io.transmit(self.data_header(now, seq, len, false));
         if self.tlp_at.is_some() {
             // Linux tcp_event_new_data_sent: new data replaces an armed
@@ -2826,6 +2884,44 @@ mod tests {
     /// Windows-10-like receiver: 64512 bytes, no scaling. The flow is
     /// window-limited (BDP 125 kB): in flight never exceeds 64512 and cwnd
     /// stays bounded because it is not what limits the flow.
+    /// Linux fills a window that is no whole number of segments to its last
+    /// byte (`tcp_mss_split_point`, tcp/wndsplit.rs): the window-limited
+    /// flight is 64 512 B with a 512-byte segment at the edge; without the
+    /// rule (Linux 2.6.32, the Windows profiles) it stops at 64 000 B.
+    #[test]
+    fn a_window_limited_burst_ends_with_a_short_segment_at_the_edge() {
+        let run = |partial: bool| {
+            let mut c = cfg(RecoveryKind::Sack);
+            c.rcvbuf_autotune = false;
+            c.receive_window_bytes = 64_512;
+            c.window_edge_partial = partial;
+            let mut h = harness(&c, AppLimit::Unlimited, Some(100_000_000));
+            h.start();
+            h.run_until(at_ms(1_000));
+            let short: Vec<u32> = h
+                .log
+                .iter()
+                .filter(|(_, side, x, _)| {
+                    *side == super::super::harness::Side::Sender
+                        && x.payload_len > 0
+                        && (x.payload_len as u64) < MSS
+                })
+                .map(|(_, _, x, _)| x.payload_len)
+                .collect();
+            let max_flight = h.trace.iter().map(|t| t.flight).max().unwrap();
+            (short, max_flight)
+        };
+        let (short, flight) = run(true);
+        assert_eq!(flight, 64_512);
+        assert!(
+            !short.is_empty() && short.iter().all(|&l| l == 512),
+            "{short:?}"
+        );
+        let (short, flight) = run(false);
+        assert_eq!(flight, 64_000);
+        assert!(short.is_empty(), "{short:?}");
+    }
+
     #[test]
     fn advertised_window_is_never_exceeded() {
         let mut c = TcpConfig::profile("windows10").unwrap();
