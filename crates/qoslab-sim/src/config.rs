@@ -411,6 +411,11 @@ pub struct TcpConfig {
     /// a whole queue-drain later on a deep queue. On in `linux-3.x` only
     /// (the USC-NSL lab's server: see validation/usc_truth.py).
     pub cwnd_limited_by_flight: bool,
+    /// CUBIC's Reno-friendly estimate counts ACKs, not segments (Linux
+    /// before 4.0: `ca->ack_cnt++` in `bictcp_update`; see
+    /// [`crate::cc::CubicConfig::reno_estimate_counts_acks`]). On in
+    /// `linux-3.x` and `linux-2.6`.
+    pub cubic_reno_estimate_counts_acks: bool,
     /// Fast recovery's window reduction as Linux 2.6 did it, before PRR
     /// replaced it in 3.2 ("tcp: Proportional Rate Reduction for TCP",
     /// N. Dukkipati, commit a262f0cdf1f2, 2011): rate-halving
@@ -693,6 +698,7 @@ impl TcpConfig {
             mark_lost_retrans: false,
             tso_defer: false,
             cwnd_limited_by_flight: false,
+            cubic_reno_estimate_counts_acks: false,
             rate_halving: false,
             fack: false,
             rcvbuf_fixup: false,
@@ -779,6 +785,7 @@ impl TcpConfig {
                 quickack_on_out_of_order: true,
                 tso_defer: true,
                 cwnd_limited_by_flight: true,
+                cubic_reno_estimate_counts_acks: true,
                 fack: true,
                 rcvbuf_fixup: true,
                 rcvbuf_initial_bytes: 87_380,
@@ -798,6 +805,7 @@ impl TcpConfig {
                 mark_lost_retrans: true,
                 quickack_on_out_of_order: true,
                 cwnd_limited_by_flight: true,
+                cubic_reno_estimate_counts_acks: true,
                 initial_window_segments: 3,
                 initial_rto: Duration::from_secs(3),
                 rcvbuf_initial_bytes: 87_380,
