@@ -579,6 +579,12 @@ impl TcpConfig {
     ///     20 × 1460 and its window then grows two segments per segment to
     ///     a 184832 B plateau (shape10M-q100k, 1.29 s), where the 6.18
     ///     functions alone would hold it at 42 kB for two round trips;
+    ///   - CUBIC's Reno-friendly estimate counts ACKs
+    ///     (`cubic_reno_estimate_counts_acks`: `ca->ack_cnt++` in 3.x
+    ///     `bictcp_update`, made `+= acked` by the stretch-ACK fixes of
+    ///     4.0): the lab's server grew its window 0.15-0.17 segment per
+    ///     round trip between random losses, the per-segment estimate 0.44
+    ///     (validation/usc_truth.py DIAGNOSIS);
     ///   - receive-buffer autotuning from `tcp_rmem` = 4096 87380 6291456
     ///     with `tcp_adv_win_scale = 1` (half the buffer is window: scaling
     ///     ratio 128/256), the defaults since 3.4 (commit b49960a05e32 "tcp:
@@ -605,7 +611,9 @@ impl TcpConfig {
     ///     120 s as today, with Linux's estimator (`tcp_rtt_estimator`);
     ///   - CUBIC (default since 2.6.19) with HyStart (2.6.29, on,
     ///     `hystart_detect` = 3): the same `cubic` as `linux` — the
-    ///     3.x-era CUBIC/HyStart fixes are not told apart;
+    ///     3.x-era CUBIC/HyStart fixes are not told apart, except the
+    ///     per-ACK Reno-friendly estimate (`cubic_reno_estimate_counts_acks`,
+    ///     2.6.32's `bictcp_update` counts ACKs as 3.x's does);
     ///   - the receiver quick-acks every out-of-order segment (until 4.18);
     ///   - window growth judged per ACK from the flight before it
     ///     (`cwnd_limited_by_flight`: 2.6.32 `tcp_is_cwnd_limited(sk,
