@@ -416,6 +416,11 @@ pub struct TcpConfig {
     /// [`crate::cc::CubicConfig::reno_estimate_counts_acks`]). On in
     /// `linux-3.x` and `linux-2.6`.
     pub cubic_reno_estimate_counts_acks: bool,
+    /// Slow start while cwnd ≤ ssthresh, up to ssthresh + 1 (Linux before
+    /// 4.3, `tp->snd_cwnd <= tp->snd_ssthresh` in `bictcp_cong_avoid`; see
+    /// [`crate::cc::CubicConfig::slow_start_through_ssthresh`]; CUBIC only).
+    /// On in `linux-3.x` and `linux-2.6`.
+    pub slow_start_through_ssthresh: bool,
     /// Fast recovery's window reduction as Linux 2.6 did it, before PRR
     /// replaced it in 3.2 ("tcp: Proportional Rate Reduction for TCP",
     /// N. Dukkipati, commit a262f0cdf1f2, 2011): rate-halving
@@ -707,6 +712,7 @@ impl TcpConfig {
             tso_defer: false,
             cwnd_limited_by_flight: false,
             cubic_reno_estimate_counts_acks: false,
+            slow_start_through_ssthresh: false,
             rate_halving: false,
             fack: false,
             rcvbuf_fixup: false,
@@ -794,6 +800,7 @@ impl TcpConfig {
                 tso_defer: true,
                 cwnd_limited_by_flight: true,
                 cubic_reno_estimate_counts_acks: true,
+                slow_start_through_ssthresh: true,
                 fack: true,
                 rcvbuf_fixup: true,
                 rcvbuf_initial_bytes: 87_380,
@@ -814,6 +821,7 @@ impl TcpConfig {
                 quickack_on_out_of_order: true,
                 cwnd_limited_by_flight: true,
                 cubic_reno_estimate_counts_acks: true,
+                slow_start_through_ssthresh: true,
                 initial_window_segments: 3,
                 initial_rto: Duration::from_secs(3),
                 rcvbuf_initial_bytes: 87_380,

@@ -400,6 +400,7 @@ fn cc_for(
     let cc_seed = Rng::new(seed, STREAM_CC + flow as u64).next_u64();
     let cubic = crate::cc::CubicConfig {
         reno_estimate_counts_acks: tcp.cubic_reno_estimate_counts_acks,
+        slow_start_through_ssthresh: tcp.slow_start_through_ssthresh,
         ..Default::default()
     };
     crate::cc::build_for(tcp.cc, cc_seed, cubic)

@@ -148,6 +148,17 @@ pub struct CubicConfig {
     /// a 12-segment flight for 14 round trips after a loss where the
     /// per-segment estimate grows it by two every four.
     pub reno_estimate_counts_acks: bool,
+    /// Slow start runs while cwnd ≤ ssthresh and ends one segment above it,
+    /// taking the whole ACK (Linux before 4.3): 3.x `bictcp_cong_avoid`
+    /// tests `tp->snd_cwnd <= tp->snd_ssthresh` and calls `tcp_slow_start`,
+    /// which caps cwnd at `snd_ssthresh + 1` (3.13-3.17) or adds one per
+    /// ACK (3.12), and passes nothing on to congestion avoidance (it
+    /// returns the leftover only from 3.18). So the first ACK after a fast
+    /// recovery, which leaves cwnd = ssthresh (`tcp_end_cwnd_reduction`),
+    /// adds a segment before the CUBIC epoch starts. Linux 4.3's
+    /// `tcp_in_slow_start` helper (Y. Cheng, 2015) made the test `<`, RFC
+    /// 5681's, which is what the default models.
+    pub slow_start_through_ssthresh: bool,
 }
 
 impl Default for CubicConfig {
@@ -159,6 +170,7 @@ impl Default for CubicConfig {
             hystart_ack_train: true,
             hystart_delay: true,
             reno_estimate_counts_acks: false,
+            slow_start_through_ssthresh: false,
         }
     }
 }
@@ -484,11 +496,22 @@ impl CongestionControl for Cubic {
         {
             self.hystart_reset(ack.now, ack.bytes_in_flight);
         }
+        let mss = s.mss.max(1) as u64;
+        if self.cfg.slow_start_through_ssthresh
+            && !ack.in_recovery
+            && ack.cwnd_limited
+            && ack.acked_bytes > 0
+            && s.cwnd_bytes / mss <= s.ssthresh_bytes / mss
+        {
+            // Pre-4.3 `tcp_slow_start`: at most ssthresh + 1, nothing left over.
+            let cap = (s.ssthresh_bytes / mss + 1).saturating_mul(mss);
+            s.cwnd_bytes = (s.cwnd_bytes + ack.acked_bytes).min(cap).max(s.cwnd_bytes);
+            return;
+        }
         let acked = s.slow_start(ack);
         if acked == 0 {
             return;
         }
-        let mss = s.mss.max(1) as u64;
         let cwnd_segs = (s.cwnd_bytes / mss).max(1);
         self.update(cwnd_segs, acked, mss, ack.now);
         // Linux `tcp_cong_avoid_ai(tp, cnt, acked)`, in bytes. Credit
@@ -710,6 +733,34 @@ mod tests {
         // 400 rounds at α = 9/17: ~212 segments; per ACK ~106.
         assert!(segs.abs_diff(212) < 22, "per segment: +{segs}");
         assert!(acks.abs_diff(106) < 12, "per ACK: +{acks}");
+    }
+
+    #[test]
+    fn linux_3x_slow_start_takes_cwnd_one_past_ssthresh_after_recovery() {
+        // After a recovery cwnd = ssthresh = 70: the first ACK is still
+        // slow start before 4.3 (cwnd <= ssthresh) and ends at 71, where
+        // today's `<` hands it to congestion avoidance (cnt ≥ 2: at most
+        // +1 for two segments, nothing for one).
+        let first_ack = |old: bool| {
+            let mut c = Cubic::new(CubicConfig {
+                hystart: false,
+                slow_start_through_ssthresh: old,
+                ..CubicConfig::default()
+            });
+            let mut s = state(100, 50);
+            lose(&mut c, &mut s, 0);
+            assert_eq!(s.cwnd_bytes, 70 * MSS);
+            c.on_ack(&mut s, &ack(1_000_000, MSS, Duration::from_ms(100)));
+            let one = s.cwnd_bytes / MSS;
+            c.on_ack(&mut s, &ack(2_000_000, 5 * MSS, Duration::from_ms(100)));
+            (one, s.cwnd_bytes / MSS)
+        };
+        assert_eq!(first_ack(false).0, 70);
+        // 3.x: 71 at the first ACK; then cwnd > ssthresh, congestion
+        // avoidance (five segments cannot add more than two).
+        let (one, two) = first_ack(true);
+        assert_eq!(one, 71);
+        assert!((71..=73).contains(&two), "then avoidance: {two}");
     }
 
     #[test]
