@@ -151,8 +151,9 @@ pub struct CubicConfig {
     /// Slow start runs while cwnd ≤ ssthresh and ends one segment above it,
     /// taking the whole ACK (Linux before 4.3): 3.x `bictcp_cong_avoid`
     /// tests `tp->snd_cwnd <= tp->snd_ssthresh` and calls `tcp_slow_start`,
-    /// which caps cwnd at `snd_ssthresh + 1` (3.13-3.17) or adds one per
-    /// ACK (3.12), and passes nothing on to congestion avoidance (it
+    /// which caps cwnd at `snd_ssthresh + 1` (3.13-3.17, since commit
+    /// 9f9843a751d0, "tcp: properly handle stretch acks in slow start") or
+    /// adds one per ACK (3.12), and passes nothing on to congestion avoidance (it
     /// returns the leftover only from 3.18). So the first ACK after a fast
     /// recovery, which leaves cwnd = ssthresh (`tcp_end_cwnd_reduction`),
     /// adds a segment before the CUBIC epoch starts. Linux 4.3's
