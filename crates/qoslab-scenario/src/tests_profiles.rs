@@ -34,14 +34,19 @@ fn tcp(r: &SimResult) -> &FlowResult {
 /// (RFC 6937 §1: it caps cwnd at the collapsed flight + 1 and ends each
 /// recovery there) until Linux's adaptive delayed-ACK timeout
 /// (`tcp/delack.rs`, issue 10) changed the ACK clock of both; measured
-/// then 6.37 (rate-halving) against 6.27 Mbit/s (PRR), `linux` 5.83.
+/// then 6.37 (rate-halving) against 6.27 Mbit/s (PRR), `linux` 5.83. With
+/// 2.6's per-ACK CUBIC Reno estimate (`cubic_reno_estimate_counts_acks`)
+/// the two came within 0.2 % (6.459 against 6.445 Mbit/s), so the check is
+/// what it can honestly be: the run is deterministic, so a dead switch
+/// would give bit-identical figures, and any difference shows it acts.
 #[test]
 fn linux_2_6_through_a_small_policer_differs_from_linux_as_documented() {
-    let goodput = |p: &str, extra: &str| tcp(&policed(p, extra)).goodput_bps;
-    let old = goodput("linux-2.6", "");
-    let prr = goodput("linux-2.6", "rate_halving = false\n");
-    assert!(
-        (old - prr).abs() > 0.01 * prr,
-        "rate-halving {old} vs PRR {prr}"
-    );
+    let run = |extra: &str| {
+        let r = policed("linux-2.6", extra);
+        let f = tcp(&r);
+        (f.goodput_bps, f.retransmits)
+    };
+    let old = run("");
+    let prr = run("rate_halving = false\n");
+    assert_ne!(old, prr, "rate-halving {old:?} vs PRR {prr:?}");
 }

@@ -411,6 +411,16 @@ pub struct TcpConfig {
     /// a whole queue-drain later on a deep queue. On in `linux-3.x` only
     /// (the USC-NSL lab's server: see validation/usc_truth.py).
     pub cwnd_limited_by_flight: bool,
+    /// CUBIC's Reno-friendly estimate counts ACKs, not segments (Linux
+    /// before 4.0: `ca->ack_cnt++` in `bictcp_update`; see
+    /// [`crate::cc::CubicConfig::reno_estimate_counts_acks`]). On in
+    /// `linux-3.x` and `linux-2.6`.
+    pub cubic_reno_estimate_counts_acks: bool,
+    /// Slow start while cwnd ≤ ssthresh, up to ssthresh + 1 (Linux before
+    /// 4.3, `tp->snd_cwnd <= tp->snd_ssthresh` in `bictcp_cong_avoid`; see
+    /// [`crate::cc::CubicConfig::slow_start_through_ssthresh`]; CUBIC only).
+    /// On in `linux-3.x` and `linux-2.6`.
+    pub slow_start_through_ssthresh: bool,
     /// Fast recovery's window reduction as Linux 2.6 did it, before PRR
     /// replaced it in 3.2 ("tcp: Proportional Rate Reduction for TCP",
     /// N. Dukkipati, commit a262f0cdf1f2, 2011): rate-halving
@@ -583,6 +593,12 @@ impl TcpConfig {
     ///     20 × 1460 and its window then grows two segments per segment to
     ///     a 184832 B plateau (shape10M-q100k, 1.29 s), where the 6.18
     ///     functions alone would hold it at 42 kB for two round trips;
+    ///   - CUBIC's Reno-friendly estimate counts ACKs
+    ///     (`cubic_reno_estimate_counts_acks`: `ca->ack_cnt++` in 3.x
+    ///     `bictcp_update`, made `+= acked` by the stretch-ACK fixes of
+    ///     4.0): the lab's server grew its window 0.15-0.17 segment per
+    ///     round trip between random losses, the per-segment estimate 0.44
+    ///     (validation/usc_truth.py DIAGNOSIS);
     ///   - receive-buffer autotuning from `tcp_rmem` = 4096 87380 6291456
     ///     with `tcp_adv_win_scale = 1` (half the buffer is window: scaling
     ///     ratio 128/256), the defaults since 3.4 (commit b49960a05e32 "tcp:
@@ -609,7 +625,9 @@ impl TcpConfig {
     ///     120 s as today, with Linux's estimator (`tcp_rtt_estimator`);
     ///   - CUBIC (default since 2.6.19) with HyStart (2.6.29, on,
     ///     `hystart_detect` = 3): the same `cubic` as `linux` — the
-    ///     3.x-era CUBIC/HyStart fixes are not told apart;
+    ///     3.x-era CUBIC/HyStart fixes are not told apart, except the
+    ///     per-ACK Reno-friendly estimate (`cubic_reno_estimate_counts_acks`,
+    ///     2.6.32's `bictcp_update` counts ACKs as 3.x's does);
     ///   - the receiver quick-acks every out-of-order segment (until 4.18);
     ///   - window growth judged per ACK from the flight before it
     ///     (`cwnd_limited_by_flight`: 2.6.32 `tcp_is_cwnd_limited(sk,
@@ -706,6 +724,8 @@ impl TcpConfig {
             mark_lost_retrans: false,
             tso_defer: false,
             cwnd_limited_by_flight: false,
+            cubic_reno_estimate_counts_acks: false,
+            slow_start_through_ssthresh: false,
             rate_halving: false,
             fack: false,
             rcvbuf_fixup: false,
@@ -796,6 +816,8 @@ impl TcpConfig {
                 quickack_on_out_of_order: true,
                 tso_defer: true,
                 cwnd_limited_by_flight: true,
+                cubic_reno_estimate_counts_acks: true,
+                slow_start_through_ssthresh: true,
                 fack: true,
                 rcvbuf_fixup: true,
                 rcvbuf_initial_bytes: 87_380,
@@ -816,6 +838,8 @@ impl TcpConfig {
                 mark_lost_retrans: true,
                 quickack_on_out_of_order: true,
                 cwnd_limited_by_flight: true,
+                cubic_reno_estimate_counts_acks: true,
+                slow_start_through_ssthresh: true,
                 initial_window_segments: 3,
                 initial_rto: Duration::from_secs(3),
                 rcvbuf_initial_bytes: 87_380,

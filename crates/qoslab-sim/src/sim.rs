@@ -393,12 +393,17 @@ pub struct Sim {
 
 /// Flow `flow`'s congestion control, seeded from the run's seed.
 fn cc_for(
-    kind: crate::config::CcKind,
+    tcp: &crate::config::TcpConfig,
     seed: u64,
     flow: u32,
 ) -> Option<Box<dyn crate::cc::CongestionControl>> {
     let cc_seed = Rng::new(seed, STREAM_CC + flow as u64).next_u64();
-    crate::cc::build_seeded(kind, cc_seed)
+    let cubic = crate::cc::CubicConfig {
+        reno_estimate_counts_acks: tcp.cubic_reno_estimate_counts_acks,
+        slow_start_through_ssthresh: tcp.slow_start_through_ssthresh,
+        ..Default::default()
+    };
+    crate::cc::build_for(tcp.cc, cc_seed, cubic)
 }
 
 /// A connection's sender counters; zero before it started (a new sender's).
@@ -744,7 +749,7 @@ impl Sim {
                         check_tcp(tcp, &path("tcp"))?;
                         // Checked here; built again, with the same seed,
                         // when the connection starts.
-                        let cc = cc_for(tcp.cc, cfg.seed, flow_id).ok_or_else(|| {
+                        let cc = cc_for(tcp, cfg.seed, flow_id).ok_or_else(|| {
                             cfg_err(
                                 path("tcp.cc"),
                                 format!("congestion control {:?} is not available yet", tcp.cc),
@@ -1493,7 +1498,7 @@ impl Sim {
             return;
         }
         let r = &self.tcp_recipes[slot.recipe as usize];
-        let cc = cc_for(r.tcp.cc, self.seed, slot.flow).expect("checked when the flow was built");
+        let cc = cc_for(&r.tcp, self.seed, slot.flow).expect("checked when the flow was built");
         slot.conn = Some(Box::new(TcpConn {
             sender: TcpSender::new(&r.tcp, cc, r.app),
             receiver: TcpReceiver::new(&r.tcp),

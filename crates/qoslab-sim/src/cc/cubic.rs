@@ -132,6 +132,34 @@ pub struct CubicConfig {
     pub hystart_ack_train: bool,
     /// HyStart's delay-increase detection (Linux `hystart_detect` bit 2, on).
     pub hystart_delay: bool,
+    /// The Reno-friendly estimate counts ACKs, not segments (Linux before
+    /// 4.0; off for today's). In 2.6.29-3.19 net/ipv4/tcp_cubic.c
+    /// `bictcp_update` starts with `ca->ack_cnt++` ("count the number of
+    /// ACKs") and `tcp_friendliness` raises `ca->tcp_cwnd` once per
+    /// `(cwnd · beta_scale) >> 3` of them, so under delayed ACKs (two
+    /// segments an ACK) W_est grows at half of α_cubic per round trip.
+    /// The delayed-ACK ratio `bictcp_acked` tracks (`ca->delayed_ack`)
+    /// rescales only `ca->cnt` afterwards, i.e. the cubic curve and the
+    /// pace at which cwnd reaches W_est, not W_est itself. Neal Cardwell's
+    /// stretch-ACK fixes of 2015 ("tcp: fix stretch ACK bugs in CUBIC",
+    /// Linux 4.0) made it `ca->ack_cnt += acked`, which is what the
+    /// default models. Seen in the USC-NSL lab captures under 1 % random
+    /// loss (validation/usc_truth.py DIAGNOSIS): the lab's 3.x server held
+    /// a 12-segment flight for 14 round trips after a loss where the
+    /// per-segment estimate grows it by two every four.
+    pub reno_estimate_counts_acks: bool,
+    /// Slow start runs while cwnd ≤ ssthresh and ends one segment above it,
+    /// taking the whole ACK (Linux before 4.3): 3.x `bictcp_cong_avoid`
+    /// tests `tp->snd_cwnd <= tp->snd_ssthresh` and calls `tcp_slow_start`,
+    /// which caps cwnd at `snd_ssthresh + 1` (3.13-3.17, since commit
+    /// 9f9843a751d0, "tcp: properly handle stretch acks in slow start") or
+    /// adds one per ACK (3.12), and passes nothing on to congestion avoidance (it
+    /// returns the leftover only from 3.18). So the first ACK after a fast
+    /// recovery, which leaves cwnd = ssthresh (`tcp_end_cwnd_reduction`),
+    /// adds a segment before the CUBIC epoch starts. Linux 4.3's
+    /// `tcp_in_slow_start` helper (Y. Cheng, 2015) made the test `<`, RFC
+    /// 5681's, which is what the default models.
+    pub slow_start_through_ssthresh: bool,
 }
 
 impl Default for CubicConfig {
@@ -142,6 +170,8 @@ impl Default for CubicConfig {
             hystart: true,
             hystart_ack_train: true,
             hystart_delay: true,
+            reno_estimate_counts_acks: false,
+            slow_start_through_ssthresh: false,
         }
     }
 }
@@ -314,6 +344,13 @@ impl Cubic {
 
     /// Linux `bictcp_update`: recompute `cnt` for a window of `cwnd_segs`.
     fn update(&mut self, cwnd_segs: u64, acked_bytes: u64, mss: u64, now: Instant) {
+        // What one ACK adds to `ack_cnt`: its segments, or one segment's
+        // worth whatever it covers (Linux < 4.0, see `CubicConfig`).
+        let acked_bytes = if self.cfg.reno_estimate_counts_acks {
+            mss
+        } else {
+            acked_bytes
+        };
         self.est_acked_bytes += acked_bytes;
         let epoch = match self.epoch_start {
             Some(e) => e,
@@ -460,11 +497,22 @@ impl CongestionControl for Cubic {
         {
             self.hystart_reset(ack.now, ack.bytes_in_flight);
         }
+        let mss = s.mss.max(1) as u64;
+        if self.cfg.slow_start_through_ssthresh
+            && !ack.in_recovery
+            && ack.cwnd_limited
+            && ack.acked_bytes > 0
+            && s.cwnd_bytes / mss <= s.ssthresh_bytes / mss
+        {
+            // Pre-4.3 `tcp_slow_start`: at most ssthresh + 1, nothing left over.
+            let cap = (s.ssthresh_bytes / mss + 1).saturating_mul(mss);
+            s.cwnd_bytes = (s.cwnd_bytes + ack.acked_bytes).min(cap).max(s.cwnd_bytes);
+            return;
+        }
         let acked = s.slow_start(ack);
         if acked == 0 {
             return;
         }
-        let mss = s.mss.max(1) as u64;
         let cwnd_segs = (s.cwnd_bytes / mss).max(1);
         self.update(cwnd_segs, acked, mss, ack.now);
         // Linux `tcp_cong_avoid_ai(tp, cnt, acked)`, in bytes. Credit
@@ -654,6 +702,66 @@ mod tests {
             cwnd.abs_diff(reno_est) < reno_est / 10,
             "cwnd {cwnd} vs W_est {reno_est}"
         );
+    }
+
+    #[test]
+    fn linux_3x_reno_estimate_counts_acks_not_segments() {
+        // RTT 1 ms, W_max 100 (cubic flat for ~4 s): the window follows
+        // W_est. With two segments an ACK, 3.x's estimate (one `ack_cnt`
+        // per ACK) grows at half the per-segment pace of today's.
+        let grow = |per_ack: bool| {
+            let mut c = Cubic::new(CubicConfig {
+                hystart: false,
+                reno_estimate_counts_acks: per_ack,
+                ..CubicConfig::default()
+            });
+            let mut s = state(100, 50);
+            lose(&mut c, &mut s, 0);
+            let mut now = 0u64;
+            for _ in 0..400 {
+                let acks = (s.cwnd_bytes / MSS / 2).max(1);
+                let step = 1_000_000 / acks;
+                for i in 0..acks {
+                    let mut a = ack(now + i * step, 2 * MSS, Duration::from_ms(1));
+                    a.bytes_in_flight = s.cwnd_bytes.saturating_sub(2 * MSS);
+                    c.on_ack(&mut s, &a);
+                }
+                now += 1_000_000;
+            }
+            s.cwnd_bytes / MSS - 70
+        };
+        let (segs, acks) = (grow(false), grow(true));
+        // 400 rounds at α = 9/17: ~212 segments; per ACK ~106.
+        assert!(segs.abs_diff(212) < 22, "per segment: +{segs}");
+        assert!(acks.abs_diff(106) < 12, "per ACK: +{acks}");
+    }
+
+    #[test]
+    fn linux_3x_slow_start_takes_cwnd_one_past_ssthresh_after_recovery() {
+        // After a recovery cwnd = ssthresh = 70: the first ACK is still
+        // slow start before 4.3 (cwnd <= ssthresh) and ends at 71, where
+        // today's `<` hands it to congestion avoidance (cnt ≥ 2: at most
+        // +1 for two segments, nothing for one).
+        let first_ack = |old: bool| {
+            let mut c = Cubic::new(CubicConfig {
+                hystart: false,
+                slow_start_through_ssthresh: old,
+                ..CubicConfig::default()
+            });
+            let mut s = state(100, 50);
+            lose(&mut c, &mut s, 0);
+            assert_eq!(s.cwnd_bytes, 70 * MSS);
+            c.on_ack(&mut s, &ack(1_000_000, MSS, Duration::from_ms(100)));
+            let one = s.cwnd_bytes / MSS;
+            c.on_ack(&mut s, &ack(2_000_000, 5 * MSS, Duration::from_ms(100)));
+            (one, s.cwnd_bytes / MSS)
+        };
+        assert_eq!(first_ack(false).0, 70);
+        // 3.x: 71 at the first ACK; then cwnd > ssthresh, congestion
+        // avoidance (five segments cannot add more than two).
+        let (one, two) = first_ack(true);
+        assert_eq!(one, 71);
+        assert!((71..=73).contains(&two), "then avoidance: {two}");
     }
 
     #[test]

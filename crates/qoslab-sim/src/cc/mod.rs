@@ -227,9 +227,19 @@ pub fn build(kind: CcKind) -> Option<Box<dyn CongestionControl>> {
 /// the sender owns). `None` would mean "not available" (the caller
 /// reports a configuration error); every [`CcKind`] is available now.
 pub fn build_seeded(kind: CcKind, seed: u64) -> Option<Box<dyn CongestionControl>> {
+    build_for(kind, seed, CubicConfig::default())
+}
+
+/// As [`build_seeded`], with CUBIC's switches given (an OS profile's
+/// CUBIC, e.g. `linux-3.x`'s per-ACK Reno estimate).
+pub fn build_for(
+    kind: CcKind,
+    seed: u64,
+    cubic: CubicConfig,
+) -> Option<Box<dyn CongestionControl>> {
     match kind {
         CcKind::Reno | CcKind::NewReno => Some(Box::new(Reno::new())),
-        CcKind::Cubic => Some(Box::new(Cubic::default())),
+        CcKind::Cubic => Some(Box::new(Cubic::new(cubic))),
         CcKind::Compound => Some(Box::new(Compound::new())),
         CcKind::Bbr => Some(Box::new(Bbr::new(seed))),
     }
