@@ -159,6 +159,14 @@ class Sample:
     ping_ns: list[int] = field(default_factory=list)
     #: echo requests' one-way time, s0's eth0 -> d0's eth0, kernel stamps (VethTaps)
     veth_one_way_ns: list[int] = field(default_factory=list)
+    #: the same requests: d0's eth0 stamp - the model's own delivery time of the frame
+    #: (its r2->d0 egress capture stamp: when its last bit left the model's last
+    #: serialiser; that link has no delay), i.e. how late against the model's schedule
+    late_vs_model_ns: list[int] = field(default_factory=list)
+    #: the same requests: the model's delivery time - s0's eth0 stamp - the delay - the
+    #: modelled serialisation: the modelled queueing (plus the veth crossing into the
+    #: forwarder's port, which the model's clock starts from)
+    modelled_queue_ns: list[int] = field(default_factory=list)
     lateness_p99_ns: int = 0
     lateness_p999_ns: int = 0
     #: how late the forwarder's timed sleeps (ppoll) woke, p99 (docs/performance.md,
@@ -248,6 +256,11 @@ def run_emulate(
     # columns stay empty.
     have_taps = shutil.which("dumpcap") is not None and shutil.which("tshark") is not None
     taps = VethTaps(work) if veth_one_way and have_taps else None
+    # The model's own schedule for the pings: a capture of the last hop into d0 (egress,
+    # stamped when the last bit leaves the model's serialiser; ICMP only on that hop).
+    model_pcap = work / "model-r2-d0.pcap"
+    model_pcap.unlink(missing_ok=True)
+    capture = [(VethTaps.MODEL_HOP, "egress", str(model_pcap))] if taps else None
     s0, t0 = proc_stat()
     try:
         with ThreadCpu() as cpu:
@@ -259,10 +272,11 @@ def run_emulate(
                 gro=gro,
                 rt_unthrottle=rt_unthrottle,
                 busy_poll=busy_poll,
+                capture=capture,
                 progress=taps.progress if taps else None,
             )
     finally:
-        one_way = taps.finish() if taps else []
+        one_way, vs_model, queued = taps.finish(model_pcap) if taps else ([], [], [])
     s1, t1 = proc_stat()
     raw = res.raw
     fwd = raw["emulation"]["forwarder"]
@@ -321,6 +335,8 @@ def run_emulate(
     pings = raw["series"].get("ping", {})
     out.ping_ns = [int(x) for x in pings.get("rtt_ns", [])]
     out.veth_one_way_ns = one_way
+    out.late_vs_model_ns = vs_model
+    out.modelled_queue_ns = queued
     return out
 
 
@@ -335,6 +351,8 @@ class VethTaps:
     and the forwarder's own lateness."""
 
     HOSTS = ("s0", "d0")
+    #: The last hop into d0, captured by the emulator at egress (the model's own times).
+    MODEL_HOP = "r2->d0"
 
     def __init__(self, work: Path) -> None:
         self.work = work
@@ -361,7 +379,10 @@ class VethTaps:
                 subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             )
 
-    def finish(self) -> list[int]:
+    def finish(self, model_pcap: Path) -> tuple[list[int], list[int], list[int]]:
+        """(one way s0 -> d0, d0 - the model's delivery time, the modelled queueing) of
+        each echo request seen at both veths (and, for the last two, in the model's
+        capture), ns."""
         for p in self.procs:
             try:
                 p.wait(timeout=10)
@@ -369,21 +390,29 @@ class VethTaps:
                 p.kill()
                 p.wait()
         if not self.started or any(not f.exists() for f in self.files.values()):
-            return []
-        stamps: dict[str, dict[tuple[str, str], int]] = {}
-        for h, f in self.files.items():
-            fields = ["frame.time_epoch", "icmp.ident", "icmp.seq"]
-            argv = ["tshark", "-r", str(f), "-Y", "icmp.type == 8", "-T", "fields"]
-            for x in fields:
-                argv += ["-e", x]
-            text = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-            stamps[h] = {}
-            for line in text.splitlines():
-                t, ident, seq = line.split("\t")[:3]
-                sec, _, frac = t.partition(".")
-                stamps[h][(ident, seq)] = int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
-        a, b = stamps[self.HOSTS[0]], stamps[self.HOSTS[1]]
-        return [b[k] - a[k] for k in a if k in b]
+            return [], [], []
+        a, b = (echo_requests(self.files[h]) for h in self.HOSTS)
+        m = echo_requests(model_pcap) if model_pcap.exists() else {}
+        keys = [k for k in a if k in b]
+        one_way = [b[k] - a[k] for k in keys]
+        vs_model = [b[k] - m[k] for k in keys if k in m]
+        queued = [m[k] - a[k] - DELAY_NS - PING_SERIALISATION_NS for k in keys if k in m]
+        return one_way, vs_model, queued
+
+
+def echo_requests(path: Path) -> dict[tuple[str, str], int]:
+    """ICMP echo requests in a capture: (ident, seq) -> time stamp, ns since the epoch."""
+    fields = ["frame.time_epoch", "icmp.ident", "icmp.seq"]
+    argv = ["tshark", "-r", str(path), "-Y", "icmp.type == 8", "-T", "fields"]
+    for x in fields:
+        argv += ["-e", x]
+    text = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    out: dict[tuple[str, str], int] = {}
+    for line in text.splitlines():
+        t, ident, seq = line.split("\t")[:3]
+        sec, _, frac = t.partition(".")
+        out[(ident, seq)] = int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
+    return out
 
 
 def kernel_forward_ping(duration_s: float, interval_ms: float, load_bps: int = 0) -> Sample:
@@ -703,18 +732,27 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         " queueing at the bottleneck for the pings that meet one); at the veths: each echo"
         " request's one way from s0's eth0 to d0's eth0 as the hosts' kernels stamp it"
         " (dumpcap), minus the delay and its 2.4 µs of modelled serialisation, µs (no"
-        " ping program, no way back: the delay line, modelled queueing and the"
-        " forwarder's lateness; `requests` = those matched); the forwarder's own"
+        " ping program, no way back: the delay line, the modelled queueing behind the UDP"
+        " at the bottleneck — the emulation's correct output, not an error — and the"
+        " forwarder's lateness; `requests` = those matched); **against the model's"
+        " schedule** (the delay line's own error, what issue 16's ±20 µs is read on): d0's"
+        " stamp minus the time the model itself delivers that frame (the emulator's capture"
+        " of the last hop into d0, egress: the model's clock, set by the frame's receive"
+        " stamp at the forwarder's port, plus its modelled serialisation, queueing and the"
+        " delay), µs, and the modelled queueing it contains (model's delivery time - s0's"
+        " stamp - delay - serialisation: the queueing plus the veth crossing into the"
+        " forwarder's port), p99; the forwarder's own"
         " event lateness p99, how late its timed sleeps woke (p99), and how late after"
         " their due time the frames it delivered were handed to their port's send() and"
         " sent, p99 (its own clock: sanity checks and a breakdown, not outside"
         " measurements), and how long per second it was runnable but not running"
         " (schedstat):",
         "",
-        "| forwarder | one-way error p50 | p99 | at the veths: error p50 | p99 | requests"
-        " | forwarder lateness p99 | sleep wake-up late p99 | handed late p99"
-        " | sent late p99 | forwarder waiting, ms/s | runs |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| forwarder | one-way error p50 | p99 | at the veths, vs configured delay: error p50"
+        " | p99 | requests | **vs the model's schedule: late p50** | **p99**"
+        " | modelled queueing p99 | forwarder lateness p99 | sleep wake-up late p99"
+        " | handed late p99 | sent late p99 | forwarder waiting, ms/s | runs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, key in forms:
         dl, idle_c = get(f"delay/{key}"), get(f"latency/{key}")
@@ -739,12 +777,17 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         v50 = stat([pct(v, 0.5) for v in veth], 1e3)
         v99 = stat([pct(v, 0.99) for v in veth], 1e3)
         vn = stat([float(len(v)) for v in veth], 1, "{:.0f}")
+        vm = [s.late_vs_model_ns for s in dl.samples if s.late_vs_model_ns]
+        m50 = stat([pct(v, 0.5) for v in vm], 1e3)
+        m99 = stat([pct(v, 0.99) for v in vm], 1e3)
+        mq = [s.modelled_queue_ns for s in dl.samples if s.modelled_queue_ns]
+        q99 = stat([pct(v, 0.99) for v in mq], 1e3)
         slept = any(s.wake_count for s in dl.samples)  # a busy-polling forwarder never does
         wake99 = stat([float(s.wake_p99_ns) for s in dl.samples], 1e3) if slept else "—"
         handed = stat([float(s.handed_p99_ns) for s in dl.samples], 1e3)
         sent = stat([float(s.sent_p99_ns) for s in dl.samples], 1e3)
         out.append(
-            f"| {label} | {e50} | {e99} | {v50} | {v99} | {vn}"
+            f"| {label} | {e50} | {e99} | {v50} | {v99} | {vn} | {m50} | {m99} | {q99}"
             f" | {stat([float(s.lateness_p99_ns) for s in dl.samples], 1e3)}"
             f" | {wake99} | {handed} | {sent}"
             f" | {stat([s.wait_s * 1e3 / max(1e-9, args.duration) for s in dl.samples])}"
@@ -953,6 +996,11 @@ def main() -> int:
                         "ping_ns": None,
                         "veth_one_way_ns": None,
                         "veth_one_way_p99_ns": pct(s.veth_one_way_ns, 0.99),
+                        "late_vs_model_ns": None,
+                        "late_vs_model_p50_ns": pct(s.late_vs_model_ns, 0.5),
+                        "late_vs_model_p99_ns": pct(s.late_vs_model_ns, 0.99),
+                        "modelled_queue_ns": None,
+                        "modelled_queue_p99_ns": pct(s.modelled_queue_ns, 0.99),
                         "pings": len(s.ping_ns),
                         "ping_p50_ns": pct(s.ping_ns, 0.5),
                         "ping_p99_ns": pct(s.ping_ns, 0.99),
