@@ -247,6 +247,7 @@ def run_emulate(
     rt_unthrottle: bool = False,
     busy_poll: bool = False,
     veth_one_way: bool = False,
+    idle_poll: bool = False,
 ) -> Sample:
     from qoslab.emulate.run import emulate
 
@@ -272,6 +273,7 @@ def run_emulate(
                 gro=gro,
                 rt_unthrottle=rt_unthrottle,
                 busy_poll=busy_poll,
+                idle_poll=idle_poll,
                 capture=capture,
                 progress=taps.progress if taps else None,
             )
@@ -520,10 +522,20 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         rt_unthrottle: bool = False,
         busy_poll: bool = False,
         veth_one_way: bool = False,
+        idle_poll: bool = False,
     ) -> Callable[[], Sample]:
         n = args.threads if threads is None else threads
         return lambda: run_emulate(
-            text, backend, work, offload, n, gro, rt_unthrottle, busy_poll, veth_one_way
+            text,
+            backend,
+            work,
+            offload,
+            n,
+            gro,
+            rt_unthrottle,
+            busy_poll,
+            veth_one_way,
+            idle_poll,
         )
 
     gbit = 1_000_000_000
@@ -557,6 +569,8 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
     # RT throttling lifted as well (a spinning SCHED_FIFO thread wants its whole CPU).
     add("latency/busy-poll", emu(idle, threads=1, busy_poll=True))
     add("latency/busy-poll-rt", emu(idle, threads=1, busy_poll=True, rt_unthrottle=True))
+    # The default form with idle CPUs polling (`--idle-poll`: PM QoS CPU latency 0).
+    add("latency/idle-poll", emu(idle, threads=1, idle_poll=True))
     add("latency/kernel-forwarding", lambda: kernel_forward_ping(d, 10))
     loaded = scenario(
         name="delay",
@@ -577,6 +591,7 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         "delay/busy-poll-rt",
         emu(loaded, threads=1, busy_poll=True, rt_unthrottle=True, veth_one_way=True),
     )
+    add("delay/idle-poll", emu(loaded, threads=1, idle_poll=True, veth_one_way=True))
     for flows in (16, 64):
         text = scenario(name="flows", duration_s=d, flows=flows, rate_bps=gbit, policy="tbf")
         add(f"goodput/tbf/{flows}/userspace", emu(text))
@@ -700,6 +715,7 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         ("threads=1 (default)", "threads1"),
         ("threads=1, --busy-poll", "busy-poll"),
         ("threads=1, --busy-poll --rt-unthrottle", "busy-poll-rt"),
+        ("threads=1, --idle-poll", "idle-poll"),
     ]
     if args.threads == 1:
         forms.pop(1)
