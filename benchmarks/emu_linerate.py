@@ -159,13 +159,19 @@ class Sample:
     ping_ns: list[int] = field(default_factory=list)
     #: echo requests' one-way time, s0's eth0 -> d0's eth0, kernel stamps (VethTaps)
     veth_one_way_ns: list[int] = field(default_factory=list)
-    #: the same requests: d0's eth0 stamp - the model's own delivery time of the frame
-    #: (its r2->d0 egress capture stamp: when its last bit left the model's last
-    #: serialiser; that link has no delay), i.e. how late against the model's schedule
+    #: the same requests against the model's own schedule: (d0's stamp - s0's stamp) -
+    #: (the model's delivery time - the model's arrival time), i.e. the one way minus what
+    #: the model put between the frame's arrival and its delivery (delay, serialisation,
+    #: queueing); = read_late + released_late
     late_vs_model_ns: list[int] = field(default_factory=list)
-    #: the same requests: the model's delivery time - s0's eth0 stamp - the delay - the
-    #: modelled serialisation: the modelled queueing (plus the veth crossing into the
-    #: forwarder's port, which the model's clock starts from)
+    #: the model's arrival time (its s0->r1 ingress capture) - s0's stamp: the veth
+    #: crossing into the forwarder's port plus how late the loop read the frame
+    read_late_ns: list[int] = field(default_factory=list)
+    #: d0's stamp - the model's delivery time (its r2->d0 egress capture: the last bit
+    #: leaves the last serialiser; that link has no delay): how late it was released
+    released_late_ns: list[int] = field(default_factory=list)
+    #: the model's delivery - arrival time - the delay - the serialisation: the modelled
+    #: queueing (behind the UDP at the bottleneck), the emulation's output, not an error
     modelled_queue_ns: list[int] = field(default_factory=list)
     lateness_p99_ns: int = 0
     lateness_p999_ns: int = 0
@@ -257,11 +263,20 @@ def run_emulate(
     # columns stay empty.
     have_taps = shutil.which("dumpcap") is not None and shutil.which("tshark") is not None
     taps = VethTaps(work) if veth_one_way and have_taps else None
-    # The model's own schedule for the pings: a capture of the last hop into d0 (egress,
-    # stamped when the last bit leaves the model's serialiser; ICMP only on that hop).
-    model_pcap = work / "model-r2-d0.pcap"
-    model_pcap.unlink(missing_ok=True)
-    capture = [(VethTaps.MODEL_HOP, "egress", str(model_pcap))] if taps else None
+    # The model's own schedule for the pings: captures of the first hop out of s0 at its
+    # ingress (stamped with the model's arrival time) and of the last hop into d0 at its
+    # egress (the model's delivery time); both carry the pings only.
+    model_pcaps = (work / "model-s0-r1.pcap", work / "model-r2-d0.pcap")
+    for f in model_pcaps:
+        f.unlink(missing_ok=True)
+    capture = (
+        [
+            (VethTaps.MODEL_FIRST_HOP, "ingress", str(model_pcaps[0])),
+            (VethTaps.MODEL_LAST_HOP, "egress", str(model_pcaps[1])),
+        ]
+        if taps
+        else None
+    )
     s0, t0 = proc_stat()
     try:
         with ThreadCpu() as cpu:
@@ -278,7 +293,7 @@ def run_emulate(
                 progress=taps.progress if taps else None,
             )
     finally:
-        one_way, vs_model, queued = taps.finish(model_pcap) if taps else ([], [], [])
+        joined = taps.finish(*model_pcaps) if taps else {}
     s1, t1 = proc_stat()
     raw = res.raw
     fwd = raw["emulation"]["forwarder"]
@@ -336,9 +351,11 @@ def run_emulate(
             out.queue_empty = sum(1 for b in after if b == 0) / len(after)
     pings = raw["series"].get("ping", {})
     out.ping_ns = [int(x) for x in pings.get("rtt_ns", [])]
-    out.veth_one_way_ns = one_way
-    out.late_vs_model_ns = vs_model
-    out.modelled_queue_ns = queued
+    out.veth_one_way_ns = joined.get("one_way", [])
+    out.late_vs_model_ns = joined.get("vs_model", [])
+    out.read_late_ns = joined.get("read_late", [])
+    out.released_late_ns = joined.get("released_late", [])
+    out.modelled_queue_ns = joined.get("queued", [])
     return out
 
 
@@ -353,8 +370,10 @@ class VethTaps:
     and the forwarder's own lateness."""
 
     HOSTS = ("s0", "d0")
-    #: The last hop into d0, captured by the emulator at egress (the model's own times).
-    MODEL_HOP = "r2->d0"
+    #: The first hop out of s0 (captured at ingress) and the last into d0 (at egress):
+    #: the model's own arrival and delivery times of each ping.
+    MODEL_FIRST_HOP = "s0->r1"
+    MODEL_LAST_HOP = "r2->d0"
 
     def __init__(self, work: Path) -> None:
         self.work = work
@@ -381,10 +400,11 @@ class VethTaps:
                 subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             )
 
-    def finish(self, model_pcap: Path) -> tuple[list[int], list[int], list[int]]:
-        """(one way s0 -> d0, d0 - the model's delivery time, the modelled queueing) of
-        each echo request seen at both veths (and, for the last two, in the model's
-        capture), ns."""
+    def finish(self, arrived: Path, delivered: Path) -> dict[str, list[int]]:
+        """Per echo request seen at both veths, ns: ``one_way`` (s0 -> d0); and for those
+        also in the model's captures (``arrived``: the first hop's ingress, ``delivered``:
+        the last hop's egress), ``vs_model`` = ``read_late`` + ``released_late`` and the
+        modelled ``queued`` (see :class:`Sample`)."""
         for p in self.procs:
             try:
                 p.wait(timeout=10)
@@ -392,14 +412,18 @@ class VethTaps:
                 p.kill()
                 p.wait()
         if not self.started or any(not f.exists() for f in self.files.values()):
-            return [], [], []
+            return {}
         a, b = (echo_requests(self.files[h]) for h in self.HOSTS)
-        m = echo_requests(model_pcap) if model_pcap.exists() else {}
+        ma, mb = (echo_requests(f) if f.exists() else {} for f in (arrived, delivered))
         keys = [k for k in a if k in b]
-        one_way = [b[k] - a[k] for k in keys]
-        vs_model = [b[k] - m[k] for k in keys if k in m]
-        queued = [m[k] - a[k] - DELAY_NS - PING_SERIALISATION_NS for k in keys if k in m]
-        return one_way, vs_model, queued
+        both = [k for k in keys if k in ma and k in mb]
+        return {
+            "one_way": [b[k] - a[k] for k in keys],
+            "vs_model": [(b[k] - a[k]) - (mb[k] - ma[k]) for k in both],
+            "read_late": [ma[k] - a[k] for k in both],
+            "released_late": [b[k] - mb[k] for k in both],
+            "queued": [mb[k] - ma[k] - DELAY_NS - PING_SERIALISATION_NS for k in both],
+        }
 
 
 def echo_requests(path: Path) -> dict[tuple[str, str], int]:
@@ -502,7 +526,16 @@ def stat(vals: list[float], scale: float = 1.0, fmt: str = "{:.1f}") -> str:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Case]:
+    """Every case ``args`` selects, in a scratch directory removed after (scenario files,
+    the veth and model captures of the delay line)."""
     work = Path(tempfile.mkdtemp(prefix="qoslab-emu-bench-"))
+    try:
+        return measure_in(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure_in(args: argparse.Namespace, work: Path) -> dict[str, Case]:
     cases: dict[str, Case] = {}
     d = args.duration
 
@@ -751,13 +784,15 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         " ping program, no way back: the delay line, the modelled queueing behind the UDP"
         " at the bottleneck — the emulation's correct output, not an error — and the"
         " forwarder's lateness; `requests` = those matched); **against the model's"
-        " schedule** (the delay line's own error, what issue 16's ±20 µs is read on): d0's"
-        " stamp minus the time the model itself delivers that frame (the emulator's capture"
-        " of the last hop into d0, egress: the model's clock, set by the frame's receive"
-        " stamp at the forwarder's port, plus its modelled serialisation, queueing and the"
-        " delay), µs, and the modelled queueing it contains (model's delivery time - s0's"
-        " stamp - delay - serialisation: the queueing plus the veth crossing into the"
-        " forwarder's port), p99; the forwarder's own"
+        " schedule** (the delay line's own error, what issue 16's ±20 µs is read on): the"
+        " same one way minus what the model itself put between the frame's arrival and its"
+        " delivery (the emulator's captures of the first hop at ingress and the last hop"
+        " at egress, the model's clock: the delay, the serialisation and the modelled"
+        " queueing), µs, split into read late (the model's arrival time - s0's stamp: the"
+        " veth crossing and how late the loop read the frame) and released late (d0's"
+        " stamp - the model's delivery time), p99, and the modelled queueing (the model's"
+        " delivery - arrival - delay - serialisation; the emulation's output, not an"
+        " error), p99; the forwarder's own"
         " event lateness p99, how late its timed sleeps woke (p99), and how late after"
         " their due time the frames it delivered were handed to their port's send() and"
         " sent, p99 (its own clock: sanity checks and a breakdown, not outside"
@@ -766,9 +801,10 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         "",
         "| forwarder | one-way error p50 | p99 | at the veths, vs configured delay: error p50"
         " | p99 | requests | **vs the model's schedule: late p50** | **p99**"
-        " | modelled queueing p99 | forwarder lateness p99 | sleep wake-up late p99"
+        " | read late p99 | released late p99 | modelled queueing p99"
+        " | forwarder lateness p99 | sleep wake-up late p99"
         " | handed late p99 | sent late p99 | forwarder waiting, ms/s | runs |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, key in forms:
         dl, idle_c = get(f"delay/{key}"), get(f"latency/{key}")
@@ -798,12 +834,16 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         m99 = stat([pct(v, 0.99) for v in vm], 1e3)
         mq = [s.modelled_queue_ns for s in dl.samples if s.modelled_queue_ns]
         q99 = stat([pct(v, 0.99) for v in mq], 1e3)
+        rd = stat([pct(s.read_late_ns, 0.99) for s in dl.samples if s.read_late_ns], 1e3)
+        rl = [s.released_late_ns for s in dl.samples if s.released_late_ns]
+        rl99 = stat([pct(v, 0.99) for v in rl], 1e3)
         slept = any(s.wake_count for s in dl.samples)  # a busy-polling forwarder never does
         wake99 = stat([float(s.wake_p99_ns) for s in dl.samples], 1e3) if slept else "—"
         handed = stat([float(s.handed_p99_ns) for s in dl.samples], 1e3)
         sent = stat([float(s.sent_p99_ns) for s in dl.samples], 1e3)
         out.append(
-            f"| {label} | {e50} | {e99} | {v50} | {v99} | {vn} | {m50} | {m99} | {q99}"
+            f"| {label} | {e50} | {e99} | {v50} | {v99} | {vn} | {m50} | {m99} | {rd} | {rl99}"
+            f" | {q99}"
             f" | {stat([float(s.lateness_p99_ns) for s in dl.samples], 1e3)}"
             f" | {wake99} | {handed} | {sent}"
             f" | {stat([s.wait_s * 1e3 / max(1e-9, args.duration) for s in dl.samples])}"
@@ -1014,7 +1054,12 @@ def main() -> int:
                         "veth_one_way_p99_ns": pct(s.veth_one_way_ns, 0.99),
                         "late_vs_model_ns": None,
                         "late_vs_model_p50_ns": pct(s.late_vs_model_ns, 0.5),
+                        "late_vs_model_p90_ns": pct(s.late_vs_model_ns, 0.9),
                         "late_vs_model_p99_ns": pct(s.late_vs_model_ns, 0.99),
+                        "read_late_ns": None,
+                        "read_late_p99_ns": pct(s.read_late_ns, 0.99),
+                        "released_late_ns": None,
+                        "released_late_p99_ns": pct(s.released_late_ns, 0.99),
                         "modelled_queue_ns": None,
                         "modelled_queue_p99_ns": pct(s.modelled_queue_ns, 0.99),
                         "pings": len(s.ping_ns),

@@ -48,8 +48,11 @@ def test_latency_and_delay_rows_per_form() -> None:
                 wait_s=0.006,
                 # at the veths: 15 µs after the delay and the modelled serialisation
                 veth_one_way_ns=[bench.DELAY_NS + bench.PING_SERIALISATION_NS + 15_000] * 40,
-                # of which 11 µs modelled queueing, 4 µs late against the model
+                # of which 11 µs modelled queueing, 4 µs late against the model (1 read
+                # late, 3 released late)
                 late_vs_model_ns=[4_000] * 40,
+                read_late_ns=[1_000] * 40,
+                released_late_ns=[3_000] * 40,
                 modelled_queue_ns=[11_000] * 40,
             ),
         )
@@ -62,12 +65,12 @@ def test_latency_and_delay_rows_per_form() -> None:
     ]
     assert _row(text, "| qoslab emulate, idle, threads=1, --busy-poll |")[3] == "20.0"
     one = _row(text, "| threads=1 (default) |")
-    assert one[1:14] == [
-        "10.0", "10.0", "15.0", "15.0", "40", "4.0", "4.0", "11.0",
+    assert one[1:16] == [
+        "10.0", "10.0", "15.0", "15.0", "40", "4.0", "4.0", "1.0", "3.0", "11.0",
         "30.0", "90.0", "25.0", "35.0", "1.0",
     ]  # fmt: skip
     busy = _row(text, "| threads=1, --busy-poll |")
-    assert busy[1:3] == ["10.0", "10.0"] and busy[10:13] == ["—", "25.0", "35.0"]
+    assert busy[1:3] == ["10.0", "10.0"] and busy[12:15] == ["—", "25.0", "35.0"]
 
 
 def test_one_thread_main_rows_have_no_duplicate_form() -> None:
