@@ -24,7 +24,13 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
    how late after their due time the frames it delivered were handed to the ports'
    ``send()`` and sent. 4 ms, not 5: iputils ping prints an RTT of 10 ms or more
    with one decimal (100 µs steps), below 10 ms with two (10 µs steps), and the target
-   is ±20 µs;
+   is ±20 µs. At the hosts' veths (dumpcap, kernel stamps), each echo request's one way
+   against the configured delay (which includes the queueing the model rightly puts
+   behind the UDP at the bottleneck) and **against the model's own schedule**: the one
+   way minus what the model put between the frame's arrival and its delivery, read from
+   two captures the emulator itself writes (the first hop's ingress, the last hop's
+   egress); and, besides the forms above, the default single thread with idle CPUs
+   polling (``--idle-poll``);
 5. CPU per forwarded frame, user and system, of the forwarder thread
    (/proc/self/task/TID/stat of the thread named ``qoslab-emu``);
 6. flows 1-64 through the 1 Gbit/s TBF;
