@@ -802,15 +802,16 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         " event lateness p99, how late its timed sleeps woke (p99), and how late after"
         " their due time the frames it delivered were handed to their port's send() and"
         " sent, p99 (its own clock: sanity checks and a breakdown, not outside"
-        " measurements), and how long per second it was runnable but not running"
-        " (schedstat):",
+        " measurements), how long per second it was runnable but not running"
+        " (schedstat), and the forwarder threads' CPU (user + system) in % of one CPU:",
         "",
         "| forwarder | one-way error p50 | p99 | at the veths, vs configured delay: error p50"
         " | p99 | requests | **vs the model's schedule: late p50** | **p99**"
         " | read late p99 | released late p99 | modelled queueing p99"
         " | forwarder lateness p99 | sleep wake-up late p99"
-        " | handed late p99 | sent late p99 | forwarder waiting, ms/s | runs |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | handed late p99 | sent late p99 | forwarder waiting, ms/s | forwarder CPU"
+        " | runs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, key in forms:
         dl, idle_c = get(f"delay/{key}"), get(f"latency/{key}")
@@ -843,6 +844,7 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         rd = stat([pct(s.read_late_ns, 0.99) for s in dl.samples if s.read_late_ns], 1e3)
         rl = [s.released_late_ns for s in dl.samples if s.released_late_ns]
         rl99 = stat([pct(v, 0.99) for v in rl], 1e3)
+        cpu = [(s.user_s + s.sys_s) * 100 / args.duration for s in dl.samples]
         slept = any(s.wake_count for s in dl.samples)  # a busy-polling forwarder never does
         wake99 = stat([float(s.wake_p99_ns) for s in dl.samples], 1e3) if slept else "—"
         handed = stat([float(s.handed_p99_ns) for s in dl.samples], 1e3)
@@ -853,6 +855,7 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
             f" | {stat([float(s.lateness_p99_ns) for s in dl.samples], 1e3)}"
             f" | {wake99} | {handed} | {sent}"
             f" | {stat([s.wait_s * 1e3 / max(1e-9, args.duration) for s in dl.samples])}"
+            f" | {stat(cpu, 1, '{:.0f} %')}"
             f" | {kept(dl)} |"
         )
     out += [

@@ -46,6 +46,8 @@ def test_latency_and_delay_rows_per_form() -> None:
                 handed_p99_ns=25_000,
                 sent_p99_ns=35_000,
                 wait_s=0.006,
+                user_s=0.6,
+                sys_s=0.3,
                 # at the veths: 15 µs after the delay and the modelled serialisation
                 veth_one_way_ns=[bench.DELAY_NS + bench.PING_SERIALISATION_NS + 15_000] * 40,
                 # of which 11 µs modelled queueing, 4 µs late against the model (1 read
@@ -65,9 +67,9 @@ def test_latency_and_delay_rows_per_form() -> None:
     ]
     assert _row(text, "| qoslab emulate, idle, threads=1, --busy-poll |")[3] == "20.0"
     one = _row(text, "| threads=1 (default) |")
-    assert one[1:16] == [
+    assert one[1:17] == [
         "10.0", "10.0", "15.0", "15.0", "40", "4.0", "4.0", "1.0", "3.0", "11.0",
-        "30.0", "90.0", "25.0", "35.0", "1.0",
+        "30.0", "90.0", "25.0", "35.0", "1.0", "15 %",
     ]  # fmt: skip
     busy = _row(text, "| threads=1, --busy-poll |")
     assert busy[1:3] == ["10.0", "10.0"] and busy[12:15] == ["—", "25.0", "35.0"]
