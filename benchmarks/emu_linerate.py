@@ -24,7 +24,13 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
    how late after their due time the frames it delivered were handed to the ports'
    ``send()`` and sent. 4 ms, not 5: iputils ping prints an RTT of 10 ms or more
    with one decimal (100 µs steps), below 10 ms with two (10 µs steps), and the target
-   is ±20 µs;
+   is ±20 µs. At the hosts' veths (dumpcap, kernel stamps), each echo request's one way
+   against the configured delay (which includes the queueing the model rightly puts
+   behind the UDP at the bottleneck) and **against the model's own schedule**: the one
+   way minus what the model put between the frame's arrival and its delivery, read from
+   two captures the emulator itself writes (the first hop's ingress, the last hop's
+   egress); and, besides the forms above, the default single thread with idle CPUs
+   polling (``--idle-poll``);
 5. CPU per forwarded frame, user and system, of the forwarder thread
    (/proc/self/task/TID/stat of the thread named ``qoslab-emu``);
 6. flows 1-64 through the 1 Gbit/s TBF;
@@ -159,6 +165,20 @@ class Sample:
     ping_ns: list[int] = field(default_factory=list)
     #: echo requests' one-way time, s0's eth0 -> d0's eth0, kernel stamps (VethTaps)
     veth_one_way_ns: list[int] = field(default_factory=list)
+    #: the same requests against the model's own schedule: (d0's stamp - s0's stamp) -
+    #: (the model's delivery time - the model's arrival time), i.e. the one way minus what
+    #: the model put between the frame's arrival and its delivery (delay, serialisation,
+    #: queueing); = read_late + released_late
+    late_vs_model_ns: list[int] = field(default_factory=list)
+    #: the model's arrival time (its s0->r1 ingress capture) - s0's stamp: the veth
+    #: crossing into the forwarder's port plus how late the loop read the frame
+    read_late_ns: list[int] = field(default_factory=list)
+    #: d0's stamp - the model's delivery time (its r2->d0 egress capture: the last bit
+    #: leaves the last serialiser; that link has no delay): how late it was released
+    released_late_ns: list[int] = field(default_factory=list)
+    #: the model's delivery - arrival time - the delay - the serialisation: the modelled
+    #: queueing (behind the UDP at the bottleneck), the emulation's output, not an error
+    modelled_queue_ns: list[int] = field(default_factory=list)
     lateness_p99_ns: int = 0
     lateness_p999_ns: int = 0
     #: how late the forwarder's timed sleeps (ppoll) woke, p99 (docs/performance.md,
@@ -239,6 +259,7 @@ def run_emulate(
     rt_unthrottle: bool = False,
     busy_poll: bool = False,
     veth_one_way: bool = False,
+    idle_poll: bool = False,
 ) -> Sample:
     from qoslab.emulate.run import emulate
 
@@ -248,6 +269,20 @@ def run_emulate(
     # columns stay empty.
     have_taps = shutil.which("dumpcap") is not None and shutil.which("tshark") is not None
     taps = VethTaps(work) if veth_one_way and have_taps else None
+    # The model's own schedule for the pings: captures of the first hop out of s0 at its
+    # ingress (stamped with the model's arrival time) and of the last hop into d0 at its
+    # egress (the model's delivery time); both carry the pings only.
+    model_pcaps = (work / "model-s0-r1.pcap", work / "model-r2-d0.pcap")
+    for f in model_pcaps:
+        f.unlink(missing_ok=True)
+    capture = (
+        [
+            (VethTaps.MODEL_FIRST_HOP, "ingress", str(model_pcaps[0])),
+            (VethTaps.MODEL_LAST_HOP, "egress", str(model_pcaps[1])),
+        ]
+        if taps
+        else None
+    )
     s0, t0 = proc_stat()
     try:
         with ThreadCpu() as cpu:
@@ -259,10 +294,12 @@ def run_emulate(
                 gro=gro,
                 rt_unthrottle=rt_unthrottle,
                 busy_poll=busy_poll,
+                idle_poll=idle_poll,
+                capture=capture,
                 progress=taps.progress if taps else None,
             )
     finally:
-        one_way = taps.finish() if taps else []
+        joined = taps.finish(*model_pcaps) if taps else {}
     s1, t1 = proc_stat()
     raw = res.raw
     fwd = raw["emulation"]["forwarder"]
@@ -320,7 +357,11 @@ def run_emulate(
             out.queue_empty = sum(1 for b in after if b == 0) / len(after)
     pings = raw["series"].get("ping", {})
     out.ping_ns = [int(x) for x in pings.get("rtt_ns", [])]
-    out.veth_one_way_ns = one_way
+    out.veth_one_way_ns = joined.get("one_way", [])
+    out.late_vs_model_ns = joined.get("vs_model", [])
+    out.read_late_ns = joined.get("read_late", [])
+    out.released_late_ns = joined.get("released_late", [])
+    out.modelled_queue_ns = joined.get("queued", [])
     return out
 
 
@@ -335,6 +376,10 @@ class VethTaps:
     and the forwarder's own lateness."""
 
     HOSTS = ("s0", "d0")
+    #: The first hop out of s0 (captured at ingress) and the last into d0 (at egress):
+    #: the model's own arrival and delivery times of each ping.
+    MODEL_FIRST_HOP = "s0->r1"
+    MODEL_LAST_HOP = "r2->d0"
 
     def __init__(self, work: Path) -> None:
         self.work = work
@@ -361,7 +406,11 @@ class VethTaps:
                 subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             )
 
-    def finish(self) -> list[int]:
+    def finish(self, arrived: Path, delivered: Path) -> dict[str, list[int]]:
+        """Per echo request seen at both veths, ns: ``one_way`` (s0 -> d0); and for those
+        also in the model's captures (``arrived``: the first hop's ingress, ``delivered``:
+        the last hop's egress), ``vs_model`` = ``read_late`` + ``released_late`` and the
+        modelled ``queued`` (see :class:`Sample`)."""
         for p in self.procs:
             try:
                 p.wait(timeout=10)
@@ -369,21 +418,33 @@ class VethTaps:
                 p.kill()
                 p.wait()
         if not self.started or any(not f.exists() for f in self.files.values()):
-            return []
-        stamps: dict[str, dict[tuple[str, str], int]] = {}
-        for h, f in self.files.items():
-            fields = ["frame.time_epoch", "icmp.ident", "icmp.seq"]
-            argv = ["tshark", "-r", str(f), "-Y", "icmp.type == 8", "-T", "fields"]
-            for x in fields:
-                argv += ["-e", x]
-            text = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-            stamps[h] = {}
-            for line in text.splitlines():
-                t, ident, seq = line.split("\t")[:3]
-                sec, _, frac = t.partition(".")
-                stamps[h][(ident, seq)] = int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
-        a, b = stamps[self.HOSTS[0]], stamps[self.HOSTS[1]]
-        return [b[k] - a[k] for k in a if k in b]
+            return {}
+        a, b = (echo_requests(self.files[h]) for h in self.HOSTS)
+        ma, mb = (echo_requests(f) if f.exists() else {} for f in (arrived, delivered))
+        keys = [k for k in a if k in b]
+        both = [k for k in keys if k in ma and k in mb]
+        return {
+            "one_way": [b[k] - a[k] for k in keys],
+            "vs_model": [(b[k] - a[k]) - (mb[k] - ma[k]) for k in both],
+            "read_late": [ma[k] - a[k] for k in both],
+            "released_late": [b[k] - mb[k] for k in both],
+            "queued": [mb[k] - ma[k] - DELAY_NS - PING_SERIALISATION_NS for k in both],
+        }
+
+
+def echo_requests(path: Path) -> dict[tuple[str, str], int]:
+    """ICMP echo requests in a capture: (ident, seq) -> time stamp, ns since the epoch."""
+    fields = ["frame.time_epoch", "icmp.ident", "icmp.seq"]
+    argv = ["tshark", "-r", str(path), "-Y", "icmp.type == 8", "-T", "fields"]
+    for x in fields:
+        argv += ["-e", x]
+    text = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    out: dict[tuple[str, str], int] = {}
+    for line in text.splitlines():
+        t, ident, seq = line.split("\t")[:3]
+        sec, _, frac = t.partition(".")
+        out[(ident, seq)] = int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
+    return out
 
 
 def kernel_forward_ping(duration_s: float, interval_ms: float, load_bps: int = 0) -> Sample:
@@ -471,7 +532,16 @@ def stat(vals: list[float], scale: float = 1.0, fmt: str = "{:.1f}") -> str:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Case]:
+    """Every case ``args`` selects, in a scratch directory removed after (scenario files,
+    the veth and model captures of the delay line)."""
     work = Path(tempfile.mkdtemp(prefix="qoslab-emu-bench-"))
+    try:
+        return measure_in(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure_in(args: argparse.Namespace, work: Path) -> dict[str, Case]:
     cases: dict[str, Case] = {}
     d = args.duration
 
@@ -491,10 +561,20 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         rt_unthrottle: bool = False,
         busy_poll: bool = False,
         veth_one_way: bool = False,
+        idle_poll: bool = False,
     ) -> Callable[[], Sample]:
         n = args.threads if threads is None else threads
         return lambda: run_emulate(
-            text, backend, work, offload, n, gro, rt_unthrottle, busy_poll, veth_one_way
+            text,
+            backend,
+            work,
+            offload,
+            n,
+            gro,
+            rt_unthrottle,
+            busy_poll,
+            veth_one_way,
+            idle_poll,
         )
 
     gbit = 1_000_000_000
@@ -528,6 +608,8 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
     # RT throttling lifted as well (a spinning SCHED_FIFO thread wants its whole CPU).
     add("latency/busy-poll", emu(idle, threads=1, busy_poll=True))
     add("latency/busy-poll-rt", emu(idle, threads=1, busy_poll=True, rt_unthrottle=True))
+    # The default form with idle CPUs polling (`--idle-poll`: PM QoS CPU latency 0).
+    add("latency/idle-poll", emu(idle, threads=1, idle_poll=True))
     add("latency/kernel-forwarding", lambda: kernel_forward_ping(d, 10))
     loaded = scenario(
         name="delay",
@@ -548,6 +630,7 @@ def measure(args: argparse.Namespace) -> dict[str, Case]:
         "delay/busy-poll-rt",
         emu(loaded, threads=1, busy_poll=True, rt_unthrottle=True, veth_one_way=True),
     )
+    add("delay/idle-poll", emu(loaded, threads=1, idle_poll=True, veth_one_way=True))
     for flows in (16, 64):
         text = scenario(name="flows", duration_s=d, flows=flows, rate_bps=gbit, policy="tbf")
         add(f"goodput/tbf/{flows}/userspace", emu(text))
@@ -671,6 +754,7 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         ("threads=1 (default)", "threads1"),
         ("threads=1, --busy-poll", "busy-poll"),
         ("threads=1, --busy-poll --rt-unthrottle", "busy-poll-rt"),
+        ("threads=1, --idle-poll", "idle-poll"),
     ]
     if args.threads == 1:
         forms.pop(1)
@@ -703,18 +787,31 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         " queueing at the bottleneck for the pings that meet one); at the veths: each echo"
         " request's one way from s0's eth0 to d0's eth0 as the hosts' kernels stamp it"
         " (dumpcap), minus the delay and its 2.4 µs of modelled serialisation, µs (no"
-        " ping program, no way back: the delay line, modelled queueing and the"
-        " forwarder's lateness; `requests` = those matched); the forwarder's own"
+        " ping program, no way back: the delay line, the modelled queueing behind the UDP"
+        " at the bottleneck — the emulation's correct output, not an error — and the"
+        " forwarder's lateness; `requests` = those matched); **against the model's"
+        " schedule** (the delay line's own error, what issue 16's ±20 µs is read on): the"
+        " same one way minus what the model itself put between the frame's arrival and its"
+        " delivery (the emulator's captures of the first hop at ingress and the last hop"
+        " at egress, the model's clock: the delay, the serialisation and the modelled"
+        " queueing), µs, split into read late (the model's arrival time - s0's stamp: the"
+        " veth crossing and how late the loop read the frame) and released late (d0's"
+        " stamp - the model's delivery time), p99, and the modelled queueing (the model's"
+        " delivery - arrival - delay - serialisation; the emulation's output, not an"
+        " error), p99; the forwarder's own"
         " event lateness p99, how late its timed sleeps woke (p99), and how late after"
         " their due time the frames it delivered were handed to their port's send() and"
         " sent, p99 (its own clock: sanity checks and a breakdown, not outside"
-        " measurements), and how long per second it was runnable but not running"
-        " (schedstat):",
+        " measurements), how long per second it was runnable but not running"
+        " (schedstat), and the forwarder threads' CPU (user + system) in % of one CPU:",
         "",
-        "| forwarder | one-way error p50 | p99 | at the veths: error p50 | p99 | requests"
-        " | forwarder lateness p99 | sleep wake-up late p99 | handed late p99"
-        " | sent late p99 | forwarder waiting, ms/s | runs |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| forwarder | one-way error p50 | p99 | at the veths, vs configured delay: error p50"
+        " | p99 | requests | **vs the model's schedule: late p50** | **p99**"
+        " | read late p99 | released late p99 | modelled queueing p99"
+        " | forwarder lateness p99 | sleep wake-up late p99"
+        " | handed late p99 | sent late p99 | forwarder waiting, ms/s | forwarder CPU"
+        " | runs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, key in forms:
         dl, idle_c = get(f"delay/{key}"), get(f"latency/{key}")
@@ -739,15 +836,26 @@ def render(cases: dict[str, Case], args: argparse.Namespace, took_s: float) -> s
         v50 = stat([pct(v, 0.5) for v in veth], 1e3)
         v99 = stat([pct(v, 0.99) for v in veth], 1e3)
         vn = stat([float(len(v)) for v in veth], 1, "{:.0f}")
+        vm = [s.late_vs_model_ns for s in dl.samples if s.late_vs_model_ns]
+        m50 = stat([pct(v, 0.5) for v in vm], 1e3)
+        m99 = stat([pct(v, 0.99) for v in vm], 1e3)
+        mq = [s.modelled_queue_ns for s in dl.samples if s.modelled_queue_ns]
+        q99 = stat([pct(v, 0.99) for v in mq], 1e3)
+        rd = stat([pct(s.read_late_ns, 0.99) for s in dl.samples if s.read_late_ns], 1e3)
+        rl = [s.released_late_ns for s in dl.samples if s.released_late_ns]
+        rl99 = stat([pct(v, 0.99) for v in rl], 1e3)
+        cpu = [(s.user_s + s.sys_s) * 100 / args.duration for s in dl.samples]
         slept = any(s.wake_count for s in dl.samples)  # a busy-polling forwarder never does
         wake99 = stat([float(s.wake_p99_ns) for s in dl.samples], 1e3) if slept else "—"
         handed = stat([float(s.handed_p99_ns) for s in dl.samples], 1e3)
         sent = stat([float(s.sent_p99_ns) for s in dl.samples], 1e3)
         out.append(
-            f"| {label} | {e50} | {e99} | {v50} | {v99} | {vn}"
+            f"| {label} | {e50} | {e99} | {v50} | {v99} | {vn} | {m50} | {m99} | {rd} | {rl99}"
+            f" | {q99}"
             f" | {stat([float(s.lateness_p99_ns) for s in dl.samples], 1e3)}"
             f" | {wake99} | {handed} | {sent}"
             f" | {stat([s.wait_s * 1e3 / max(1e-9, args.duration) for s in dl.samples])}"
+            f" | {stat(cpu, 1, '{:.0f} %')}"
             f" | {kept(dl)} |"
         )
     out += [
@@ -953,6 +1061,16 @@ def main() -> int:
                         "ping_ns": None,
                         "veth_one_way_ns": None,
                         "veth_one_way_p99_ns": pct(s.veth_one_way_ns, 0.99),
+                        "late_vs_model_ns": None,
+                        "late_vs_model_p50_ns": pct(s.late_vs_model_ns, 0.5),
+                        "late_vs_model_p90_ns": pct(s.late_vs_model_ns, 0.9),
+                        "late_vs_model_p99_ns": pct(s.late_vs_model_ns, 0.99),
+                        "read_late_ns": None,
+                        "read_late_p99_ns": pct(s.read_late_ns, 0.99),
+                        "released_late_ns": None,
+                        "released_late_p99_ns": pct(s.released_late_ns, 0.99),
+                        "modelled_queue_ns": None,
+                        "modelled_queue_p99_ns": pct(s.modelled_queue_ns, 0.99),
                         "pings": len(s.ping_ns),
                         "ping_p50_ns": pct(s.ping_ns, 0.5),
                         "ping_p99_ns": pct(s.ping_ns, 0.99),

@@ -46,8 +46,16 @@ def test_latency_and_delay_rows_per_form() -> None:
                 handed_p99_ns=25_000,
                 sent_p99_ns=35_000,
                 wait_s=0.006,
+                user_s=0.6,
+                sys_s=0.3,
                 # at the veths: 15 µs after the delay and the modelled serialisation
                 veth_one_way_ns=[bench.DELAY_NS + bench.PING_SERIALISATION_NS + 15_000] * 40,
+                # of which 11 µs modelled queueing, 4 µs late against the model (1 read
+                # late, 3 released late)
+                late_vs_model_ns=[4_000] * 40,
+                read_late_ns=[1_000] * 40,
+                released_late_ns=[3_000] * 40,
+                modelled_queue_ns=[11_000] * 40,
             ),
         )
     text = bench.render(cases, _args(), 1.0)
@@ -59,11 +67,12 @@ def test_latency_and_delay_rows_per_form() -> None:
     ]
     assert _row(text, "| qoslab emulate, idle, threads=1, --busy-poll |")[3] == "20.0"
     one = _row(text, "| threads=1 (default) |")
-    assert one[1:11] == [
-        "10.0", "10.0", "15.0", "15.0", "40", "30.0", "90.0", "25.0", "35.0", "1.0",
+    assert one[1:17] == [
+        "10.0", "10.0", "15.0", "15.0", "40", "4.0", "4.0", "1.0", "3.0", "11.0",
+        "30.0", "90.0", "25.0", "35.0", "1.0", "15 %",
     ]  # fmt: skip
     busy = _row(text, "| threads=1, --busy-poll |")
-    assert busy[1:3] == ["10.0", "10.0"] and busy[7:10] == ["—", "25.0", "35.0"]
+    assert busy[1:3] == ["10.0", "10.0"] and busy[12:15] == ["—", "25.0", "35.0"]
 
 
 def test_one_thread_main_rows_have_no_duplicate_form() -> None:

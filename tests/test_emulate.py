@@ -78,7 +78,7 @@ def test_help_works_without_root(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["emulate", "--help"]) == 0
     out = capsys.readouterr().out
     assert "examples:" in out and "--backend" in out and "--cleanup" in out
-    assert "--busy-poll" in out
+    assert "--busy-poll" in out and "--idle-poll" in out
 
 
 def test_plan_refuses_what_linux_cannot_do(

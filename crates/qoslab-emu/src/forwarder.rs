@@ -56,6 +56,14 @@ const MAX_SLEEP_NS: u64 = 20_000_000;
 /// hosts' TCP, and the TBF's rate fell to 97.6 % of ideal (100.0 % with
 /// this margin). The sleeps' lateness stays measured (`Timing::wake_*`).
 pub const SPIN_NS: u64 = 50_000;
+/// While the loop reads a batch of frames, frames the model released into
+/// the TX rings wait for the round's flush, behind the rest of the batch
+/// (each read frame costs a µs or two of model work). Once the oldest of
+/// them is this far past its due time, the rings are flushed at once,
+/// mid-batch: a frame released on time is then never held more than about
+/// this long by reading, while at line rate (frames due a few µs apart)
+/// rounds still flush in batches (issue 16, the delay line's "handed late").
+pub const EAGER_FLUSH_NS: u64 = 20_000;
 /// With several threads: after any of them read a frame, spin (instead of
 /// sleeping in ppoll) this long: a reply or the next frame of a burst is
 /// then read without the wake-up of a sleeping thread on an idle virtual
@@ -731,6 +739,14 @@ struct RealIo {
     tx_refused: u64,
     /// Per port: the due times of the frames queued since its last flush.
     due: Vec<Vec<u64>>,
+    /// The earliest due time among them all (`u64::MAX`: none queued).
+    oldest_due: u64,
+    /// Port indices, reused by `flush` to order them.
+    order: Vec<usize>,
+    /// Flush mid-round when late ([`EAGER_FLUSH_NS`]); off with `offload`,
+    /// where a flush closes the runs of segments being joined
+    /// ([`crate::gso::Run`]) and a split run costs a host more than a few µs.
+    eager: bool,
     /// Per delivered frame: its port's `send()` began / returned − due.
     handed: LatencyHist,
     sent: LatencyHist,
@@ -749,7 +765,10 @@ impl RealIo {
         if let Some(p) = self.port_of[host as usize] {
             let r = &mut self.ports[p];
             match push(r) {
-                Ok(true) => self.due[p].push(t_ns),
+                Ok(true) => {
+                    self.due[p].push(t_ns);
+                    self.oldest_due = self.oldest_due.min(t_ns);
+                }
                 Ok(false) => self.tx_refused += 1,
                 Err(e) => {
                     let name = r.ifname().to_string();
@@ -791,11 +810,31 @@ impl Io for RealIo {
 }
 
 impl RealIo {
-    /// Sends what each port queued; records how late its frames were
-    /// handed over and sent (the clock is read only around a port's send
-    /// that carries frames of this round).
+    /// Flushes now, mid-round, when a frame queued since the last flush is
+    /// already [`EAGER_FLUSH_NS`] past its due time at `wall_ns`.
+    fn flush_if_late(&mut self, wall_ns: u64) {
+        if self.eager
+            && self.oldest_due != u64::MAX
+            && wall_ns.saturating_sub(self.oldest_due) >= EAGER_FLUSH_NS
+        {
+            self.flush();
+        }
+    }
+
+    /// Sends what each port queued, the port with the earliest due frame
+    /// first (a ping's port is not made to wait behind the `send()` of a
+    /// port carrying a load, whose receiving stack runs inside it); records
+    /// how late its frames were handed over and sent (the clock is read only
+    /// around a port's send that carries frames of this round).
     fn flush(&mut self) {
-        for (r, due) in self.ports.iter_mut().zip(&mut self.due) {
+        self.order.clear();
+        self.order.extend(0..self.ports.len());
+        let due = &self.due;
+        self.order
+            .sort_by_key(|&p| due[p].iter().copied().min().unwrap_or(u64::MAX));
+        for k in 0..self.order.len() {
+            let p = self.order[k];
+            let (r, due) = (&mut self.ports[p], &mut self.due[p]);
             let began = if due.is_empty() { 0 } else { monotonic_ns() };
             if let Err(e) = r.flush() {
                 let name = r.ifname().to_string();
@@ -810,6 +849,7 @@ impl RealIo {
                 }
             }
         }
+        self.oldest_due = u64::MAX;
     }
 }
 
@@ -902,6 +942,9 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
         error: None,
         tx_refused: 0,
         due: Vec::new(),
+        oldest_due: u64::MAX,
+        order: Vec::new(),
+        eager: !spec.offload,
         handed: LatencyHist::default(),
         sent: LatencyHist::default(),
     };
@@ -979,6 +1022,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
                         }
                     }
                     rx.release();
+                    io.flush_if_late(wall);
                     continue;
                 }
                 if f.csum_not_ready && crate::frame::complete_l4_checksum(f.data) {
@@ -986,6 +1030,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
                 }
                 model.ingress(t, *h, f.data, &mut io);
                 rx.release();
+                io.flush_if_late(wall);
             }
             if std::mem::take(&mut rx.losing) {
                 rx_ring_drops += rx.drops();
@@ -1021,6 +1066,7 @@ fn run(job: Job, ready: mpsc::Sender<Result<(), EmuError>>) -> Result<Part, EmuE
                         model.counters.checksums_completed += 1;
                     }
                     model.kernel_return(t, *d, f, &mut io);
+                    io.flush_if_late(wall);
                 }
                 got += n;
                 if n < BATCH {

@@ -32,7 +32,9 @@ CPU per forwarder thread, all the time) for the lowest added latency and the
 tightest delay line. A forwarder that never sleeps is held off its CPU whenever
 ordinary tasks queue on it (the kernel gives them their share, up to 50 ms at a
 time; --rt-unthrottle lifts the RT limit, not that share): use it on a machine
-with a CPU to spare.
+with a CPU to spare. --idle-poll instead holds a PM QoS CPU latency request of 0 µs
+for the run (the kernel withdraws it when the run ends, however it ends): idle CPUs
+poll rather than halt, so a sleeping forwarder wakes in µs; idle CPUs then spin.
 Needs root and iperf3, iproute2, ethtool,
 ping (bash scripts/setup.sh installs them). Every namespace and process is removed at
 the end, on an error, on Ctrl-C and on SIGTERM; after a SIGKILL, run --cleanup.
@@ -58,6 +60,7 @@ examples:
   sudo qoslab emulate scenarios/example.toml --gro on
   sudo qoslab emulate scenarios/example.toml --gro on --rt-unthrottle
   sudo qoslab emulate scenarios/example.toml --busy-poll --rt-unthrottle
+  sudo qoslab emulate scenarios/example.toml --idle-poll
   qoslab emulate scenarios/example.toml --plan
   sudo qoslab emulate --cleanup
 """
@@ -106,6 +109,12 @@ examples:
     is_flag=True,
     help="the forwarder never sleeps: frames and delay-line releases are handled within"
     " about a µs instead of after a wake-up; costs a whole CPU per forwarder thread",
+)
+@click.option(
+    "--idle-poll",
+    is_flag=True,
+    help="idle CPUs poll instead of halting for the run (PM QoS CPU latency 0 µs, withdrawn"
+    " when the run ends), so the sleeping forwarder wakes without a hypervisor wake-up",
 )
 @click.option(
     "--threads",

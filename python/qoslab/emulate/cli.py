@@ -73,6 +73,7 @@ def main(args: argparse.Namespace) -> int:
         gro=args.gro == "on",
         rt_unthrottle=args.rt_unthrottle,
         busy_poll=args.busy_poll,
+        idle_poll=args.idle_poll,
     )
     if sys.stderr.isatty() and not (args.quiet or args.json):
         sys.stderr.write("\r\x1b[K")

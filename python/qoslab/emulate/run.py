@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from qoslab import _core
-from qoslab.emulate import rt
+from qoslab.emulate import idlepoll, rt
 from qoslab.emulate.netns import EmulationSetupError, Netns, preflight, run_cmd
 from qoslab.emulate.traffic import (
     Program,
@@ -272,6 +272,7 @@ def emulate(
     gro: bool = False,
     rt_unthrottle: bool = False,
     busy_poll: bool = False,
+    idle_poll: bool = False,
 ) -> SimulationResult:
     """Runs a scenario with real Linux TCP between namespaces through qoslab's
     conditioners (``backend="userspace"``) or the kernel's qdiscs (``"kernel"``).
@@ -296,6 +297,10 @@ def emulate(
     is handled within about a µs instead of after the wake-up of a sleeping thread (tens of
     µs on a virtual machine whose idle CPU halts). Costs a whole CPU per forwarder thread
     for the run (docs/performance.md, issue 16).
+    ``idle_poll``: a PM QoS CPU latency request of 0 µs is held for the run, so idle CPUs
+    poll instead of halting and a sleeping forwarder (or host) wakes without the
+    hypervisor's wake-up (``qoslab.emulate.idlepoll``; withdrawn by the kernel when the
+    run ends, however it ends).
     Needs root, iperf3, ip, tc, ethtool, ping. Raises ``qoslab.ScenarioError`` for a
     scenario Linux cannot run, ``EmulationSetupError`` when the machine cannot, and
     ``qoslab.Cancelled`` on Ctrl-C/SIGTERM — after removing every namespace and process.
@@ -312,6 +317,7 @@ def emulate(
         with (
             _network(list(plan["hosts"]), offload, gro) as netns,
             rt.unthrottled() if rt_unthrottle else contextlib.nullcontext() as rt_before,
+            idlepoll.idle_polling() if idle_poll else contextlib.nullcontext(),
         ):
             result = _run(
                 plan,
@@ -334,6 +340,10 @@ def emulate(
             if busy_poll:
                 result.raw["emulation"]["notes"].append(
                     "forwarder busy-polled: it never slept, one CPU per thread spent spinning"
+                )
+            if idle_poll:
+                result.raw["emulation"]["notes"].append(
+                    "idle CPUs polled for the run (PM QoS CPU latency 0 µs, withdrawn after)"
                 )
             return result
     except KeyboardInterrupt:
