@@ -1023,7 +1023,15 @@ impl Sim {
     /// The event loop; leaves the model in its end state.
     pub fn run_loop(&mut self, progress: &mut dyn FnMut(Progress) -> bool) -> Result<(), SimError> {
         let end = self.duration_ns;
-        while let Some((t, ev)) = self.q.pop_until(end) {
+        // An arrival's successor on its wire (the next packet in flight)
+        // takes its place in the heap as it is popped (`pop_until_with`).
+        while let Some((t, ev)) = self.q.pop_until_with(end, |ev| match *ev {
+            Ev::Arrive(d) => self.links[d as usize]
+                .in_flight
+                .get(1)
+                .map(|&(next, _, _)| (next, rank_arrive(d, next), Ev::Arrive(d))),
+            _ => None,
+        }) {
             self.now_ns = t;
             self.events += 1;
 
@@ -1032,10 +1040,8 @@ impl Sim {
                     let l = &mut self.links[d as usize];
                     let (at, id, _) = l.in_flight.pop_front().expect("an arrival");
                     debug_assert_eq!(at, t);
-                    if let Some(&(next, next_id, last_hop)) = l.in_flight.front() {
-                        self.q
-                            .schedule_ranked(next, rank_arrive(d, next), Ev::Arrive(d));
-                        // Load what the next arrival on this wire will
+                    if let Some(&(_, next_id, last_hop)) = l.in_flight.front() {
+                        // (Its arrival is already in the heap.) Load what the next arrival on this wire will
                         // read, a few events ahead of it: packet slots
                         // are touched once per hop, about a millisecond
                         // apart, and are out of cache by then (issue 12,
