@@ -269,8 +269,8 @@ impl<E: Copy> EventQueue<E> {
             } else if e.key > old {
                 self.dl_sift_down(i, e);
             } else {
-                // The same deadline (issue 12: most re-arms after an ACK):
-                // the heap is unchanged; only the event is rewritten.
+                // The same deadline: the heap is unchanged; only the
+                // event is rewritten (issue 12: no sift for a no-op).
                 self.dl[i].ev = e.ev;
             }
         }
