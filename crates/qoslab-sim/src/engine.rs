@@ -190,6 +190,52 @@ impl<E: Copy> EventQueue<E> {
         Some((time_ns, top.ev))
     }
 
+    /// [`EventQueue::pop_until`], where the event popped from the main
+    /// heap may name its successor: `follow(&ev)` returns `(time_ns, rank,
+    /// ev)` to schedule ranked ([`EventQueue::schedule_ranked`]) in its
+    /// place, and the new entry takes the root's place in one sift instead
+    /// of a pop and a push (issue 12: a wire's next arrival, scheduled by
+    /// nearly every arrival). The heap holds the same entries as after the
+    /// pop and the `schedule_ranked`, and keys are unique, so the order of
+    /// events is the same. Deadlines are popped as by `pop_until`.
+    #[inline]
+    pub fn pop_until_with(
+        &mut self,
+        until_ns: u64,
+        follow: impl FnOnce(&E) -> Option<(u64, u64, E)>,
+    ) -> Option<(u64, E)> {
+        let ev_key = self.heap.first().map_or(u128::MAX, |e| e.key);
+        if let Some(d) = self.dl.first() {
+            if d.key < ev_key {
+                return self.pop_until(until_ns);
+            }
+        }
+        let top = *self.heap.first()?;
+        let time_ns = (top.key >> 64) as u64;
+        if time_ns > until_ns {
+            return None;
+        }
+        debug_assert!(time_ns >= self.now_ns, "time went backwards");
+        self.now_ns = time_ns;
+        match follow(&top.ev) {
+            Some((t, rank, ev)) => {
+                debug_assert!(rank < CLASS_DEADLINE || rank & !IN_CLASS == CLASS_ARRIVE);
+                let e = Entry {
+                    key: key(t.max(time_ns), rank),
+                    ev,
+                };
+                self.sift_down_from(0, e);
+            }
+            None => {
+                let last = self.heap.pop().expect("not empty");
+                if !self.heap.is_empty() {
+                    self.sift_from_root(last);
+                }
+            }
+        }
+        Some((time_ns, top.ev))
+    }
+
     /// Sets the deadline of `slot` to `time_ns` (clamped to now) with the
     /// event `ev` to return when it is due, moving an earlier or later
     /// deadline of the slot in place; `None` clears it. A slot's deadline
@@ -217,10 +263,15 @@ impl<E: Copy> EventQueue<E> {
             self.dl_sift_up(i, e);
         } else {
             let i = at as usize;
-            if e.key < self.dl[i].key {
+            let old = self.dl[i].key;
+            if e.key < old {
                 self.dl_sift_up(i, e);
-            } else {
+            } else if e.key > old {
                 self.dl_sift_down(i, e);
+            } else {
+                // The same deadline: the heap is unchanged; only the
+                // event is rewritten (issue 12: no sift for a no-op).
+                self.dl[i].ev = e.ev;
             }
         }
     }

@@ -145,12 +145,18 @@ struct Pkts {
 impl Pkts {
     #[inline]
     fn alloc(&mut self, p: Pkt) -> u32 {
-        let id = self.hot.alloc(p.hot());
+        self.alloc_parts(p.hot(), &p.tcp)
+    }
+    /// [`Pkts::alloc`] from its two parts: the header is copied once,
+    /// into its slot (issue 12: 110 B per segment).
+    #[inline]
+    fn alloc_parts(&mut self, hot: Hot, tcp: &TcpHeader) -> u32 {
+        let id = self.hot.alloc(hot);
         match self.tcp.get_mut(id as usize) {
-            Some(h) => *h = p.tcp,
+            Some(h) => *h = *tcp,
             None => {
                 debug_assert_eq!(id as usize, self.tcp.len());
-                self.tcp.push(p.tcp);
+                self.tcp.push(*tcp);
             }
         }
         id
@@ -923,6 +929,27 @@ fn passes_through(l: &Link, now_ns: u64, size_bytes: u32) -> bool {
         }
 }
 
+/// Records a data segment in the `segments` series (out of line: issue
+/// 12, the send loop's size when nothing is recorded).
+#[cold]
+#[inline(never)]
+fn record_segment(s: &mut Series, now_ns: u64, flow: u32, h: &TcpHeader) {
+    s.seg_time_ns.push(now_ns);
+    s.seg_flow.push(flow);
+    s.seg_seq.push(h.seq);
+    s.seg_len.push(h.payload_len);
+    s.seg_retransmit.push(h.retransmit);
+}
+
+/// Records an RTT sample in the `rtt` series (out of line, as above).
+#[cold]
+#[inline(never)]
+fn record_rtt(s: &mut Series, now_ns: u64, flow: u32, rtt_ns: u64) {
+    s.rtt_time_ns.push(now_ns);
+    s.rtt_flow.push(flow);
+    s.rtt_ns.push(rtt_ns);
+}
+
 /// Frees a packet lost in the network and charges it to its flow.
 #[inline]
 fn drop_from_flow(flows: &mut [FlowStat], pkts: &mut Pkts, id: u32) {
@@ -1028,7 +1055,15 @@ impl Sim {
     /// The event loop; leaves the model in its end state.
     pub fn run_loop(&mut self, progress: &mut dyn FnMut(Progress) -> bool) -> Result<(), SimError> {
         let end = self.duration_ns;
-        while let Some((t, ev)) = self.q.pop_until(end) {
+        // An arrival's successor on its wire (the next packet in flight)
+        // takes its place in the heap as it is popped (`pop_until_with`).
+        while let Some((t, ev)) = self.q.pop_until_with(end, |ev| match *ev {
+            Ev::Arrive(d) => self.links[d as usize]
+                .in_flight
+                .get(1)
+                .map(|&(next, _, _)| (next, rank_arrive(d, next), Ev::Arrive(d))),
+            _ => None,
+        }) {
             self.now_ns = t;
             self.events += 1;
 
@@ -1037,10 +1072,8 @@ impl Sim {
                     let l = &mut self.links[d as usize];
                     let (at, id, _) = l.in_flight.pop_front().expect("an arrival");
                     debug_assert_eq!(at, t);
-                    if let Some(&(next, next_id, last_hop)) = l.in_flight.front() {
-                        self.q
-                            .schedule_ranked(next, rank_arrive(d, next), Ev::Arrive(d));
-                        // Load what the next arrival on this wire will
+                    if let Some(&(_, next_id, last_hop)) = l.in_flight.front() {
+                        // (Its arrival is already in the heap.) Load what the next arrival on this wire will
                         // read, a few events ahead of it: packet slots
                         // are touched once per hop, about a millisecond
                         // apart, and are out of cache by then (issue 12,
@@ -1085,25 +1118,8 @@ impl Sim {
                     self.by_kind.source += 1;
                     self.on_source(s)
                 }
-                Ev::TcpStart(c) => {
-                    self.by_kind.tcp_start_stop += 1;
-                    self.build_conn(c);
-                    let mut io = std::mem::take(&mut self.io);
-                    self.conns[c as usize]
-                        .get_mut()
-                        .sender
-                        .start(Instant::from_ns(t), &mut io);
-                    self.after_tcp(c, Side::Sender, io, t);
-                }
-                Ev::TcpStop(c) => {
-                    self.by_kind.tcp_start_stop += 1;
-                    self.conns[c as usize]
-                        .get_mut()
-                        .sender
-                        .stop(Instant::from_ns(t));
-                    let io = std::mem::take(&mut self.io);
-                    self.after_tcp(c, Side::Sender, io, t);
-                }
+                Ev::TcpStart(c) => self.tcp_start(c),
+                Ev::TcpStop(c) => self.tcp_stop(c),
                 Ev::TcpTimer(c, side) => self.on_tcp_timer(c, side),
                 Ev::FetchRequest(c) => {
                     self.by_kind.fetch += 1;
@@ -1131,6 +1147,34 @@ impl Sim {
             return Err(SimError::Cancelled);
         }
         Ok(())
+    }
+
+    /// Connection `c` starts (out of line, as the other rare events:
+    /// issue 12, the event loop's size).
+    #[inline(never)]
+    fn tcp_start(&mut self, c: u32) {
+        let t = self.now_ns;
+        self.by_kind.tcp_start_stop += 1;
+        self.build_conn(c);
+        let mut io = std::mem::take(&mut self.io);
+        self.conns[c as usize]
+            .get_mut()
+            .sender
+            .start(Instant::from_ns(t), &mut io);
+        self.after_tcp(c, Side::Sender, io, t);
+    }
+
+    /// Connection `c`'s sender stops.
+    #[inline(never)]
+    fn tcp_stop(&mut self, c: u32) {
+        let t = self.now_ns;
+        self.by_kind.tcp_start_stop += 1;
+        self.conns[c as usize]
+            .get_mut()
+            .sender
+            .stop(Instant::from_ns(t));
+        let io = std::mem::take(&mut self.io);
+        self.after_tcp(c, Side::Sender, io, t);
     }
 
     fn progress(&self) -> Progress {
@@ -1162,14 +1206,8 @@ impl Sim {
 
     /// Egress of direction `d`: policer, then queue, then the transmitter.
     fn enqueue(&mut self, d: u32, id: u32) {
-        if let Some(t) = self.taps.as_mut() {
-            t.tap(
-                d,
-                Point::Ingress,
-                self.now_ns,
-                self.now_ns,
-                &self.pkts.full(id),
-            );
+        if self.taps.is_some() {
+            self.tap(d, Point::Ingress, self.now_ns, id);
         }
         let now = Instant::from_ns(self.now_ns);
         let l = &mut self.links[d as usize];
@@ -1190,23 +1228,9 @@ impl Sim {
             p.size_bytes = t.pkt_len(p.size_bytes);
         }
         if let Some(pi) = l.egress_policer {
-            let pol = &mut self.policies[pi as usize];
-            let v = pol.police(now, &p);
-            match v.action {
-                Action::Drop => {
-                    pol.count_drop(p.size_bytes);
-                    self.counters.dropped_policy += 1;
-                    drop_from_flow(&mut self.flows, &mut self.pkts, id);
-                    return;
-                }
-                Action::SetDscp(x) => {
-                    p.dscp = x;
-                    data.dscp = x;
-                }
-                Action::Transmit => {}
+            if !self.police_egress(pi, id, &mut p) {
+                return;
             }
-            p.color = v.color;
-            data.color = v.color;
         } else if let Some(qp) = l.queue_policy {
             let pol = &mut self.policies[qp as usize];
             if pol.tree {
@@ -1215,24 +1239,61 @@ impl Sim {
                 pol.count_in_green(p.size_bytes);
             }
         }
-        if l.computed {
-            // The departure is known now (see `Link::computed`).
-            let (wire, dst) = (data.size_bytes, data.dst);
-            match l.offer(self.now_ns, p, wire) {
-                Ok(_) => {
-                    if let Some(qp) = l.queue_policy {
-                        let (qp_n, qb) = (l.queue.backlog_packets(), l.queue.backlog_bytes());
-                        self.policies[qp as usize].observe_queue(qp_n, qb);
-                    }
-                    self.put_on_wire(d, id, dst);
-                }
-                Err(dr) => {
-                    self.dropped.push(dr);
-                    self.free_dropped(d);
-                }
-            }
+        let l = &mut self.links[d as usize];
+        if !l.computed {
+            self.enqueue_queue(d, now, p);
             return;
         }
+        // The departure is known now (see `Link::computed`).
+        let data = self.pkts.get(id);
+        let (wire, dst) = (data.size_bytes, data.dst);
+        match l.offer(self.now_ns, p, wire) {
+            Ok(_) => {
+                if let Some(qp) = l.queue_policy {
+                    let (qp_n, qb) = (l.queue.backlog_packets(), l.queue.backlog_bytes());
+                    self.policies[qp as usize].observe_queue(qp_n, qb);
+                }
+                self.put_on_wire(d, id, dst);
+            }
+            Err(dr) => {
+                self.dropped.push(dr);
+                self.free_dropped(d);
+            }
+        }
+    }
+
+    /// The egress policer `pi` meets packet `id` (`p`, as the policy
+    /// counts it); false: it dropped it. Out of line (issue 12: the hop
+    /// code's size).
+    #[inline(never)]
+    fn police_egress(&mut self, pi: u32, id: u32, p: &mut Packet) -> bool {
+        let now = Instant::from_ns(self.now_ns);
+        let pol = &mut self.policies[pi as usize];
+        let v = pol.police(now, p);
+        let data = self.pkts.get_mut(id);
+        match v.action {
+            Action::Drop => {
+                pol.count_drop(p.size_bytes);
+                self.counters.dropped_policy += 1;
+                drop_from_flow(&mut self.flows, &mut self.pkts, id);
+                return false;
+            }
+            Action::SetDscp(x) => {
+                p.dscp = x;
+                data.dscp = x;
+            }
+            Action::Transmit => {}
+        }
+        p.color = v.color;
+        data.color = v.color;
+        true
+    }
+
+    /// Egress of direction `d` through its queue or shaper (departures
+    /// not computed): the queue, then the transmitter.
+    #[inline(never)]
+    fn enqueue_queue(&mut self, d: u32, now: Instant, p: Packet) {
+        let l = &mut self.links[d as usize];
         if let Err(dr) = l.queue.enqueue(now, p) {
             self.dropped.push(dr);
         }
@@ -1244,6 +1305,17 @@ impl Sim {
             self.policies[qp as usize].observe_queue(qp_n, qb);
         }
         self.kick(d);
+    }
+
+    /// Shows packet `id` to the capture taps (out of line: the hop code
+    /// stays small when nothing is captured, issue 12).
+    #[cold]
+    #[inline(never)]
+    fn tap(&mut self, d: u32, point: Point, end_ns: u64, id: u32) {
+        let p = self.pkts.full(id);
+        if let Some(t) = self.taps.as_mut() {
+            t.tap(d, point, self.now_ns, end_ns, &p);
+        }
     }
 
     /// Frees the packets the queue of `d` dropped (in `self.dropped`) and
@@ -1343,9 +1415,11 @@ impl Sim {
         l.busy_until_ns = now.saturating_add(tx);
         l.tx_packets += 1;
         l.tx_bytes += size as u64;
-        if let Some(t) = self.taps.as_mut() {
-            t.tap(d, Point::Egress, now, l.busy_until_ns, &self.pkts.full(id));
+        if self.taps.is_some() {
+            let end = l.busy_until_ns;
+            self.tap(d, Point::Egress, end, id);
         }
+        let l = &mut self.links[d as usize];
         if l.draw_loss() {
             l.lost_packets += 1;
             self.counters.lost_link += 1;
@@ -1358,7 +1432,9 @@ impl Sim {
     /// Packet `id` (for node `dst`), whose transmission on `d` ends at
     /// `busy_until_ns`, reaches the far end one delay later: the wire's
     /// FIFO, its head in the event queue.
-    #[inline]
+    /// Always inlined into its two callers (issue 12: the call's register
+    /// saves were a fifth of its cost).
+    #[inline(always)]
     fn put_on_wire(&mut self, d: u32, id: u32, dst: u32) {
         let l = &mut self.links[d as usize];
         let at = l.busy_until_ns.saturating_add(l.delay_ns);
@@ -1374,22 +1450,9 @@ impl Sim {
         let l = &self.links[d as usize];
         let node = l.to;
         if let Some(pi) = l.ingress_policer {
-            let now = Instant::from_ns(self.now_ns);
-            let data = self.pkts.get_mut(id);
-            let p = data.core(id);
-            let pol = &mut self.policies[pi as usize];
-            let v = pol.police(now, &p);
-            match v.action {
-                Action::Drop => {
-                    pol.count_drop(p.size_bytes);
-                    self.counters.dropped_policy += 1;
-                    drop_from_flow(&mut self.flows, &mut self.pkts, id);
-                    return;
-                }
-                Action::SetDscp(x) => data.dscp = x,
-                Action::Transmit => {}
+            if !self.police_ingress(pi, id) {
+                return;
             }
-            data.color = v.color;
         }
         let data = self.pkts.get_mut(id);
         if data.dst == node {
@@ -1405,6 +1468,29 @@ impl Sim {
         self.forward(node, id);
     }
 
+    /// The ingress policer `pi` meets packet `id`; false: it dropped it.
+    /// (Out of line: issue 12, the hop code's size.)
+    #[inline(never)]
+    fn police_ingress(&mut self, pi: u32, id: u32) -> bool {
+        let now = Instant::from_ns(self.now_ns);
+        let data = self.pkts.get_mut(id);
+        let p = data.core(id);
+        let pol = &mut self.policies[pi as usize];
+        let v = pol.police(now, &p);
+        match v.action {
+            Action::Drop => {
+                pol.count_drop(p.size_bytes);
+                self.counters.dropped_policy += 1;
+                drop_from_flow(&mut self.flows, &mut self.pkts, id);
+                return false;
+            }
+            Action::SetDscp(x) => data.dscp = x,
+            Action::Transmit => {}
+        }
+        data.color = v.color;
+        true
+    }
+
     /// Packet `id` reached its destination `node`.
     fn deliver(&mut self, node: u32, id: u32) {
         self.counters.delivered += 1;
@@ -1412,6 +1498,64 @@ impl Sim {
         #[cfg(test)]
         self.deliveries
             .push((self.now_ns, data.flow, data.size_bytes));
+        if !matches!(data.kind, Kind::TcpToReceiver | Kind::TcpToSender) {
+            self.deliver_other(node, id, data);
+            return;
+        }
+        let f = &mut self.flows[data.flow as usize];
+        let Some(c) = f.tcp else {
+            self.pkts.free(id);
+            return;
+        };
+        let now = Instant::from_ns(self.now_ns);
+        let mut io = std::mem::take(&mut self.io);
+        let conn = self.conns[c as usize].get_mut();
+        // The header is read where it lies (110 B not copied); the slot
+        // is freed after, before anything can be allocated (`after_tcp`).
+        let tcp = self.pkts.tcp(id);
+        let side = if data.kind == Kind::TcpToReceiver {
+            conn.receiver.on_segment(now, tcp, &mut io);
+            let delivered = conn.receiver.delivered_bytes();
+            if delivered > f.c_mut().bytes_delivered {
+                f.c_mut().last_rx_ns = self.now_ns;
+            }
+            f.c_mut().bytes_delivered = delivered;
+            if conn.fetch.is_some() {
+                let syn = tcp.flags & crate::tcp::SYN != 0;
+                self.fetch_progress(c, syn, delivered);
+            }
+            Side::Receiver
+        } else {
+            conn.sender.on_segment(now, tcp, &mut io);
+            Side::Sender
+        };
+        self.pkts.free(id);
+        self.after_tcp(c, side, io, self.now_ns);
+    }
+
+    /// The client of fetch connection `c` received data (`syn`: the
+    /// SYN-ACK), `delivered` bytes in all: its next request, if one is due.
+    #[inline(never)]
+    fn fetch_progress(&mut self, c: u32, syn: bool, delivered: u64) {
+        let t = self.now_ns;
+        let Some(fe) = self.conns[c as usize].get_mut().fetch.as_deref_mut() else {
+            return;
+        };
+        if syn && fe.records.is_empty() {
+            // Request 0 leaves right after the SYN-ACK.
+            self.q.schedule(t, Ev::FetchRequest(c));
+        } else if fe.client_progress(delivered, t) && (fe.client_done as usize) < fe.chunks as usize
+        {
+            let at = t.saturating_add(fe.pause_ns);
+            if at < self.duration_ns {
+                self.q.schedule(at, Ev::FetchRequest(c));
+            }
+        }
+    }
+
+    /// Packet `id` (not TCP) reached its destination `node`.
+    #[inline(never)]
+    fn deliver_other(&mut self, node: u32, id: u32, data: Hot) {
         let f = &mut self.flows[data.flow as usize];
         match data.kind {
             Kind::Udp => {
@@ -1452,41 +1596,7 @@ impl Sim {
                 let Some(c) = f.tcp else { return };
                 self.fetch_arrived(c, data.seq);
             }
-            Kind::TcpToReceiver | Kind::TcpToSender => {
-                let tcp = *self.pkts.tcp(id);
-                self.pkts.free(id);
-                let Some(c) = f.tcp else { return };
-                let now = Instant::from_ns(self.now_ns);
-                let mut io = std::mem::take(&mut self.io);
-                let conn = self.conns[c as usize].get_mut();
-                let side = if data.kind == Kind::TcpToReceiver {
-                    conn.receiver.on_segment(now, &tcp, &mut io);
-                    let delivered = conn.receiver.delivered_bytes();
-                    if delivered > f.c_mut().bytes_delivered {
-                        f.c_mut().last_rx_ns = self.now_ns;
-                    }
-                    f.c_mut().bytes_delivered = delivered;
-                    if let Some(fe) = conn.fetch.as_deref_mut() {
-                        let t = self.now_ns;
-                        if tcp.flags & crate::tcp::SYN != 0 && fe.records.is_empty() {
-                            // Request 0 leaves right after the SYN-ACK.
-                            self.q.schedule(t, Ev::FetchRequest(c));
-                        } else if fe.client_progress(delivered, t)
-                            && (fe.client_done as usize) < fe.chunks as usize
-                        {
-                            let at = t.saturating_add(fe.pause_ns);
-                            if at < self.duration_ns {
-                                self.q.schedule(at, Ev::FetchRequest(c));
-                            }
-                        }
-                    }
-                    Side::Receiver
-                } else {
-                    conn.sender.on_segment(now, &tcp, &mut io);
-                    Side::Sender
-                };
-                self.after_tcp(c, side, io, self.now_ns);
-            }
+            Kind::TcpToReceiver | Kind::TcpToSender => unreachable!("delivered by `deliver`"),
         }
     }
 
@@ -1552,32 +1662,30 @@ impl Sim {
             Side::Sender => (f.from, f.to, Kind::TcpToReceiver),
             Side::Receiver => (f.to, f.from, Kind::TcpToSender),
         };
-        for h in io.out.drain(..) {
-            if side == Side::Sender && h.payload_len > 0 && self.record.segments {
-                let s = &mut self.series;
-                s.seg_time_ns.push(now);
-                s.seg_flow.push(flow);
-                s.seg_seq.push(h.seq);
-                s.seg_len.push(h.payload_len);
-                s.seg_retransmit.push(h.retransmit);
+        let dscp = self.spec_dscp[f.spec as usize];
+        let segments = side == Side::Sender && self.record.segments;
+        for h in &io.out {
+            if segments && h.payload_len > 0 {
+                record_segment(&mut self.series, now, flow, h);
             }
-            let id = self.pkts.alloc(Pkt {
+            let hot = Hot {
                 src,
                 dst,
                 flow,
                 kind,
                 hops: 0,
-                dscp: self.spec_dscp[self.flows[flow as usize].spec as usize],
+                dscp,
                 color: Color::Green,
                 size_bytes: h.payload_len + hdr,
                 payload_bytes: h.payload_len,
                 sent_ns: now,
                 seq: 0,
-                tcp: h,
-            });
+            };
+            let id = self.pkts.alloc_parts(hot, h);
             self.counters.created += 1;
             self.forward(src, id);
         }
+        io.out.clear();
         if !io.rtt.is_empty() {
             let f = &mut self.flows[flow as usize];
             for r in io.rtt.drain(..) {
@@ -1585,30 +1693,14 @@ impl Sim {
                     .rtt
                     .push(r.as_ns(), self.record.exact_rtt_percentiles);
                 if self.record.rtt {
-                    let s = &mut self.series;
-                    s.rtt_time_ns.push(now);
-                    s.rtt_flow.push(flow);
-                    s.rtt_ns.push(r.as_ns());
+                    record_rtt(&mut self.series, now, flow, r.as_ns());
                 }
             }
         }
         self.io = io;
         let conn = self.conns[c as usize].get_mut();
         if side == Side::Sender && conn.sender.is_done() {
-            let f = &mut self.flows[flow as usize];
-            match conn.fetch.as_deref_mut() {
-                None => {
-                    f.c_mut().done_ns.get_or_insert(now);
-                }
-                Some(fe) => {
-                    if fe.in_progress().is_some() {
-                        fe.server_finished(now, fetch_base(&conn.sender, f));
-                        if fe.all_done() {
-                            f.c_mut().done_ns.get_or_insert(now);
-                        }
-                    }
-                }
-            }
+            self.sender_done(c);
         }
         let conn = self.conns[c as usize].get();
         let t = conn.next_timer_ns(side).map(|t| t.max(min_timer_ns));
@@ -1616,8 +1708,31 @@ impl Sim {
             .set_deadline(tcp_slot(c, side), t, Ev::TcpTimer(c, side));
     }
 
+    /// The sender of connection `c` has sent all it had (out of line:
+    /// rare, issue 12).
+    #[inline(never)]
+    fn sender_done(&mut self, c: u32) {
+        let now = self.now_ns;
+        let conn = self.conns[c as usize].get_mut();
+        let f = &mut self.flows[conn.flow as usize];
+        match conn.fetch.as_deref_mut() {
+            None => {
+                f.c_mut().done_ns.get_or_insert(now);
+            }
+            Some(fe) => {
+                if fe.in_progress().is_some() {
+                    fe.server_finished(now, fetch_base(&conn.sender, f));
+                    if fe.all_done() {
+                        f.c_mut().done_ns.get_or_insert(now);
+                    }
+                }
+            }
+        }
+    }
+
     /// The client of connection `c` sends its next request (`retry` > 0:
     /// a copy of the current one).
+    #[inline(never)]
     fn fetch_request(&mut self, c: u32, retry: u32) {
         let now = self.now_ns;
         let conn = self.conns[c as usize].get_mut();
@@ -1670,6 +1785,7 @@ impl Sim {
     }
 
     /// The retry timer of request `k`: resend it unless the server has it.
+    #[inline(never)]
     fn fetch_retry(&mut self, c: u32, k: u32, attempt: u32) {
         let Some(fe) = self.conns[c as usize].get().fetch.as_deref() else {
             return;
@@ -1698,6 +1814,7 @@ impl Sim {
         self.after_tcp(c, Side::Sender, io, now);
     }
 
+    #[inline(never)]
     fn on_source(&mut self, si: u32) {
         let now = self.now_ns;
         let s = &mut self.sources[si as usize];
@@ -1732,6 +1849,7 @@ impl Sim {
         self.forward(from, id);
     }
 
+    #[inline(never)]
     fn on_sample(&mut self) {
         let t = self.now_ns;
         let now = Instant::from_ns(t);

@@ -39,11 +39,17 @@ pub fn default_pacing_rate(
     } else {
         PACING_CA_RATIO_PERCENT
     };
-    let bytes = cwnd_bytes.max(in_flight_bytes) as u128;
-    let bps = bytes * 8 * ratio as u128 * 1_000_000_000 / (100 * srtt.as_ns() as u128);
-    Some(Rate::from_bps(
-        u64::try_from(bps).unwrap_or(u64::MAX).max(1),
-    ))
+    // bytes·8·ratio·10⁹ / (100·srtt) = bytes·8·ratio·10⁷ / srtt exactly
+    // (10⁹ / 100 is whole), in 64 bits when the product fits (issue 12:
+    // a 128-bit division on every ACK otherwise).
+    let bytes = cwnd_bytes.max(in_flight_bytes);
+    let srtt_ns = srtt.as_ns();
+    let bps = match bytes.checked_mul(8 * ratio * 10_000_000) {
+        Some(n) => n / srtt_ns,
+        None => u64::try_from(bytes as u128 * (8 * ratio * 10_000_000) as u128 / srtt_ns as u128)
+            .unwrap_or(u64::MAX),
+    };
+    Some(Rate::from_bps(bps.max(1)))
 }
 
 /// The departure clock of one sender.
@@ -118,6 +124,35 @@ mod tests {
         p.on_send(t1, 1500, rate, 3);
         assert!(p.may_send(t1));
         assert!(!p.may_send(Instant::from_ns(8_500_000)));
+    }
+
+    #[test]
+    fn sixty_four_bit_rate_is_the_128_bit_formula() {
+        // The former form, kept as the reference.
+        let reference = |cwnd: u64, ssthresh: u64, flight: u64, srtt_ns: u64| {
+            let ratio = if cwnd < ssthresh / 2 { 200u128 } else { 120 };
+            let b = cwnd.max(flight) as u128;
+            let bps = b * 8 * ratio * 1_000_000_000 / (100 * srtt_ns as u128);
+            u64::try_from(bps).unwrap_or(u64::MAX).max(1)
+        };
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..20_000u32 {
+            // Sizes from 0 to 2⁶⁴ − 1 (both paths), RTTs from 1 ns up.
+            let cwnd = next() >> (next() % 64);
+            let flight = next() >> (next() % 64);
+            let ssthresh = next() >> (next() % 64);
+            let srtt_ns = (next() >> (next() % 64)).max(1);
+            let got = default_pacing_rate(cwnd, ssthresh, flight, Duration::from_ns(srtt_ns))
+                .unwrap()
+                .bps();
+            assert_eq!(got, reference(cwnd, ssthresh, flight, srtt_ns), "case {i}");
+        }
     }
 
     #[test]

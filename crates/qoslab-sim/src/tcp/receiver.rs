@@ -223,10 +223,14 @@ impl TcpReceiver {
     /// receiver is next entered (`catch_up_read`), and
     /// costs no event (issue 12: one per segment below 1 Gbit/s).
     pub fn next_timer(&self) -> Option<Instant> {
-        let read = self.read_at.filter(|_| self.read_sends_ack());
-        match (self.delack_at, read) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        // A read no earlier than the delayed ACK cannot be the minimum,
+        // whether or not it sends an ACK: `read_sends_ack` (the costly
+        // part, issue 12) is asked only when the answer matters.
+        match (self.delack_at, self.read_at) {
+            (Some(a), Some(b)) if b < a && self.read_sends_ack() => Some(b),
+            (Some(a), _) => Some(a),
+            (None, Some(b)) if self.read_sends_ack() => Some(b),
+            _ => None,
         }
     }
 

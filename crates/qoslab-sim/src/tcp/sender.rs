@@ -650,15 +650,13 @@ impl TcpSender {
         let pace = self.pacing_wait.then(|| self.pacer.next_send());
         // An armed probe replaces the RTO (Linux's one timer slot; the PTO
         // is never later than the RTO it replaced, and firing re-arms it).
-        let rto = if self.tlp_at.is_some() {
-            None
-        } else {
-            self.rto_at
+        // (Written out rather than as an iterator's `min`: this runs after
+        // every ACK, issue 12.)
+        let min = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
         };
-        [rto, self.reo_at, self.tlp_at, pace]
-            .into_iter()
-            .flatten()
-            .min()
+        min(min(self.tlp_at.or(self.rto_at), self.reo_at), pace)
     }
 
     pub fn on_timer(&mut self, now: Instant, io: &mut dyn TcpIo) {
