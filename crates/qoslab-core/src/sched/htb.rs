@@ -413,6 +413,17 @@ fn next_cyclic(row: &[u64], prio: &[u64], skipped: &[u64], from: usize) -> Optio
     None
 }
 
+/// The OR of a set's words: straight-line up to 128 classes (as
+/// [`merge`]), where the general fold would be vectorised with a prologue.
+#[inline(always)]
+fn or_words(s: &[u64]) -> u64 {
+    match s {
+        [a] => *a,
+        [a, b] => a | b,
+        s => s.iter().fold(0, |a, &x| a | x),
+    }
+}
+
 /// Adds (`ADD`) or removes bits `x` in `d`.
 #[inline(always)]
 fn apply<const ADD: bool>(d: &mut u64, x: u64) {
@@ -768,7 +779,9 @@ impl Htb {
             return;
         }
         let w = self.sets.w;
-        let any = self.sets.sub[c * w..(c + 1) * w].iter().any(|&x| x != 0);
+        // An OR of the words, not `any`: its early exit is a branch on
+        // which word holds the bits, which mispredicts as classes vary.
+        let any = or_words(&self.sets.sub[c * w..(c + 1) * w]) != 0;
         if any {
             self.relink::<false>(c, None);
         }
@@ -925,7 +938,8 @@ impl Htb {
             let level = levels.trailing_zeros() as usize;
             levels &= levels - 1;
             let row = &self.sets.row[level * w..(level + 1) * w];
-            if row.iter().all(|&x| x == 0) {
+            // OR of the words (no early exit: see `set_mode`).
+            if or_words(row) == 0 {
                 continue;
             }
             let mut prios = self.sets.prios_used;
