@@ -1052,7 +1052,8 @@ impl Shaper for Htb {
             *d -= p.size_bytes as i32;
             if *d < 0 {
                 *d += leaf.quantum as i32;
-                self.ptr[level as usize][leaf.prio as usize] = (l + 1) % n;
+                // (l + 1) mod n without a division (l < n).
+                self.ptr[level as usize][leaf.prio as usize] = if l + 1 == n { 0 } else { l + 1 };
             }
             if leaf.child.backlog_packets() == 0 {
                 self.deactivate(l);
