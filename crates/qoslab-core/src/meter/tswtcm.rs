@@ -160,15 +160,16 @@ impl Tswtcm {
     /// times in ns, sizes, optional arrival colours (an invalid code counts
     /// as red), colour codes into `out`; slices cut to the shortest.
     ///
-    /// Speed (issue 12): the trace goes in blocks of [`BLOCK`] packets.
-    /// One pass over a block checks what makes every packet of it fall in
-    /// the range of the reciprocal update [`estimate_recip_unchecked`] —
+    /// Speed (issue 12): the trace goes in blocks of 64 packets. One pass
+    /// over a block checks what puts every packet of it in the range of the
+    /// exact reciprocal update (`estimate_recip_unchecked`, which keeps the
+    /// one division per packet off the chain from one `avg` to the next) —
     /// windows of 4 ns or more, times not going back, gaps below 2⁵⁶ ns (2.3
-    /// years), sizes up to [`MAX_RECIP_SIZE`], and a bound on `avg` over
-    /// the block (each update raises it by at most `⌊S/w⌋`, as `d ≥ w`)
-    /// that keeps `avg·dt` below 2⁶² — so the per-packet loop runs without
-    /// a range test; a block that
-    /// fails the check goes packet by packet through [`Meter::color`].
+    /// years), sizes up to 17,592 B, and a bound on `avg` over the block
+    /// (each update raises it by at most `⌊S/w⌋`, as `d ≥ w`) that keeps
+    /// `avg·dt` below 2⁶² — so the per-packet loop runs without a range
+    /// test; a block that fails the check goes packet by packet through
+    /// [`Meter::color`].
     pub fn color_trace(
         &mut self,
         times: &[u64],
