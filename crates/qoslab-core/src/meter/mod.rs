@@ -205,7 +205,8 @@ impl AnyMeter {
             AnyMeter::LinuxPolice(m) => color_all(m, times, sizes, pre, out),
             AnyMeter::Srtcm(m) => color_all(m, times, sizes, pre, out),
             AnyMeter::Trtcm(m) => color_all(m, times, sizes, pre, out),
-            AnyMeter::Tswtcm(m) => color_all(m, times, sizes, pre, out),
+            // Its own loop: range checks per block, not per packet.
+            AnyMeter::Tswtcm(m) => m.color_trace(times, sizes, pre, out),
             AnyMeter::Mef(m) => color_all(m, times, sizes, pre, out),
         }
     }

@@ -155,6 +155,114 @@ impl Tswtcm {
         self.t_front = now.max(self.t_front);
     }
 
+    /// Colours a trace exactly as [`Meter::color`] packet by packet would
+    /// (what [`super::AnyMeter::color_trace`] runs for this kind): arrival
+    /// times in ns, sizes, optional arrival colours (an invalid code counts
+    /// as red), colour codes into `out`; slices cut to the shortest.
+    ///
+    /// Speed (issue 12): the trace goes in blocks of 64 packets. One pass
+    /// over a block checks what puts every packet of it in the range of the
+    /// exact reciprocal update (`estimate_recip_unchecked`, which keeps the
+    /// one division per packet off the chain from one `avg` to the next) —
+    /// windows of 4 ns or more, times not going back, gaps below 2⁵⁶ ns (2.3
+    /// years), sizes up to 17,592 B, and a bound on `avg` over the block
+    /// (each update raises it by at most `⌊S/w⌋`, as `d ≥ w`) that keeps
+    /// `avg·dt` below 2⁶² — so the per-packet loop runs without a range
+    /// test; a block that fails the check goes packet by packet through
+    /// [`Meter::color`].
+    pub fn color_trace(
+        &mut self,
+        times: &[u64],
+        sizes: &[u32],
+        pre: Option<&[u8]>,
+        out: &mut [u8],
+    ) {
+        let n = out.len().min(times.len()).min(sizes.len());
+        let (times, sizes, out) = (&times[..n], &sizes[..n], &mut out[..n]);
+        let pre = pre.map(|p| &p[..n]);
+        // Worked on in a local copy (kept in registers; see `color_all`).
+        let mut m = self.clone();
+        let mut i = 0;
+        while i < n {
+            let end = (i + BLOCK).min(n);
+            let (t, sz, o) = (&times[i..end], &sizes[i..end], &mut out[i..end]);
+            let pc = pre.map(|p| &p[i..end]);
+            if m.block_in_range(t, sz) {
+                m.color_block(t, sz, pc, o);
+            } else {
+                for (k, ((&tk, &s), o)) in t.iter().zip(sz).zip(o.iter_mut()).enumerate() {
+                    let c = pc.map_or(Color::Green, |p| Color::from_u8(p[k]).unwrap_or(Color::Red));
+                    *o = m.color(Instant::from_ns(tk), s, c) as u8;
+                }
+            }
+            i = end;
+        }
+        *self = m;
+    }
+
+    /// Whether every packet of the block is in the reciprocal update's
+    /// range whatever the colours (see [`Tswtcm::color_trace`]).
+    ///
+    /// ORs instead of compares and maxima, so the pass vectorises with
+    /// baseline SSE2 (no 64-bit compare there): the OR of the gaps
+    /// `t − t_prev` (wrapping) has a bit at 60 or above iff some gap is
+    /// 2⁶⁰ or more or negative (a step back wraps to ≥ 2⁶³), and bounds
+    /// every gap from above; the OR of the sizes bounds every size.
+    #[inline(always)]
+    fn block_in_range(&self, times: &[u64], sizes: &[u32]) -> bool {
+        let mut prev = self.t_front.as_ns();
+        let mut gaps = 0u64;
+        for &t in times {
+            gaps |= t.wrapping_sub(prev);
+            prev = t;
+        }
+        let size_bound = sizes.iter().fold(0u32, |a, &s| a | s) as u64;
+        if gaps >> 56 != 0 || size_bound > MAX_RECIP_SIZE || self.win_ns < 4 {
+            return false;
+        }
+        // Each update adds at most ⌊S/d⌋ ≤ S/w to avg (d ≥ w).
+        let step = (size_bound * BYTE_SCALED / self.win_ns) as u128;
+        let avg_hi = self.avg as u128 + times.len() as u128 * step;
+        (avg_hi * gaps as u128) >> 62 == 0
+    }
+
+    /// [`Meter::color`] over a block that [`Tswtcm::block_in_range`]
+    /// accepted.
+    #[inline(always)]
+    fn color_block(&mut self, times: &[u64], sizes: &[u32], pre: Option<&[u8]>, out: &mut [u8]) {
+        let w = self.win_ns;
+        let mut tf = self.t_front.as_ns();
+        match pre {
+            None => {
+                for ((&t, &s), o) in times.iter().zip(sizes).zip(out.iter_mut()) {
+                    self.avg = estimate_recip_unchecked(self.avg, t - tf, w, s);
+                    tf = t;
+                    *o = self.color_after_estimate(Color::Green) as u8;
+                }
+            }
+            Some(pre) => {
+                for (((&t, &s), o), &c) in times.iter().zip(sizes).zip(out.iter_mut()).zip(pre) {
+                    self.avg = estimate_recip_unchecked(self.avg, t - tf, w, s);
+                    tf = t;
+                    let c = Color::from_u8(c).unwrap_or(Color::Red);
+                    *o = self.color_after_estimate(c) as u8;
+                }
+            }
+        }
+        self.t_front = Instant::from_ns(tf);
+    }
+
+    /// The marker and the colour-aware rule, after the estimator.
+    #[inline(always)]
+    fn color_after_estimate(&mut self, pre_color: Color) -> Color {
+        let c = self.mark();
+        if self.color_aware {
+            c.max(pre_color)
+        } else {
+            c
+        }
+    }
+
     /// RFC 2859 §4 marker.
     #[inline(always)]
     fn mark(&mut self) -> Color {
@@ -205,16 +313,76 @@ fn estimate_fast(avg: u64, dt: u64, w: u64, size_bytes: u32) -> Option<u64> {
     avg.checked_add_signed(q)
 }
 
+/// Packets per block of [`Tswtcm::color_trace`]'s range check.
+const BLOCK: usize = 64;
+
+/// The largest packet, in bytes, whose `S = size·BYTE_SCALED` is below 2⁶³
+/// (the reciprocal form's range): 17,592 B.
+const MAX_RECIP_SIZE: u64 = ((1 << 63) - 1) / BYTE_SCALED;
+
+/// The definition's integer `⌊(avg·w + S)/d⌋`, `d = dt + w`, for inputs in
+/// range: `w ≥ 4`, `dt < 2⁵⁶`, `S < 2⁶³` (size ≤ [`MAX_RECIP_SIZE`]) and
+/// `avg·dt < 2⁶²`; the caller checks them ([`Tswtcm::block_in_range`];
+/// debug builds check the result against [`estimate_wide`]).
+///
+/// Exact, no approximation in the result. `avg·w + S = avg·d + x` with
+/// `x = S − avg·dt`, so the update is `avg + ⌊x/d⌋`. The divisor depends
+/// on the trace alone, so its reciprocal `inv = ⌊(2⁶⁴ − 1)/d⌋` — the one
+/// division per packet — and everything else that does not involve `avg`
+/// are computed by the processor ahead of the loop-carried chain from one
+/// `avg` to the next, which is two multiplications, a subtraction and a
+/// one-step correction:
+///
+/// - `x` is made non-negative by adding `K·d`, `K = ⌊inv/4⌋ + 1`:
+///   `inv·d ∈ (2⁶⁴ − 1 − d, 2⁶⁴)` gives `K·d ∈ [2⁶², 2⁶² + d]`, so
+///   `x' = x + K·d ∈ (0, 0.754·2⁶⁴)` (as `avg·dt < 2⁶²`, `d < 2⁵⁶ + 2⁴²`),
+///   and `⌊x/d⌋ = ⌊x'/d⌋ − K`.
+/// - `x'·inv/2⁶⁴ = x'/d − x'·ε` with `0 ≤ ε < (d + 1)/(d·2⁶⁴) ≤ 1.25/2⁶⁴`
+///   (d ≥ 4), so `x'·ε < 0.95` and `qe = ⌊x'·inv/2⁶⁴⌋` is `⌊x'/d⌋` or one
+///   less; the remainder `r = x' − qe·d ∈ [0, 2d)` says which:
+///   `⌊x'/d⌋ = qe + [r ≥ d]`.
+/// - `x'·inv = (S + K·d)·inv − avg·(dt·inv)`, exactly (`dt·inv <
+///   dt·2⁶⁴/d < 2⁶⁴`): the first term and `dt·inv` are off the chain.
+///
+/// The result `avg + qe − K + [r ≥ d]` is the definition's value, at most
+/// `avg + S/d`, so the wrapping sum is exact.
+#[inline(always)]
+fn estimate_recip_unchecked(avg: u64, dt: u64, w: u64, size_bytes: u32) -> u64 {
+    debug_assert!(w >= 4 && dt >> 56 == 0 && size_bytes as u64 <= MAX_RECIP_SIZE);
+    debug_assert!((avg as u128 * dt as u128) >> 62 == 0);
+    let d = dt + w;
+    let inv = u64::MAX / d;
+    let k = (inv >> 2) + 1;
+    let s_biased = size_bytes as u64 * BYTE_SCALED + k * d;
+    let a = s_biased as u128 * inv as u128;
+    let f = dt.wrapping_mul(inv);
+    // The chain: avg → avg·f → qe → r → the next avg.
+    let qe = ((a - avg as u128 * f as u128) >> 64) as u64;
+    let x = s_biased - avg.wrapping_mul(dt);
+    let r = x.wrapping_sub(qe.wrapping_mul(d)); // ∈ [0, 2d)
+    let next = avg
+        .wrapping_add(qe)
+        .wrapping_sub(k)
+        .wrapping_add((r >= d) as u64);
+    debug_assert_eq!(next, estimate_wide(avg, dt, w, size_bytes));
+    next
+}
+
+/// [`estimate_recip_unchecked`] with its range checked (`None` outside it).
+#[cfg(test)]
+fn estimate_recip(avg: u64, dt: u64, w: u64, size_bytes: u32) -> Option<u64> {
+    let in_range = w >= 4
+        && dt >> 56 == 0
+        && size_bytes as u64 <= MAX_RECIP_SIZE
+        && (avg as u128 * dt as u128) >> 62 == 0;
+    in_range.then(|| estimate_recip_unchecked(avg, dt, w, size_bytes))
+}
+
 impl Meter for Tswtcm {
     #[inline(always)]
     fn color(&mut self, now: Instant, size_bytes: u32, pre_color: Color) -> Color {
         self.estimate(now, size_bytes);
-        let c = self.mark();
-        if self.color_aware {
-            c.max(pre_color)
-        } else {
-            c
-        }
+        self.color_after_estimate(pre_color)
     }
 
     fn describe(&self) -> Vec<(&'static str, String)> {
@@ -361,13 +529,14 @@ mod tests {
         assert_eq!(t.describe()[5].1, "7");
     }
 
-    /// Differential: the 64-bit form against the 128-bit definition on
+    /// Differential: the 64-bit division form and the reciprocal form
+    /// against the 128-bit definition on
     /// random states, gaps, windows and sizes, including ones near the
     /// 63-bit limits where the fast form must decline.
     #[test]
     fn fast_estimator_equals_the_128_bit_definition() {
         let mut rng = crate::rng::Rng::new(2859, 0);
-        let mut fast = 0u32;
+        let (mut fast, mut recip) = (0u32, 0u32);
         for i in 0..300_000u32 {
             let r =
                 |rng: &mut crate::rng::Rng, bits: u32| rng.next_u64() >> (64 - bits.clamp(1, 64));
@@ -397,8 +566,143 @@ mod tests {
                 fast += 1;
                 assert_eq!(got, want, "avg {avg} dt {dt} w {w} size {size}");
             }
+            if let Some(got) = estimate_recip(avg, dt, w, size) {
+                recip += 1;
+                assert_eq!(got, want, "recip: avg {avg} dt {dt} w {w} size {size}");
+            }
         }
         assert!(fast > 100_000, "fast path taken {fast} times");
+        assert!(recip > 100_000, "reciprocal form taken {recip} times");
+    }
+
+    /// Differential: the reciprocal form against the 128-bit definition at
+    /// the edges of its range (`None` where it declines).
+    #[test]
+    fn reciprocal_form_at_its_limits() {
+        let max = MAX_RECIP_SIZE as u32;
+        let lim = (1u64 << 62) - 1;
+        let cases = [
+            (u64::MAX, 0, 1, 0),
+            (5, 0, 3, max),
+            (5, 0, 4, max),
+            (5, 1, 4, max),
+            (0, 0, 4, 0),
+            (0, 7, 4, 0),
+            (lim, 1, 4, 0),
+            (lim, 1, 4, max),
+            (lim / 3, 3, 4, 0),
+            (lim / 3, 3, (1 << 42) - 1, max),
+            (lim / ((1 << 56) - 1), (1 << 56) - 1, 4, max),
+            (lim / ((1 << 56) - 1), (1 << 56) - 1, 3_600_000_000_000, 1),
+            (12_345_678_901, 1_000, 1_000_000_000, max),
+            (12_345_678_901, 1_000, 1_000_000_000, max + 1),
+        ];
+        let mut answered = 0;
+        for (avg, dt, w, size) in cases {
+            if let Some(got) = estimate_recip(avg, dt, w, size) {
+                answered += 1;
+                assert_eq!(
+                    got,
+                    estimate_wide(avg, dt, w, size),
+                    "{avg} {dt} {w} {size}"
+                );
+            }
+        }
+        assert_eq!(answered, cases.len() - 3);
+    }
+
+    /// A trace like the `pps` bench's: 150 Mbit/s offered, 64–1500 B.
+    fn bench_like(n: usize, seed: u64) -> (Vec<u64>, Vec<u32>, Vec<u8>) {
+        let mut rng = crate::rng::Rng::new(seed, 9);
+        let (mut t, mut times, mut sizes, mut pre) = (0u64, vec![], vec![], vec![]);
+        for _ in 0..n {
+            let size = 64 + (rng.next_u64() % 1437) as u32;
+            t += rng.next_u64() % (2 * size as u64 * 160 / 3 + 1);
+            times.push(t);
+            sizes.push(size);
+            pre.push((rng.next_u64() % 3) as u8);
+        }
+        (times, sizes, pre)
+    }
+
+    /// Differential: `color_trace` (blocks, reciprocal update) gives the
+    /// colours and state of `color` packet by packet (the 64-bit division
+    /// form) — on bench-like traces, where every block takes the fast loop,
+    /// and on the shared adversarial traces (steps back, long gaps, sizes
+    /// to 4 GB: blocks fall back), with random meters, both modes.
+    #[test]
+    fn color_trace_equals_color_per_packet() {
+        let mut rng = crate::rng::Rng::new(2859, 2);
+        let mut fast_blocks = 0;
+        for case in 0..200u64 {
+            let (ctr, _) = crate::meter::difftest::rate_depth(&mut rng);
+            let (extra, _) = crate::meter::difftest::rate_depth(&mut rng);
+            let win_ns = match case % 4 {
+                0 => 1 + rng.next_u64() % 1_000,
+                1 => 1 + rng.next_u64() % MAX_WIN_NS,
+                _ => 1 + rng.next_u64() % 2_000_000_000,
+            };
+            let m = Tswtcm::new(
+                Rate::from_bps(ctr),
+                Rate::from_bps(ctr + extra * (case % 3)),
+                Duration::from_ns(win_ns),
+                case,
+                case % 2 == 1,
+            )
+            .unwrap();
+            let (times, sizes, pre) = if case % 2 == 0 {
+                bench_like(1_000 + (case as usize % 7) * 13, case)
+            } else {
+                let tr = crate::meter::difftest::trace(case, 2_000);
+                (
+                    tr.iter().map(|x| x.0.as_ns()).collect(),
+                    tr.iter().map(|x| x.1).collect(),
+                    tr.iter().map(|x| x.2 as u8).collect(),
+                )
+            };
+            if case % 2 == 0 && win_ns >= 4 {
+                fast_blocks += times
+                    .chunks(BLOCK)
+                    .zip(sizes.chunks(BLOCK))
+                    .filter(|(t, s)| {
+                        let probe = m.clone();
+                        probe.block_in_range(t, s)
+                    })
+                    .count();
+            }
+            for with_pre in [false, true] {
+                let (mut a, mut b) = (m.clone(), m.clone());
+                let mut got = vec![9u8; times.len()];
+                a.color_trace(&times, &sizes, with_pre.then_some(&pre[..]), &mut got);
+                for (i, ((&t, &s), &c)) in times.iter().zip(&sizes).zip(&pre).enumerate() {
+                    let c = if with_pre {
+                        Color::from_u8(c).unwrap()
+                    } else {
+                        Color::Green
+                    };
+                    let want = b.color(Instant::from_ns(t), s, c) as u8;
+                    assert_eq!(got[i], want, "case {case} packet {i}");
+                }
+                assert_eq!((a.avg, a.t_front), (b.avg, b.t_front), "case {case}");
+                assert_eq!(a.rng.next_u64(), b.rng.next_u64(), "case {case}");
+            }
+        }
+        assert!(fast_blocks > 50, "{fast_blocks}");
+        // The bench's meter and trace: every block takes the fast loop.
+        let mut m = Tswtcm::new(
+            Rate::from_bps(100_000_000),
+            Rate::from_bps(150_000_000),
+            Duration::from_secs(1),
+            1,
+            false,
+        )
+        .unwrap();
+        let (times, sizes, _) = bench_like(20_000, 1);
+        let mut out = [0u8; BLOCK];
+        for (t, s) in times.chunks(BLOCK).zip(sizes.chunks(BLOCK)) {
+            assert!(m.block_in_range(t, s));
+            m.color_block(t, s, None, &mut out[..t.len()]);
+        }
     }
 
     proptest! {
