@@ -956,7 +956,7 @@ mod tests {
         let mut s = ShapeSummary::default();
         let mut clock = Instant::ZERO;
         let mut dropped = Vec::new();
-        let mut count = |s: &mut ShapeSummary, d: &[Dropped]| {
+        let count = |s: &mut ShapeSummary, d: &[Dropped]| {
             for d in d {
                 s.dropped_packets += 1;
                 s.dropped_bytes += d.packet.size_bytes as u64;
