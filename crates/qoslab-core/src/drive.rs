@@ -872,30 +872,31 @@ mod tests {
             .unzip()
     }
 
+    /// Parameters of the shapers the trace-loop tests drive.
+    const TBF: &[(&str, &str)] = &[("rate", "2mbit"), ("burst", "3000"), ("limit", "20kb")];
+    const CODEL: &[(&str, &str)] = &[("rate", "2mbit"), ("target", "2ms"), ("interval", "20ms")];
+    const RAS: &[(&str, &str)] = &[
+        ("cbs", "3000"),
+        ("pbs", "6000"),
+        ("cir", "1mbit"),
+        ("pir", "2mbit"),
+        ("mir", "10mbit"),
+        ("cir_th", "3000"),
+        ("pir_th", "6000"),
+        ("mir_th", "12000"),
+        ("buffer", "20000"),
+    ];
+
     /// Shaping in chunks of 1, 7 and 4096 packets gives exactly the
     /// departures and totals of one call over the whole trace, for shapers
     /// and AQMs (their state is carried across chunks), and holds a window
     /// of the packets still in the shaper, not the trace.
     #[test]
     fn shape_stream_in_chunks_equals_the_whole_trace() {
-        let ras: &[(&str, &str)] = &[
-            ("cbs", "3000"),
-            ("pbs", "6000"),
-            ("cir", "1mbit"),
-            ("pir", "2mbit"),
-            ("mir", "10mbit"),
-            ("cir_th", "3000"),
-            ("pir_th", "6000"),
-            ("mir_th", "12000"),
-            ("buffer", "20000"),
-        ];
         let kinds: &[(&str, &[(&str, &str)])] = &[
-            (
-                "tbf",
-                &[("rate", "2mbit"), ("burst", "3000"), ("limit", "20kb")],
-            ),
+            ("tbf", TBF),
             ("shape", &[("cir", "2mbit")]),
-            ("g-trras", ras),
+            ("g-trras", RAS),
             (
                 "red",
                 &[
@@ -907,10 +908,7 @@ mod tests {
                     ("bandwidth", "2mbit"),
                 ],
             ),
-            (
-                "codel",
-                &[("rate", "2mbit"), ("target", "2ms"), ("interval", "20ms")],
-            ),
+            ("codel", CODEL),
             ("pie", &[("rate", "2mbit"), ("target", "5ms")]),
         ];
         let (times, sizes) = bursty(20_000, 7);
@@ -1015,29 +1013,10 @@ mod tests {
     #[test]
     fn shape_stream_matches_a_plain_reference_loop() {
         let kinds: &[(&str, &[(&str, &str)])] = &[
-            (
-                "tbf",
-                &[("rate", "2mbit"), ("burst", "3000"), ("limit", "20kb")],
-            ),
+            ("tbf", TBF),
             ("shape", &[("cir", "2mbit"), ("queue-limit", "20")]),
-            (
-                "g-trras",
-                &[
-                    ("cbs", "3000"),
-                    ("pbs", "6000"),
-                    ("cir", "1mbit"),
-                    ("pir", "2mbit"),
-                    ("mir", "10mbit"),
-                    ("cir_th", "3000"),
-                    ("pir_th", "6000"),
-                    ("mir_th", "12000"),
-                    ("buffer", "20000"),
-                ],
-            ),
-            (
-                "codel",
-                &[("rate", "2mbit"), ("target", "2ms"), ("interval", "20ms")],
-            ),
+            ("g-trras", RAS),
+            ("codel", CODEL),
         ];
         let (times, sizes) = bursty(20_000, 11);
         for (kind, pairs) in kinds {

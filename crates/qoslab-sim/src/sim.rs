@@ -1228,7 +1228,7 @@ impl Sim {
             p.size_bytes = t.pkt_len(p.size_bytes);
         }
         if let Some(pi) = l.egress_policer {
-            if !self.police_egress(pi, id, &mut p) {
+            if !self.police(pi, id, &mut p) {
                 return;
             }
         } else if let Some(qp) = l.queue_policy {
@@ -1262,11 +1262,12 @@ impl Sim {
         }
     }
 
-    /// The egress policer `pi` meets packet `id` (`p`, as the policy
-    /// counts it); false: it dropped it. Out of line (issue 12: the hop
+    /// The policer `pi` meets packet `id` (`p`, as the policy counts it),
+    /// at egress or ingress; false: it dropped it. A re-mark or colour goes
+    /// to both `p` and the stored packet. Out of line (issue 12: the hop
     /// code's size).
     #[inline(never)]
-    fn police_egress(&mut self, pi: u32, id: u32, p: &mut Packet) -> bool {
+    fn police(&mut self, pi: u32, id: u32, p: &mut Packet) -> bool {
         let now = Instant::from_ns(self.now_ns);
         let pol = &mut self.policies[pi as usize];
         let v = pol.police(now, p);
@@ -1469,26 +1470,10 @@ impl Sim {
     }
 
     /// The ingress policer `pi` meets packet `id`; false: it dropped it.
-    /// (Out of line: issue 12, the hop code's size.)
     #[inline(never)]
     fn police_ingress(&mut self, pi: u32, id: u32) -> bool {
-        let now = Instant::from_ns(self.now_ns);
-        let data = self.pkts.get_mut(id);
-        let p = data.core(id);
-        let pol = &mut self.policies[pi as usize];
-        let v = pol.police(now, &p);
-        match v.action {
-            Action::Drop => {
-                pol.count_drop(p.size_bytes);
-                self.counters.dropped_policy += 1;
-                drop_from_flow(&mut self.flows, &mut self.pkts, id);
-                return false;
-            }
-            Action::SetDscp(x) => data.dscp = x,
-            Action::Transmit => {}
-        }
-        data.color = v.color;
-        true
+        let mut p = self.pkts.get(id).core(id);
+        self.police(pi, id, &mut p)
     }
 
     /// Packet `id` reached its destination `node`.

@@ -722,6 +722,17 @@ mod tests {
         r.on_segment(Instant::ZERO, &s, out);
     }
 
+    /// The SYN, then the handshake's ACK 100 ms later (its RTT sample).
+    fn handshake_100ms(r: &mut TcpReceiver, out: &mut Out) {
+        syn(r, out);
+        let ack = TcpHeader {
+            ack: 1,
+            flags: ACK,
+            ..TcpHeader::default()
+        };
+        r.on_segment(ms(100), &ack, out);
+    }
+
     #[test]
     fn syn_ack_window_is_unscaled_and_capped() {
         let mut r = TcpReceiver::new(&cfg());
@@ -805,13 +816,7 @@ mod tests {
             c.quickack_segments = 16;
             let mut r = TcpReceiver::new(&c);
             let mut out = Out::default();
-            syn(&mut r, &mut out);
-            let ack = TcpHeader {
-                ack: 1,
-                flags: ACK,
-                ..TcpHeader::default()
-            };
-            r.on_segment(ms(100), &ack, &mut out); // handshake RTT 100 ms
+            handshake_100ms(&mut r, &mut out);
             let mut seq = 1;
             for i in 0..40 {
                 r.on_segment(ms(101) + Duration::from_us(i), &data(seq, 1000), &mut out);
@@ -840,13 +845,7 @@ mod tests {
         let c = TcpConfig::profile(profile).unwrap();
         let mut r = TcpReceiver::new(&c);
         let mut out = Out::default();
-        syn(&mut r, &mut out);
-        let ack = TcpHeader {
-            ack: 1,
-            flags: ACK,
-            ..TcpHeader::default()
-        };
-        r.on_segment(ms(100), &ack, &mut out);
+        handshake_100ms(&mut r, &mut out);
         // Flights of 100 segments every 100 ms let the window grow to its
         // clamp (while it grows, every segment is ACKed: tcp_grow_window);
         // the last flight is the one measured.

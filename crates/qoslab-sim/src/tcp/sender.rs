@@ -1035,14 +1035,7 @@ impl TcpSender {
                 acked_bytes: delivered,
                 rtt,
                 ca_rtt,
-                sk_pacing_rate: self.pacing_rate().or_else(|| {
-                    default_pacing_rate(
-                        self.state.cwnd_bytes,
-                        self.state.ssthresh_bytes,
-                        self.flight_size_bytes(),
-                        self.rtt.srtt()?,
-                    )
-                }),
+                sk_pacing_rate: self.sk_pacing_rate(),
                 paced: self.pacing_rate().is_some(),
                 min_rtt: self.rtt.min_rtt(),
                 srtt: self.rtt.srtt(),
@@ -1844,19 +1837,28 @@ impl TcpSender {
         self.state.in_slow_start() && self.state.cwnd_bytes < 2 * self.max_flight_bytes
     }
 
+    /// The rate the sender paces at, if it paces: the congestion
+    /// control's own, or with `pacing` Linux's default.
     fn pacing_rate(&self) -> Option<Rate> {
-        if let Some(r) = self.state.pacing_rate {
-            return Some(r);
-        }
-        if !self.cfg.pacing {
+        if self.state.pacing_rate.is_none() && !self.cfg.pacing {
             return None;
         }
-        default_pacing_rate(
-            self.state.cwnd_bytes,
-            self.state.ssthresh_bytes,
-            self.flight_size_bytes(),
-            self.rtt.srtt()?,
-        )
+        self.sk_pacing_rate()
+    }
+
+    /// Linux `sk_pacing_rate`, which it keeps whether or not it paces (TSO
+    /// autosizing and CUBIC's HyStart read it): the congestion control's
+    /// rate, else `tcp_update_pacing_rate`'s default; `None` before the
+    /// first RTT sample (~0U in Linux).
+    fn sk_pacing_rate(&self) -> Option<Rate> {
+        self.state.pacing_rate.or_else(|| {
+            default_pacing_rate(
+                self.state.cwnd_bytes,
+                self.state.ssthresh_bytes,
+                self.flight_size_bytes(),
+                self.rtt.srtt()?,
+            )
+        })
     }
 
     fn app_remaining(&self) -> u64 {
@@ -1935,16 +1937,8 @@ impl TcpSender {
         if !self.cfg.window_edge_partial || len < mss || right <= self.snd_nxt {
             return None;
         }
-        // tcp_tso_segs: the autosized burst at sk_pacing_rate, which Linux
-        // keeps whether or not it paces (~0U before the first RTT sample).
-        let max_segs = match self.pacing_rate().or_else(|| {
-            default_pacing_rate(
-                self.state.cwnd_bytes,
-                self.state.ssthresh_bytes,
-                self.flight_size_bytes(),
-                self.rtt.srtt()?,
-            )
-        }) {
+        // tcp_tso_segs: the autosized burst at sk_pacing_rate.
+        let max_segs = match self.sk_pacing_rate() {
             Some(rate) => tso_autosize_segs(
                 rate,
                 self.rtt.min_rtt(),
@@ -2879,9 +2873,6 @@ mod tests {
         assert!(max >= payload_bps * 0.97, "{max}");
     }
 
-    /// Windows-10-like receiver: 64512 bytes, no scaling. The flow is
-    /// window-limited (BDP 125 kB): in flight never exceeds 64512 and cwnd
-    /// stays bounded because it is not what limits the flow.
     /// Linux fills a window that is no whole number of segments to its last
     /// byte (`tcp_mss_split_point`, tcp/wndsplit.rs): the window-limited
     /// flight is 64 512 B with a 512-byte segment at the edge; without the
@@ -2920,6 +2911,9 @@ mod tests {
         assert!(short.is_empty(), "{short:?}");
     }
 
+    /// Windows-10-like receiver: 64512 bytes, no scaling. The flow is
+    /// window-limited (BDP 125 kB): in flight never exceeds 64512 and cwnd
+    /// stays bounded because it is not what limits the flow.
     #[test]
     fn advertised_window_is_never_exceeded() {
         let mut c = TcpConfig::profile("windows10").unwrap();
