@@ -212,3 +212,25 @@ def test_short_segments_skip_the_cookie_control_connection_and_retransmissions()
     rows += [(1, 38 + 1448 * 120, 232), (1, 38 + 1448 * 120, 232)]  # sent, then resent
     rows += [(2, 1, 145), (2, 146, 4)]  # a control connection
     assert pt.short_segments(rows) == [(1, 38 + 1448 * 120)]
+
+
+def test_host_path_stats_times_the_frames_one_ack_releases():
+    # Connection 1: ACKs at 0 and 2 ms release 9 full frames 4 us apart each, the ACK
+    # at 1 ms 9 frames 2 us apart; connection 2's frame in between is not counted in
+    # connection 1's bursts. The forwarder stamps every frame 5 us after the tap.
+    mss = pt.MSS_BYTES
+    tap = [(1e-5 + i * 4e-6, 1, i * mss, mss) for i in range(9)]
+    tap += [(5e-4, 2, 0, mss)]
+    tap += [(1e-3 + 1e-5 + i * 2e-6, 1, (9 + i) * mss, mss) for i in range(9)]
+    tap += [(2e-3 + 1e-5 + i * 4e-6, 1, (18 + i) * mss, mss) for i in range(9)]
+    tap.sort()
+    acks = [(0.0, 1, 1), (1e-3, 1, 2), (2e-3, 1, 3)]
+    fwd = [(t + 5e-6, c, q, n) for t, c, q, n in tap]
+    s = pt.host_path_stats(tap, acks, fwd)
+    assert s["bursts"] == 3
+    assert s["us_per_frame"]["p10"] == pytest.approx(2.0)
+    assert s["us_per_frame"]["median"] == pytest.approx(4.0)
+    assert s["forwarder_lag_us"]["median"] == pytest.approx(5.0)
+    # A release of fewer than 8 frames is no burst.
+    short = [x for x in tap if x[0] < 5e-4][:7]
+    assert pt.host_path_stats(short, acks[:1], short)["bursts"] == 0

@@ -1024,6 +1024,124 @@ def trains(name: str) -> None:
         print(f"{label}: {len(short)} sub-MSS first transmissions, at stream offsets {offsets}")
 
 
+def host_path_stats(
+    tap: list[tuple[float, int, int, int]],
+    acks: list[tuple[float, int, int]],
+    fwd: list[tuple[float, int, int, int]],
+) -> dict[str, Any]:
+    """What the sending host's own transmit path does, from a capture on its eth0 (the
+    tap of `dev_queue_xmit_nit`, the sender's clock): ``tap`` its data frames (time s,
+    connection, seq, len), ``acks`` the ACKs it received (time s, connection, ack),
+    ``fwd`` the same data frames as the forwarder's ring stamped them. Reported: how
+    much later the forwarder stamps a frame than the sender sent it (its ingest), and
+    the time per frame inside the bursts one ACK releases (the frames of that
+    connection up to its next ACK, at least 8 of them, spread < 2 ms): the rate at
+    which the host's stack hands full-size frames to its veth."""
+    conns = {p for _, p, _, n in tap if n >= MSS_BYTES}
+    lag = sorted((b[0] - a[0]) * 1e6 for a, b in zip(tap, fwd, strict=False) if a[1:3] == b[1:3])
+    ev = sorted([(t, 0, p) for t, p, _, _ in tap if p in conns] + [(t, 1, p) for t, p, _ in acks])
+    per_frame = []
+    for i, (_, kind, p) in enumerate(ev):
+        if kind != 1:
+            continue
+        sent = []
+        for t2, k2, p2 in ev[i + 1 :]:
+            if p2 != p:
+                continue
+            if k2 == 1:
+                break
+            sent.append(t2)
+        if len(sent) >= 8 and sent[-1] - sent[0] < 2e-3:
+            per_frame.append((sent[-1] - sent[0]) / (len(sent) - 1) * 1e6)
+    per_frame.sort()
+
+    def q(v: list[float], f: float) -> float | None:
+        return round(v[int(f * (len(v) - 1))], 2) if v else None
+
+    return {
+        "frames": len(tap),
+        "forwarder_lag_us": {"p10": q(lag, 0.1), "median": q(lag, 0.5), "p99": q(lag, 0.99)},
+        "bursts": len(per_frame),
+        "us_per_frame": {
+            "p10": q(per_frame, 0.1),
+            "median": q(per_frame, 0.5),
+            "p90": q(per_frame, 0.9),
+        },
+    }
+
+
+def _fields(pcap: str, flt: str, fields: list[str]) -> list[tuple[float, ...]]:
+    out = subprocess.run(
+        ["tshark", "-r", pcap, "-Y", flt, "-T", "fields"] + [x for f in fields for x in ("-e", f)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    return [tuple(float(v) if i == 0 else int(v) for i, v in enumerate(x.split())) for x in out]
+
+
+def host_path(name: str) -> None:
+    """(root) One case emulated with a capture on the sending host's own eth0 (dumpcap in
+    its namespace, started once the namespace exists) beside the forwarder's ingress
+    capture: the host's transmit path per frame (what ``HOST_PATH_US_PER_FRAME`` is)."""
+    import threading
+
+    from qoslab.emulate import emulate, preflight
+    from qoslab.emulate.netns import PREFIX
+
+    c = next((x for x in grid() if case_name(x) == name), None)
+    if c is None:
+        raise SystemExit(f"--host-path {name}: not a case of the grid (see --list)")
+    preflight()
+    procs: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tap, fwd = str(Path(tmp) / "s0-eth0.pcap"), str(Path(tmp) / "s0.pcap")
+        ns = f"{PREFIX}{os.getpid()}-s0"
+
+        def start_tap() -> None:
+            for _ in range(500):  # bounded: 10 s
+                names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+                up = subprocess.run(
+                    ["ip", "netns", "exec", ns, "ip", "link", "show", "eth0", "up"],
+                    capture_output=True,
+                    text=True,
+                )
+                if ns in names.stdout and "eth0" in up.stdout:
+                    argv = ["dumpcap", "-q", "-i", "eth0", "-s", "96", "-B", "64", "-f", "tcp"]
+                    procs.append(
+                        subprocess.Popen(
+                            ["ip", "netns", "exec", ns, *argv, "-w", tap],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
+                        )
+                    )
+                    return
+                time.sleep(0.02)
+
+        th = threading.Thread(target=start_tap)
+        th.start()
+        try:
+            emulate(scenario(c), capture=[("s0->r1", "ingress", fwd)])
+        finally:
+            th.join()
+            for p in procs:
+                p.terminate()
+                p.wait(timeout=10)
+        if not procs:
+            raise SystemExit(f"--host-path: the sender's namespace {ns} never came up")
+        data = "tcp.dstport == 5201 && tcp.len > 0"
+        cols = ["frame.time_epoch", "tcp.srcport", "tcp.seq", "tcp.len"]
+        rows = _fields(tap, data, cols)
+        acks = _fields(
+            tap,
+            "tcp.srcport == 5201 && tcp.len == 0",
+            ["frame.time_epoch", "tcp.dstport", "tcp.ack"],
+        )
+        ring = _fields(fwd, data, cols)
+    stats = host_path_stats(rows, acks, ring)  # type: ignore[arg-type]
+    print(json.dumps(stats))
+
+
 TRACEFS = Path("/sys/kernel/tracing")
 PROBE_EVENTS = ("tcp_probe", "tcp_cong_state_set")
 CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
@@ -1202,6 +1320,8 @@ def main(argv: list[str] | None = None) -> int:
         "      --trains c10-bc10ms-rtt50-wauto-f1-cubic\n"
         "  sudo .venv/bin/python validation/policer_truth.py \\\n"
         "      --probe c1-bc1s-rtt50-wauto-f1-cubic\n"
+        "  sudo .venv/bin/python validation/policer_truth.py \\\n"
+        "      --host-path c10-bcr32-rtt50-wauto-f4-cubic\n"
         "  sudo .venv/bin/python validation/policer_truth.py --repeat \\\n"
         "      --case c100-bc10ms-rtt50-wauto-f1-cubic",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -1217,6 +1337,11 @@ def main(argv: list[str] | None = None) -> int:
         "--probe",
         metavar="CASE",
         help="(root) the kernel sender's cwnd/ssthresh/window/state per ACK (tracepoints)",
+    )
+    ap.add_argument(
+        "--host-path",
+        metavar="CASE",
+        help="(root) the sending host's transmit path per frame, from a capture on its eth0",
     )
     ap.add_argument(
         "--repeat",
@@ -1240,6 +1365,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.probe:
         probe(args.probe)
+        return 0
+    if args.host_path:
+        host_path(args.host_path)
         return 0
     if not args.render:
         if args.repeat and not args.case:
