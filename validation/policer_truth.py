@@ -628,8 +628,12 @@ DIAGNOSIS = [
     " 589 / 400, the 115 being item 3's window-limited phase, which the simulator never"
     " shows. Against the open-window runs (589, 400, 723) the simulator's 636 (runs 299,"
     " 613, 636, 649, 718) is within them: that miss is the stored median's phase run, not"
-    " a missing rule. No simulator code changed in this pass, so the USC comparison and"
-    " the engine digest are unchanged.",
+    " a missing rule. The same phase run sets two 100 Mbit/s medians: `c100-bc1s-rtt50-"
+    "wauto-f1-cubic` runs 2369 / 5215 / 0 (the 0 at 12.5 Mbit/s, window-limited) against"
+    " the simulator's 8755, `c100-bcr32-rtt100-wauto-f1-cubic` 3110 / 0 / 4987 against"
+    " 4384. No simulator code changed in this pass, so the USC comparison (per chunk 139 /"
+    " 138, per capture 37 / 31 / 33, re-rendered: identical) and the engine digest are"
+    " unchanged.",
 ]
 
 
