@@ -812,7 +812,9 @@ def render(
         " `--rescreen` measures again the runs whose forwarder starved; `--trains CASE`"
         " (root) prints the sizes of the sender's back-to-back trains, real vs simulated;"
         " `--probe CASE` (root) prints the kernel sender's cwnd, ssthresh, peer window and"
-        " state per ACK from its tracepoints, beside the simulated run. One 10 s run per"
+        " state per ACK from its tracepoints, beside the simulated run; `--host-path CASE`"
+        " (root) times the sending host's own transmit path from a capture on its eth0"
+        " beside the forwarder's (item 17). One 10 s run per"
         " case on the real side (3 where the table shows a range: items 3 and 6); on the"
         " simulated side"
         + (
