@@ -108,8 +108,12 @@ LAB_PROFILE = "linux-3.x"
 # Where the simulated capture is taken: the server's access link, both directions (the
 # lab's captures were taken at the server).
 SERVER_LINK = "s0->r1"
-# Seeds of the random-loss cases' extra runs (the table "Random loss over seeds").
-LOSS_SEEDS = range(1, 9)
+# Each capture's run has its own seed, derived from its case name (:func:`case_seed`:
+# CRC-32 of the name), so that the three random-loss captures of a loss rate, which
+# differ only in the pause, are three loss realizations as in the lab and not one run
+# three times. The random-loss cases are also run with the next seeds (the table "Random
+# loss over seeds"): case_seed + k for k in LOSS_RUNS.
+LOSS_RUNS = range(8)
 
 
 # ---------------------------------------------------------------- cases
@@ -201,6 +205,14 @@ def category(c: dict[str, Any]) -> str:
     return "shaper, queue " + (_size(c["sbc"]) if c["sbc"] else "default")
 
 
+def case_seed(c: dict[str, Any], k: int = 0) -> int:
+    """The seed of the case's run `k` (0: the run in the tables): the CRC-32 of the case
+    name, plus `k` (what it draws: the random losses; nothing else in these scenarios)."""
+    import zlib
+
+    return zlib.crc32(c["name"].encode()) + k
+
+
 def duration_s(c: dict[str, Any]) -> int:
     """Long enough for every chunk whatever the goodput (a policer with an 8 kB bucket
     carries ~0.6 Mbit/s whatever its rate): 10 minutes. An idle simulated second costs
@@ -209,9 +221,13 @@ def duration_s(c: dict[str, Any]) -> int:
     return 600
 
 
-def scenario(c: dict[str, Any], profile: str = LAB_PROFILE, seed: int = 1) -> dict[str, Any]:
+def scenario(
+    c: dict[str, Any], profile: str = LAB_PROFILE, seed: int | None = None
+) -> dict[str, Any]:
     """The case as a qoslab scenario (a dict of the TOML schema); `seed` is the run's
-    seed (it draws the random losses)."""
+    seed (it draws the random losses; default :func:`case_seed`)."""
+    if seed is None:
+        seed = case_seed(c)
     bottleneck: dict[str, Any] = {"rate": "1gbit", "delay": BOTTLENECK_DELAY}
     if c["loss_pct"]:
         bottleneck["loss"] = f"{c['loss_pct']:g}%"
@@ -281,7 +297,7 @@ def scenario(c: dict[str, Any], profile: str = LAB_PROFILE, seed: int = 1) -> di
     }
 
 
-def scenario_toml(c: dict[str, Any], profile: str = LAB_PROFILE, seed: int = 1) -> str:
+def scenario_toml(c: dict[str, Any], profile: str = LAB_PROFILE, seed: int | None = None) -> str:
     """The scenario as TOML text (for --scenarios; tomllib cannot write)."""
 
     def val(v: Any) -> str:
@@ -309,12 +325,47 @@ def scenario_toml(c: dict[str, Any], profile: str = LAB_PROFILE, seed: int = 1) 
 # ---------------------------------------------------------------- truth
 
 
+def time_ordered(data: bytes, name: str = "capture") -> bytes:
+    """The classic pcap `data` with its records in time-stamp order (stable).
+
+    The lab's capture files hold some records later than their time stamps (a segment
+    stamped 0.2 ms before the four written ahead of it: police3M-bcdef at 0.308 s, 9.595,
+    23.224 and 29.225 s), which the capture analysis, reading in file order as Wireshark
+    does, takes for a retransmission sent more than a round trip after the highest
+    sequence (its "out-of-order" test compares the elapsed time unsigned, so a negative
+    one never passes) and counts as an RTO-class episode: 4 of police3M-bcdef's 7. Both
+    sides go through this before the analysis (a simulated capture is already in order,
+    so it is unchanged there); :func:`retransmission_times` sorts the same way."""
+    import struct
+
+    if len(data) < 24 or data[:4] not in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        raise SystemExit(f"{name}: not a little-endian classic pcap file")
+    recs: list[tuple[int, int, int, int]] = []  # (sec, subsec, index, offset)
+    off = 24
+    while off + 16 <= len(data):
+        sec, sub, incl = struct.unpack_from("<III", data, off)
+        end = off + 16 + incl
+        if end > len(data):
+            raise SystemExit(f"{name}: record at byte {off} runs past the end of the file")
+        recs.append((sec, sub, len(recs), off))
+        off = end
+    if all(recs[i][:2] <= recs[i + 1][:2] for i in range(len(recs) - 1)):
+        return data
+    parts = [data[:24]]
+    for _, _, _, o in sorted(recs):
+        parts.append(data[o : o + 16 + struct.unpack_from("<I", data, o + 8)[0]])
+    return b"".join(parts)
+
+
 def truth(c: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per connection (client port): its chunks and its RTO count, from the capture."""
+    """Per connection (client port): its chunks and its RTO count, from the capture
+    (its records in time-stamp order, :func:`time_ordered`)."""
+    import lzma
+
     import numpy as np
     from qoslab import _core
 
-    data = (CAPTURES / c["file"]).read_bytes()
+    data = time_ordered(lzma.decompress((CAPTURES / c["file"]).read_bytes()), c["file"])
     conns = []
     for port in c["ports"]:
         a = _core.analyze_capture(data, 1_000_000_000, port)
@@ -396,7 +447,9 @@ def retransmission_times(seg: dict[str, Any], flow_id: int) -> Any:
 # ---------------------------------------------------------------- simulation
 
 
-def simulate(c: dict[str, Any], profile: str = LAB_PROFILE, seed: int = 1) -> list[dict[str, Any]]:
+def simulate(
+    c: dict[str, Any], profile: str = LAB_PROFILE, seed: int | None = None
+) -> list[dict[str, Any]]:
     """Per fetch connection: its chunks, the simulator's own count of timer RTOs
     (``timer_rtos``) and, as the truth is counted, the RTO-class episodes that qoslab's
     capture analysis finds in a capture of the simulated server's link
@@ -413,7 +466,7 @@ def simulate(c: dict[str, Any], profile: str = LAB_PROFILE, seed: int = 1) -> li
             None,
             [(SERVER_LINK, str(pcap))],
         )
-        cap = pcap.read_bytes()
+        cap = time_ordered(pcap.read_bytes(), str(pcap))
     s = SimulationResult(raw).summary
     a = _core.analyze_capture(cap, 1_000_000_000)
     # The fetch connections' data directions, in client-port order (= flow order).
@@ -575,7 +628,7 @@ def _pct(n: int, d: int) -> str:
 
 def loss_table(data: dict[str, Any], cs: dict[str, dict[str, Any]]) -> list[str]:
     """Per loss rate: the lab's complete chunks against every chunk of the simulated runs
-    over LOSS_SEEDS (all pauses pooled: the pause does not change the loss process)."""
+    over LOSS_RUNS (all pauses pooled: the pause does not change the loss process)."""
     by: dict[float, tuple[list[float], list[float]]] = {}
     for name, e in data["cases"].items():
         if "sim_seeds" not in e:
@@ -589,8 +642,11 @@ def loss_table(data: dict[str, Any], cs: dict[str, dict[str, Any]]) -> list[str]
         "",
         "### Random loss over seeds (per chunk, Mbit/s)",
         "",
-        f"Lab: every complete chunk of the three captures per loss rate; sim: every chunk "
-        f"of the same three scenarios run with seeds {LOSS_SEEDS[0]}-{LOSS_SEEDS[-1]}. "
+        "Lab: every complete chunk of the three captures per loss rate; sim: every chunk "
+        f"of the same three scenarios run {len(LOSS_RUNS)} times each, with seeds "
+        "case_seed + 0 to "
+        f"{LOSS_RUNS[-1]} (case_seed: the CRC-32 of the case name; run 0 is the one in the "
+        "tables below). "
         "Share within ±10 %: chunks within 10 % of their own side's median.",
         "",
         "| loss | side | chunks | median | 10th-90th percentile | within ±10 % of median "
@@ -1234,7 +1290,7 @@ def run_all(selected: list[dict[str, Any]], profile: str = LAB_PROFILE) -> dict[
             # what a per-chunk comparison can hold (see the random-loss table).
             out[c["name"]]["sim_seeds"] = {
                 str(sd): [x["goodput_bps"] for x in simulate(c, profile, sd)[0]["chunks"]]
-                for sd in LOSS_SEEDS
+                for sd in (case_seed(c, k) for k in LOSS_RUNS)
             }
     return {
         "meta": {"wall_s": time.monotonic() - t0, "sim": sim_revision(), "profile": profile},
