@@ -13,8 +13,10 @@ each file name; :func:`parse_name` reads it and :func:`scenario` expresses it as
 scenario (``tcp-fetch`` traffic), nothing set per case.
 
 Truth per chunk comes from the project's own capture analysis (``qoslab._core``, the code
-behind ``qoslab analyze``): chunk *k* starts when the client's request *k* (its first
-copy; the requests are the client's only payload) is captured at the server, and ends
+behind ``qoslab analyze``), run on the capture's records in time-stamp order
+(:func:`time_ordered`, the same for the simulated capture): chunk *k* starts when the
+client's request *k* (its first copy; the requests are the client's only payload) is
+captured at the server, and ends
 when the server captures the first ACK covering byte 1 + (k+1)·L of the response stream
 (chunkperf writes exactly L bytes per request, so the byte ranges are known). Goodput =
 L·8 / (end - start); retransmissions = the server's data segments sent (in time-stamp
@@ -752,7 +754,8 @@ def render(data: dict[str, Any]) -> str:
         "Regenerate with `python validation/usc_truth.py --render` (no root; "
         f"{m.get('wall_s', 0):.0f} s here on the shared, loaded build machine). Truth: the "
         f"{len(crow)} lab captures of Flach et al. (SIGCOMM 2016) in "
-        "tests/data/usc-nsl-policing/, read by qoslab's own capture analysis; simulator: "
+        "tests/data/usc-nsl-policing/, read by qoslab's own capture analysis (the records of "
+        "both captures, lab and simulated, put in time-stamp order first); simulator: "
         f"each capture's file name expressed as a `tcp-fetch` scenario ({m.get('sim', '')}). "
         "Method, chunk boundaries and every modelling choice: the docstring and constants of "
         "validation/usc_truth.py. Nothing is set per case.",
