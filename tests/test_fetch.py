@@ -140,3 +140,70 @@ def test_retransmissions_are_counted_by_sequence_in_send_order() -> None:
     assert ut.retransmission_times(seg, 0).tolist() == [50]
     assert ut.retransmission_times(seg, 1).tolist() == []
     assert ut.retransmission_times(seg, 7).tolist() == []
+
+
+def _pcap(stamps_us: list[int]) -> bytes:
+    """A classic little-endian pcap with one 4-byte record per time stamp (µs); the
+    record's payload is its index in the file."""
+    import struct
+
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+    for i, us in enumerate(stamps_us):
+        out.append(struct.pack("<IIII", us // 1_000_000, us % 1_000_000, 4, 4))
+        out.append(struct.pack("<I", i))
+    return b"".join(out)
+
+
+def test_time_ordered_puts_late_written_records_in_time_stamp_order() -> None:
+    """The lab's files hold some records after later-stamped ones; the analysis then
+    takes them for retransmissions. Both sides are sorted (stably) before it."""
+    import struct
+
+    late = _pcap([10, 30, 40, 20, 20, 1_000_050])
+    ordered = ut.time_ordered(late)
+    assert len(ordered) == len(late)
+    payloads = [struct.unpack_from("<I", ordered, 24 + k * 20 + 16)[0] for k in range(6)]
+    assert payloads == [0, 3, 4, 1, 2, 5]
+    in_order = _pcap([1, 2, 2, 3])
+    assert ut.time_ordered(in_order) is in_order
+    with pytest.raises(SystemExit, match="not a little-endian classic pcap"):
+        ut.time_ordered(b"\x0a\x0d\x0d\x0a" + bytes(40), "x.pcapng")
+    with pytest.raises(SystemExit, match="runs past the end"):
+        ut.time_ordered(late[:-2], "cut.pcap")
+
+
+def test_timer_retransmissions_are_the_head_resent_without_an_ack() -> None:
+    """Only a retransmission of the segment at the cumulative ACK, sent more than
+    ACK_CLOCK_NS after the last ACK, counts; a run of them counts once."""
+    import numpy as np
+
+    ms = 1_000_000
+    seg = {
+        "flow": np.zeros(8, dtype=np.int64),
+        "len": np.full(8, 100),
+        # 0, 100, 200, 300 sent; 100 resent at 100 ms (on an ACK), 200 at 101 ms (not the
+        # head), then 100 at 402 ms and again at 402.5 ms (one timer event), 400 new.
+        "seq": np.array([0, 100, 200, 300, 100, 200, 100, 400]),
+        "time_ns": np.array([0, 1, 2, 3, 100, 101, 402, 403]) * ms,
+    }
+    seg["time_ns"][6:] = [402 * ms, 402 * ms + 500_000]
+    seg["seq"][7] = 100
+    ack = {"flow": np.zeros(2, dtype=np.int64), "ack": np.array([100, 100])}
+    ack["time_ns"] = np.array([100 * ms - 1000, 101 * ms - 1000])
+    assert ut.timer_retransmissions(seg, ack, 0) == 1
+    ack["time_ns"] = np.array([100 * ms - 1000, 401 * ms])  # 1 ms before: on that ACK
+    assert ut.timer_retransmissions(seg, ack, 0) == 0
+    ack["ack"] = np.array([100, 200])  # the head is 200 by then: 100 is not the head
+    ack["time_ns"] = np.array([100 * ms - 1000, 101 * ms - 1000])
+    assert ut.timer_retransmissions(seg, ack, 0) == 0
+    assert ut.timer_retransmissions(seg, ack, 1) == 0
+
+
+def test_each_capture_has_its_own_seed() -> None:
+    """The three 1 % loss captures (differing in the pause) are three realizations."""
+    loss = [c for c in ut.cases() if c["loss_pct"] == 1.0]
+    seeds = {ut.case_seed(c) for c in loss}
+    assert len(loss) == 3 and len(seeds) == 3
+    c = loss[0]
+    assert ut.scenario(c)["scenario"]["seed"] == ut.case_seed(c) == ut.case_seed(c, 0)
+    assert ut.case_seed(c, 2) == ut.case_seed(c) + 2
