@@ -45,7 +45,7 @@ pub(crate) fn opaque_mask(ok: bool) -> u64 {
 /// dependent token updates from packet to packet; it is the fallback on
 /// other targets.
 #[inline(always)]
-fn opaque(mut x: u64) -> u64 {
+pub(crate) fn opaque(mut x: u64) -> u64 {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     // SAFETY: the template is empty: no instruction runs, no memory or flag
     // is touched, and `x` keeps its value.

@@ -182,13 +182,18 @@ impl Tswtcm {
         let pre = pre.map(|p| &p[..n]);
         // Worked on in a local copy (kept in registers; see `color_all`).
         let mut m = self.clone();
+        let mut gd = GapsAndDivisors {
+            gaps: [0; BLOCK],
+            divisors: [0; BLOCK],
+        };
         let mut i = 0;
         while i < n {
             let end = (i + BLOCK).min(n);
             let (t, sz, o) = (&times[i..end], &sizes[i..end], &mut out[i..end]);
             let pc = pre.map(|p| &p[i..end]);
-            if m.block_in_range(t, sz) {
-                m.color_block(t, sz, pc, o);
+            if m.block_in_range(t, sz, &mut gd) {
+                let last = t.last().copied().unwrap_or(0);
+                m.color_block(&gd, sz, last, pc, o);
             } else {
                 for (k, ((&tk, &s), o)) in t.iter().zip(sz).zip(o.iter_mut()).enumerate() {
                     let c = pc.map_or(Color::Green, |p| Color::from_u8(p[k]).unwrap_or(Color::Red));
@@ -201,55 +206,94 @@ impl Tswtcm {
     }
 
     /// Whether every packet of the block is in the reciprocal update's
-    /// range whatever the colours (see [`Tswtcm::color_trace`]).
+    /// range whatever the colours (see [`Tswtcm::color_trace`]); writes each
+    /// packet's gap `dt = t − t_prev` (wrapping) and divisor `d = dt + w`
+    /// into `gd`, which the packet loop then reads instead of carrying
+    /// `t_front` and adding the window.
     ///
     /// ORs instead of compares and maxima, so the pass vectorises with
-    /// baseline SSE2 (no 64-bit compare there): the OR of the gaps
-    /// `t − t_prev` (wrapping) has a bit at 60 or above iff some gap is
-    /// 2⁶⁰ or more or negative (a step back wraps to ≥ 2⁶³), and bounds
-    /// every gap from above; the OR of the sizes bounds every size.
+    /// baseline SSE2 (no 64-bit compare there): the OR of the gaps has a
+    /// bit at 56 or above iff some gap is 2⁵⁶ or more or negative (a step
+    /// back wraps to ≥ 2⁶³), and bounds every gap from above; the OR of the
+    /// sizes bounds every size. `avg` stays below `avg_hi < 2⁶³` over the
+    /// block, which the marker's compares need (see `color_block`).
     #[inline(always)]
-    fn block_in_range(&self, times: &[u64], sizes: &[u32]) -> bool {
+    fn block_in_range(&self, times: &[u64], sizes: &[u32], gd: &mut GapsAndDivisors) -> bool {
+        let n = times.len().min(sizes.len()).min(BLOCK);
+        let (times, sizes) = (&times[..n], &sizes[..n]);
+        let w = self.win_ns;
+        let (mut gap_bound, mut size_bound) = (0u64, 0u32);
         let mut prev = self.t_front.as_ns();
-        let mut gaps = 0u64;
-        for &t in times {
-            gaps |= t.wrapping_sub(prev);
+        for (((&t, &s), g), d) in times
+            .iter()
+            .zip(sizes)
+            .zip(&mut gd.gaps)
+            .zip(&mut gd.divisors)
+        {
+            let dt = t.wrapping_sub(prev);
             prev = t;
+            *g = dt;
+            *d = dt.wrapping_add(w);
+            gap_bound |= dt;
+            size_bound |= s;
         }
-        let size_bound = sizes.iter().fold(0u32, |a, &s| a | s) as u64;
-        if gaps >> 56 != 0 || size_bound > MAX_RECIP_SIZE || self.win_ns < 4 {
+        let size_bound = size_bound as u64;
+        if gap_bound >> 56 != 0 || size_bound > MAX_RECIP_SIZE || w < 4 {
             return false;
         }
         // Each update adds at most ⌊S/d⌋ ≤ S/w to avg (d ≥ w).
-        let step = (size_bound * BYTE_SCALED / self.win_ns) as u128;
-        let avg_hi = self.avg as u128 + times.len() as u128 * step;
-        (avg_hi * gaps as u128) >> 62 == 0
+        let step = (size_bound * BYTE_SCALED / w) as u128;
+        let avg_hi = self.avg as u128 + n as u128 * step;
+        (avg_hi * gap_bound as u128) >> 62 == 0 && avg_hi >> 63 == 0
     }
 
     /// [`Meter::color`] over a block that [`Tswtcm::block_in_range`]
-    /// accepted.
+    /// accepted (`gd` as it wrote it, `last_ns` the block's last arrival).
+    ///
+    /// The marker is [`Tswtcm::mark`] with its colour taken without
+    /// branches once the draw is made: with `r = ⌊draw·avg/2⁶⁴⌋ < avg`, the
+    /// code is `[r + PTR < avg] + [r + CTR < avg]` (scaled rates; no sum
+    /// overflows, as `avg < 2⁶³` in the block and the rates are below
+    /// 2⁶⁰): 2 (red) iff `avg > PTR` and `r < avg − PTR`; else 1 (yellow)
+    /// iff `r < avg − CTR` (PTR ≥ CTR, so the first test implies the
+    /// second); else 0 — `mark`'s three cases, in the same order.
     #[inline(always)]
-    fn color_block(&mut self, times: &[u64], sizes: &[u32], pre: Option<&[u8]>, out: &mut [u8]) {
-        let w = self.win_ns;
-        let mut tf = self.t_front.as_ns();
+    fn color_block(
+        &mut self,
+        gd: &GapsAndDivisors,
+        sizes: &[u32],
+        last_ns: u64,
+        pre: Option<&[u8]>,
+        out: &mut [u8],
+    ) {
+        let (ctr_s, ptr_s) = (self.ctr_s, self.ptr_s);
+        let mut avg = self.avg;
+        let mut rng = self.rng.clone();
+        let mut step = |dt: u64, d: u64, s: u32| -> u8 {
+            avg = estimate_recip_unchecked(avg, dt, d, s);
+            if avg <= ctr_s {
+                return Color::Green as u8; // RFC 2859 §4: no draw below CTR
+            }
+            let r = ((rng.next_u64() as u128 * avg as u128) >> 64) as u64;
+            (r + ptr_s < avg) as u8 + (r + ctr_s < avg) as u8
+        };
+        let gaps = gd.gaps.iter().zip(&gd.divisors);
         match pre {
-            None => {
-                for ((&t, &s), o) in times.iter().zip(sizes).zip(out.iter_mut()) {
-                    self.avg = estimate_recip_unchecked(self.avg, t - tf, w, s);
-                    tf = t;
-                    *o = self.color_after_estimate(Color::Green) as u8;
+            Some(pre) if self.color_aware => {
+                for ((((&dt, &d), &s), o), &c) in gaps.zip(sizes).zip(out.iter_mut()).zip(pre) {
+                    // An invalid incoming code counts as red (2).
+                    *o = step(dt, d, s).max(c.min(2));
                 }
             }
-            Some(pre) => {
-                for (((&t, &s), o), &c) in times.iter().zip(sizes).zip(out.iter_mut()).zip(pre) {
-                    self.avg = estimate_recip_unchecked(self.avg, t - tf, w, s);
-                    tf = t;
-                    let c = Color::from_u8(c).unwrap_or(Color::Red);
-                    *o = self.color_after_estimate(c) as u8;
+            _ => {
+                for (((&dt, &d), &s), o) in gaps.zip(sizes).zip(out.iter_mut()) {
+                    *o = step(dt, d, s);
                 }
             }
         }
-        self.t_front = Instant::from_ns(tf);
+        self.avg = avg;
+        self.rng = rng;
+        self.t_front = Instant::from_ns(last_ns.max(self.t_front.as_ns()));
     }
 
     /// The marker and the colour-aware rule, after the estimator.
@@ -330,42 +374,52 @@ const MAX_RECIP_SIZE: u64 = ((1 << 63) - 1) / BYTE_SCALED;
 /// on the trace alone, so its reciprocal `inv = ⌊(2⁶⁴ − 1)/d⌋` — the one
 /// division per packet — and everything else that does not involve `avg`
 /// are computed by the processor ahead of the loop-carried chain from one
-/// `avg` to the next, which is two multiplications, a subtraction and a
-/// one-step correction:
+/// `avg` to the next, which is two multiplications, a subtraction, a
+/// compare and an add:
 ///
-/// - `x` is made non-negative by adding `K·d`, `K = ⌊inv/4⌋ + 1`:
-///   `inv·d ∈ (2⁶⁴ − 1 − d, 2⁶⁴)` gives `K·d ∈ [2⁶², 2⁶² + d]`, so
-///   `x' = x + K·d ∈ (0, 0.754·2⁶⁴)` (as `avg·dt < 2⁶²`, `d < 2⁵⁶ + 2⁴²`),
+/// - `x` is made at least `d` by adding `K·d`, `K = ⌊inv/4⌋ + 2`:
+///   `inv·d ∈ (2⁶⁴ − 1 − d, 2⁶⁴)` gives `K·d ∈ [2⁶² + d, 2⁶² + 2d]`, so
+///   `x' = x + K·d ∈ (d, 0.76·2⁶⁴)` (as `avg·dt < 2⁶²`, `d < 2⁵⁶ + 2⁴²`),
 ///   and `⌊x/d⌋ = ⌊x'/d⌋ − K`.
 /// - `x'·inv/2⁶⁴ = x'/d − x'·ε` with `0 ≤ ε < (d + 1)/(d·2⁶⁴) ≤ 1.25/2⁶⁴`
 ///   (d ≥ 4), so `x'·ε < 0.95` and `qe = ⌊x'·inv/2⁶⁴⌋` is `⌊x'/d⌋` or one
-///   less; the remainder `r = x' − qe·d ∈ [0, 2d)` says which:
-///   `⌊x'/d⌋ = qe + [r ≥ d]`.
+///   less; the remainder `x' − qe·d ∈ [0, 2d)` says which:
+///   `⌊x'/d⌋ = qe + [x' − qe·d ≥ d] = qe + [qe·d ≤ x' − d]`, the last form
+///   with `x' − d ≥ 0` computed off the chain, so the chain ends in one
+///   multiplication, one compare and one add.
 /// - `x'·inv = (S + K·d)·inv − avg·(dt·inv)`, exactly (`dt·inv <
 ///   dt·2⁶⁴/d < 2⁶⁴`): the first term and `dt·inv` are off the chain.
 ///
-/// The result `avg + qe − K + [r ≥ d]` is the definition's value, at most
-/// `avg + S/d`, so the wrapping sum is exact.
+/// The result `avg + qe − K + [qe·d ≤ x' − d]` is the definition's value,
+/// at most `avg + S/d`, so the wrapping sum is exact.
 #[inline(always)]
-fn estimate_recip_unchecked(avg: u64, dt: u64, w: u64, size_bytes: u32) -> u64 {
+fn estimate_recip_unchecked(avg: u64, dt: u64, d: u64, size_bytes: u32) -> u64 {
+    let w = d.wrapping_sub(dt);
     debug_assert!(w >= 4 && dt >> 56 == 0 && size_bytes as u64 <= MAX_RECIP_SIZE);
     debug_assert!((avg as u128 * dt as u128) >> 62 == 0);
-    let d = dt + w;
     let inv = u64::MAX / d;
-    let k = (inv >> 2) + 1;
+    // Opaque: LLVM would otherwise add the `+ 2` after the compare, one
+    // more step on the chain.
+    let k = crate::bucket::opaque((inv >> 2) + 2);
     let s_biased = size_bytes as u64 * BYTE_SCALED + k * d;
     let a = s_biased as u128 * inv as u128;
     let f = dt.wrapping_mul(inv);
-    // The chain: avg → avg·f → qe → r → the next avg.
+    // The chain: avg → avg·f → qe → qe·d → the compare → the next avg.
     let qe = ((a - avg as u128 * f as u128) >> 64) as u64;
-    let x = s_biased - avg.wrapping_mul(dt);
-    let r = x.wrapping_sub(qe.wrapping_mul(d)); // ∈ [0, 2d)
+    let x_less_d = s_biased - avg.wrapping_mul(dt) - d; // x' − d ≥ 0
     let next = avg
-        .wrapping_add(qe)
         .wrapping_sub(k)
-        .wrapping_add((r >= d) as u64);
+        .wrapping_add(qe)
+        .wrapping_add((qe.wrapping_mul(d) <= x_less_d) as u64);
     debug_assert_eq!(next, estimate_wide(avg, dt, w, size_bytes));
     next
+}
+
+/// A block's gaps `dt` and divisors `d = dt + w`, written by
+/// [`Tswtcm::block_in_range`] for [`Tswtcm::color_block`].
+struct GapsAndDivisors {
+    gaps: [u64; BLOCK],
+    divisors: [u64; BLOCK],
 }
 
 /// [`estimate_recip_unchecked`] with its range checked (`None` outside it).
@@ -375,7 +429,7 @@ fn estimate_recip(avg: u64, dt: u64, w: u64, size_bytes: u32) -> Option<u64> {
         && dt >> 56 == 0
         && size_bytes as u64 <= MAX_RECIP_SIZE
         && (avg as u128 * dt as u128) >> 62 == 0;
-    in_range.then(|| estimate_recip_unchecked(avg, dt, w, size_bytes))
+    in_range.then(|| estimate_recip_unchecked(avg, dt, dt + w, size_bytes))
 }
 
 impl Meter for Tswtcm {
@@ -666,7 +720,14 @@ mod tests {
                     .zip(sizes.chunks(BLOCK))
                     .filter(|(t, s)| {
                         let probe = m.clone();
-                        probe.block_in_range(t, s)
+                        probe.block_in_range(
+                            t,
+                            s,
+                            &mut GapsAndDivisors {
+                                gaps: [0; BLOCK],
+                                divisors: [0; BLOCK],
+                            },
+                        )
                     })
                     .count();
             }
@@ -698,11 +759,22 @@ mod tests {
         )
         .unwrap();
         let (times, sizes, _) = bench_like(20_000, 1);
+        let mut reference = m.clone();
+        let mut gd = GapsAndDivisors {
+            gaps: [0; BLOCK],
+            divisors: [0; BLOCK],
+        };
         let mut out = [0u8; BLOCK];
         for (t, s) in times.chunks(BLOCK).zip(sizes.chunks(BLOCK)) {
-            assert!(m.block_in_range(t, s));
-            m.color_block(t, s, None, &mut out[..t.len()]);
+            assert!(m.block_in_range(t, s, &mut gd));
+            let last = *t.last().unwrap();
+            m.color_block(&gd, s, last, None, &mut out[..t.len()]);
+            for (k, (&tk, &sk)) in t.iter().zip(s).enumerate() {
+                let want = reference.color(Instant::from_ns(tk), sk, Color::Green);
+                assert_eq!(out[k], want as u8);
+            }
         }
+        assert_eq!(m.rng.next_u64(), reference.rng.next_u64());
     }
 
     proptest! {
