@@ -234,3 +234,39 @@ def test_host_path_stats_times_the_frames_one_ack_releases():
     # A release of fewer than 8 frames is no burst.
     short = [x for x in tap if x[0] < 5e-4][:7]
     assert pt.host_path_stats(short, acks[:1], short)["bursts"] == 0
+
+
+_INFO = "\t bbr wscale:7,7 rto:204 rtt:50.1/0.1 mss:1448 "
+SS_BBR = "\n".join(
+    [
+        "@1000.000",
+        "ESTAB 0 0 10.77.0.1:40000 10.77.0.2:5201",
+        _INFO + "cwnd:10 bytes_sent:37 unacked:1"
+        " bbr:(bw:0bps,mrtt:50.12,pacing_gain:1,cwnd_gain:1) pacing_rate 6.6Mbps",
+        "ESTAB 0 0 10.77.0.1:40002 10.77.0.2:5201",
+        _INFO + "cwnd:10 bytes_sent:145 bbr:(bw:0bps,mrtt:50.1) pacing_rate 1Mbps",
+        "@1000.250",
+        "ESTAB 0 0 10.77.0.1:40000 10.77.0.2:5201",
+        _INFO + "cwnd:86 ssthresh:218 bytes_sent:1234567 retrans:3/377 lost:180"
+        " unacked:304 bbr:(bw:43.4Mbps,mrtt:50,pacing_gain:1.25,cwnd_gain:2)"
+        " pacing_rate 53.8Mbps",
+        "@1000.270",
+    ]
+)
+
+
+def test_parse_ss_bbr_takes_the_data_connection_per_sample():
+    rows = pt.parse_ss_bbr(SS_BBR)
+    assert [r["t"] for r in rows] == [0.0, 0.25]
+    assert rows[0]["mrtt_ms"] == 50.12 and rows[0]["bw_mbps"] == 0.0
+    r = rows[1]
+    assert (r["bw_mbps"], r["pacing_gain"], r["cwnd_gain"]) == (43.4, 1.25, 2.0)
+    assert (r["cwnd"], r["ssthresh"], r["retrans"], r["lost"], r["unacked"]) == (
+        86,
+        218,
+        377,
+        180,
+        304,
+    )
+    assert r["pacing"] == 53.8
+    assert pt.parse_ss_bbr("") == []

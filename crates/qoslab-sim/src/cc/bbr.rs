@@ -48,7 +48,11 @@
 //! - **ACK aggregation** (`bbr_update_ack_aggregation`, Linux 4.20+): once
 //!   the pipe is full, cwnd gets the max "extra acked" beyond BtlBw·epoch
 //!   of the last 5–10 rounds, capped at 100 ms of BtlBw.
-//! - **Loss**: the bytes newly lost are taken off cwnd; the first round of
+//! - **Loss**: the bytes newly lost are taken off cwnd — the ACK's
+//!   `rs->losses`, the growth of Linux's `tp->lost`, which counts a
+//!   retransmission lost again as a new loss (`tcp_mark_skb_lost`; see
+//!   tcp/scoreboard.rs `lost_events_bytes`), as do the
+//!   loss totals of the policer detector below; the first round of
 //!   fast recovery uses packet conservation (cwnd = inflight + acked, then
 //!   at least that), later rounds grow by `acked`; leaving recovery
 //!   restores the cwnd saved at its start

@@ -55,6 +55,9 @@ pub struct Scoreboard {
     lost_bytes: u64,
     /// Retransmission in flight, not SACKed.
     retrans_bytes: u64,
+    /// Every loss marked so far, a retransmission lost again included
+    /// (Linux `tp->lost`, see [`Scoreboard::lost_events_bytes`]).
+    lost_events_bytes: u64,
     /// No segment below this sequence is lost and not yet retransmitted.
     retransmit_hint: u64,
     /// Highest end of a segment ever SACKed.
@@ -244,6 +247,7 @@ impl Scoreboard {
         }
         self.segs[i].lost = true;
         self.lost_bytes += seg.len as u64;
+        self.lost_events_bytes += seg.len as u64;
         self.retransmit_hint = self.retransmit_hint.min(seg.seq);
         seg.len as u64
     }
@@ -307,11 +311,14 @@ impl Scoreboard {
         if !seg.lost {
             self.segs[idx].lost = true;
             self.lost_bytes += seg.len as u64;
+            self.lost_events_bytes += seg.len as u64;
             newly = seg.len as u64;
         }
         if seg.retrans_in_flight {
             self.segs[idx].retrans_in_flight = false;
             self.retrans_bytes -= seg.len as u64;
+            // "Account for retransmits that are lost again".
+            self.lost_events_bytes += seg.len as u64;
         }
         self.retransmit_hint = self.retransmit_hint.min(seg.seq);
         newly
@@ -355,6 +362,17 @@ impl Scoreboard {
             }
         }
         (newly, remaining)
+    }
+
+    /// Bytes marked lost so far, counting a retransmission that is lost
+    /// again as a new loss: Linux's `tp->lost` (net/ipv4/tcp_input.c
+    /// `tcp_mark_skb_lost` → `tcp_notify_skb_loss_event`, the branch
+    /// "Account for retransmits that are lost again"; `tcp_sum_lost` before
+    /// 5.11), whose growth over one ACK is the rate sample's `rs->losses`
+    /// (`tcp_ack` → `tcp_rate_gen`). A segment's first loss alone is
+    /// [`Scoreboard::lost_bytes`]'s business.
+    pub fn lost_events_bytes(&self) -> u64 {
+        self.lost_events_bytes
     }
 
     /// Highest end of a segment ever SACKed (Linux `tcp_highest_sack_seq`).
@@ -551,6 +569,33 @@ mod tests {
             });
         }
         b
+    }
+
+    /// Linux `tcp_mark_skb_lost`: a retransmission that RACK finds lost
+    /// again adds to `tp->lost` (and so to the ACK's `rs->losses`), though
+    /// the segment was counted lost once already; `lost_out` (here
+    /// `lost_bytes`) counts it once.
+    #[test]
+    fn a_retransmission_lost_again_is_a_new_loss_event() {
+        let mut b = board(3);
+        let ms = |n: u64| Instant::from_ns(n * 1_000_000);
+        // Segment 1 is lost (segment 2, sent as late, is SACKed)...
+        b.sack(2001, 3001, |_| {});
+        let (lost, _) = b.rack_detect(Instant::ZERO, 3001, Duration::ZERO, ms(50));
+        assert_eq!(
+            (lost, b.lost_bytes(), b.lost_events_bytes()),
+            (2000, 2000, 2000)
+        );
+        // ...both are retransmitted at 50 ms; the second retransmission is
+        // SACKed, so RACK finds the first one lost again.
+        b.mark_retransmitted(0, ms(50), TxRateInfo::default());
+        b.mark_retransmitted(1, ms(51), TxRateInfo::default());
+        b.sack(1001, 2001, |_| {});
+        let (lost, _) = b.rack_detect(ms(51), 2001, Duration::ZERO, ms(101));
+        assert_eq!(lost, 0, "no segment lost for the first time");
+        assert_eq!(b.lost_bytes(), 1000);
+        assert_eq!(b.lost_events_bytes(), 3000);
+        assert_eq!(b.pipe(), 0);
     }
 
     #[test]

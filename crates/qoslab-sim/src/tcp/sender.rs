@@ -828,6 +828,7 @@ impl TcpSender {
             self.ts_recent = self.ts_recent.max(h.ts_val);
         }
         let prior_in_flight = self.sb.pipe();
+        let prior_lost_events = self.sb.lost_events_bytes(); // tcp_ack: `lost = tp->lost`
         let window_changed = h.window != self.snd_wnd;
         self.snd_wnd = h.window;
         let mut acc = RateAccumulator::default();
@@ -1023,9 +1024,11 @@ impl TcpSender {
         }
 
         if advanced || newly_sacked > 0 {
+            // rs->losses = tp->lost − lost: a retransmission lost again counts.
+            let losses = self.sb.lost_events_bytes() - prior_lost_events;
             let rs = self
                 .rate
-                .finish(&acc, now, self.rtt.min_rtt(), newly_lost, prior_in_flight);
+                .finish(&acc, now, self.rtt.min_rtt(), losses, prior_in_flight);
             if let Some(r) = rs {
                 self.rack
                     .update_reo_wnd(r.prior_delivered_bytes, r.delivered_total_bytes);
@@ -2758,6 +2761,40 @@ mod tests {
         h.start();
         h.run_to_done(at_ms(20_000));
         (h, log)
+    }
+
+    /// Linux `tcp_ack` → `tcp_rate_gen(sk, delivered, tp->lost − lost, …)`:
+    /// the rate sample's losses are the growth of `tp->lost` over the ACK,
+    /// and `tcp_mark_skb_lost` adds a retransmission that is lost again to
+    /// it ("Account for retransmits that are lost again"). BBR takes them
+    /// off cwnd and counts them in its policer detector
+    /// (`bbr_set_cwnd_to_recover_or_restore`, `bbr_lt_bw_sampling`).
+    #[test]
+    fn a_retransmission_lost_again_is_in_the_rate_samples_losses() {
+        let mut c = cfg(RecoveryKind::Sack);
+        c.header_bytes = 52;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let spy = Spy {
+            inner: Reno::new(),
+            log: log.clone(),
+        };
+        let s = TcpSender::new(&c, Box::new(spy), AppLimit::Bytes(200_000));
+        let mut h = Harness::new(s, TcpReceiver::new(&c), ms(10));
+        h.header_bytes = c.header_bytes;
+        h.bottleneck = Some(Rate::from_bps(8_000_000));
+        h.drops = vec![(seg(60), 2)];
+        h.start();
+        h.run_to_done(at_ms(20_000));
+        assert_eq!(h.sender.stats().timeouts, 0);
+        assert_eq!(h.sender.stats().retransmits, 2);
+        let lost: u64 = log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a.rate)
+            .map(|r| r.lost_bytes)
+            .sum();
+        assert_eq!(lost, 2 * MSS, "the segment's loss and its retransmission's");
     }
 
     /// The ACK that closes the hole: its arrival time at the sender.
