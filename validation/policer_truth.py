@@ -1594,6 +1594,8 @@ def main(argv: list[str] | None = None) -> int:
         "--host-path",
         metavar="CASE",
         help="(root) the sending host's transmit path per frame, from a capture on its eth0",
+    )
+    ap.add_argument(
         "--bbr",
         metavar="CASE",
         help="(root) the kernel's BBR model (ss -tin: bw, min RTT, gains) over one BBR case",
