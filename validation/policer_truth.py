@@ -1573,6 +1573,7 @@ def main(argv: list[str] | None = None) -> int:
         "      --probe c1-bc1s-rtt50-wauto-f1-cubic\n"
         "  sudo .venv/bin/python validation/policer_truth.py \\\n"
         "      --host-path c10-bcr32-rtt50-wauto-f4-cubic\n"
+        "  sudo .venv/bin/python validation/policer_truth.py \\\n"
         "      --bbr c10-bcmtu-rtt50-wauto-f1-bbr\n"
         "  sudo .venv/bin/python validation/policer_truth.py --repeat \\\n"
         "      --case c100-bc10ms-rtt50-wauto-f1-cubic",
