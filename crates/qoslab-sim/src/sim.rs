@@ -1548,8 +1548,9 @@ impl Sim {
     /// (in the caller) the packet joining `o`'s wire, whose `Arrive` is
     /// ranked by (time, direction) alone, so no event changes order. `o`
     /// must draw no loss (a loss frees the packet's slot, which would then
-    /// be reused earlier), watch no queue policy (queue samples) and have
-    /// no tap; `t1` must be within the run (`o`'s counters at the end).
+    /// be reused earlier) and watch no queue policy (queue samples); a
+    /// tapped direction has no sole feeder (`set_capture`); `t1` must be
+    /// within the run (`o`'s counters at the end).
     /// Else the packet is counted as on its way to `o` uncarried.
     fn carry_hop(&mut self, d: u32, id: u32, dst: u32) -> Option<u32> {
         let l = &self.links[d as usize];
@@ -1566,7 +1567,6 @@ impl Sim {
         let (size, hops) = (data.size_bytes, data.hops);
         let lo = &mut self.links[o as usize];
         let ok = self.carry_hops
-            && self.taps.is_none()
             && t1 <= self.duration_ns
             && hops + 1 < MAX_HOPS
             && lo.inbound_uncarried == 0
@@ -2071,9 +2071,11 @@ impl Sim {
     /// handed to `sink`).
     pub fn set_capture(&mut self, points: &[(u32, Point, u32)], sink: Box<dyn CaptureSink>) {
         self.taps = Some(Box::new(Taps::new(self.links.len(), points, sink)));
-        // Every hop is shown to the taps: none is carried (`carry_hop`).
-        for l in &mut self.links {
-            l.carry_next = false;
+        // A carried packet skips its next direction's taps (`carry_hop`):
+        // no packet is carried onto a tapped direction. (Called before the
+        // run: no packet is on its way yet.)
+        for &(d, _, _) in points {
+            self.links[d as usize].sole_feeder = NO_FEEDER;
         }
         // A tap on a transmitter sees each packet when it starts: those
         // directions keep a `TxDone` per packet.
