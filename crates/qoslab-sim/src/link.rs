@@ -93,7 +93,23 @@ pub struct Link {
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub lost_packets: u64,
+    /// The one direction whose packets can be handed to this one, from the
+    /// routes of every flow's two endpoints ([`NO_FEEDER`]: several, or
+    /// packets its own node sends). Such a direction can be carried onto
+    /// from that feeder's wire (`sim.rs` `carry_hop`).
+    pub sole_feeder: u32,
+    /// Some direction leaving `to` has this one as its sole feeder, and no
+    /// ingress policer meets this direction's packets at `to`: packets put
+    /// on this wire may be carried straight on (`sim.rs` `carry_hop`).
+    pub carry_next: bool,
+    /// Packets bound for this direction on its sole feeder's wire that
+    /// were not carried: they will be handed to it when they arrive, so
+    /// while any is on the way no packet is carried onto it.
+    pub inbound_uncarried: u32,
 }
+
+/// [`Link::sole_feeder`]: no single feeder.
+pub const NO_FEEDER: u32 = u32::MAX;
 
 impl Link {
     #[allow(clippy::too_many_arguments)]
@@ -139,6 +155,9 @@ impl Link {
             tx_packets: 0,
             tx_bytes: 0,
             lost_packets: 0,
+            sole_feeder: NO_FEEDER,
+            carry_next: false,
+            inbound_uncarried: 0,
         }
     }
 
@@ -166,6 +185,21 @@ impl Link {
     /// nanosecond, [`crate::engine`]).
     #[inline]
     pub fn catch_up(&mut self, now_ns: u64) {
+        // Mostly nothing has started since the last call: that test
+        // inlined, the loop out of line (issue 12: the call's register
+        // saves were most of its cost).
+        if self
+            .waiting
+            .front()
+            .is_some_and(|&(start, _)| start <= now_ns)
+        {
+            self.catch_up_started(now_ns);
+        }
+    }
+
+    /// [`Link::catch_up`] once a transmission has started.
+    #[inline(never)]
+    fn catch_up_started(&mut self, now_ns: u64) {
         while let Some(&(start, size)) = self.waiting.front() {
             if start > now_ns {
                 break;

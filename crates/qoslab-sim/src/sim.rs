@@ -19,12 +19,17 @@
 //! one), and a TBF whose head will not conform when the current
 //! transmission ends arms its wake-up at once (`fold_tbf_wake`); the
 //! tests run whole scenarios both ways and compare every result field.
+//!
+//! **Carried hops** (issue 12): a packet put on a wire whose far end
+//! would pass it straight on to a direction that wire alone feeds is
+//! carried there at once (`carry_hop`: one event fewer per such hop,
+//! results identical).
 
 use crate::arena::Arena;
 use crate::capture::{CaptureSink, Point, Taps};
 use crate::config::{PolicySpec, SimConfig, TrafficSpec};
 use crate::engine::{rank_arrive, rank_tx, EventQueue};
-use crate::link::{Link, NEVER_NS};
+use crate::link::{Link, NEVER_NS, NO_FEEDER};
 use crate::net::{cfg_err, Net, Routes, NO_ROUTE};
 use crate::policy::{self, EgressQueue, Policy};
 use crate::result::{Series, SimResult};
@@ -392,6 +397,9 @@ pub struct Sim {
     /// (`fold_tbf_wake`); off only in the tests that compare with a
     /// `TxDone` per packet.
     fold_tbf_wakes: bool,
+    /// Packets carried across idle hops fed by one wire (`carry_hop`); off
+    /// only in the tests that compare with an arrival per hop.
+    carry_hops: bool,
     /// Every delivery (time, flow, wire bytes), for the tests' window checks.
     #[cfg(test)]
     pub deliveries: Vec<(u64, u32, u32)>,
@@ -463,6 +471,7 @@ impl Sim {
             by_kind: Default::default(),
             taps: None,
             fold_tbf_wakes: true,
+            carry_hops: true,
             #[cfg(test)]
             deliveries: Vec::new(),
         };
@@ -473,13 +482,17 @@ impl Sim {
         let dsts: Vec<u32> = pairs.iter().flat_map(|&(_, a, b)| [a, b]).collect();
         sim.check_memory(cfg, &net, &dsts)?;
         sim.routes = Routes::compute(&net, &dsts);
+        let mut feeders = Feeders::new(sim.links.len());
         for &(i, a, b) in &pairs {
             for (x, y) in [(a, b), (b, a)] {
-                sim.routes
+                let path = sim
+                    .routes
                     .path(&net, x, y)
                     .map_err(|m| cfg_err(format!("traffic[{i}]"), m))?;
+                feeders.add_path(&path);
             }
         }
+        feeders.apply(&mut sim.links);
         if stats::wants_samples(&sim.record) {
             let iv = sim.record.interval.as_ns();
             if iv <= sim.duration_ns {
@@ -809,6 +822,58 @@ impl Sim {
         }
         self.flows.push(f);
         self.sources.push(s);
+    }
+}
+
+/// Which directions can hand packets to which (for `carry_hop`): every
+/// packet of the model travels between the two endpoints of one flow (data
+/// one way, ACKs, replies and requests the other), along the static routes,
+/// so tracing those paths both ways finds every direction that can feed
+/// each one. A direction's own node sending counts as a feeder of its own.
+struct Feeders {
+    /// Per direction: [`Feeders::UNSET`], the one feeder seen,
+    /// [`Feeders::LOCAL`] or [`Feeders::MANY`].
+    of: Vec<u32>,
+}
+
+impl Feeders {
+    const UNSET: u32 = u32::MAX;
+    const MANY: u32 = u32::MAX - 1;
+    const LOCAL: u32 = u32::MAX - 2;
+
+    fn new(n: usize) -> Feeders {
+        Feeders {
+            of: vec![Self::UNSET; n],
+        }
+    }
+
+    /// A path's hops (directions), its first sent by its node.
+    fn add_path(&mut self, path: &[u32]) {
+        let mut prev = Self::LOCAL;
+        for &d in path {
+            let f = &mut self.of[d as usize];
+            *f = match *f {
+                Self::UNSET => prev,
+                x if x == prev => x,
+                _ => Self::MANY,
+            };
+            prev = d;
+        }
+    }
+
+    /// Sets each direction's `sole_feeder` and each feeder's `carry_next`.
+    fn apply(&self, links: &mut [Link]) {
+        for l in links.iter_mut() {
+            l.sole_feeder = NO_FEEDER;
+            l.carry_next = false;
+        }
+        for (d, &f) in self.of.iter().enumerate() {
+            if (f as usize) < links.len() {
+                links[d].sole_feeder = f;
+                let feeder = &mut links[f as usize];
+                feeder.carry_next = feeder.ingress_policer.is_none();
+            }
+        }
     }
 }
 
@@ -1437,6 +1502,96 @@ impl Sim {
     /// saves were a fifth of its cost).
     #[inline(always)]
     fn put_on_wire(&mut self, d: u32, id: u32, dst: u32) {
+        if self.links[d as usize].carry_next && self.carry(d, id, dst) {
+            return;
+        }
+        self.wire_push(d, id, dst);
+    }
+
+    /// Packet `id` (for node `dst`), just put on direction `d_in`'s wire,
+    /// crosses the next nodes now where that provably changes nothing
+    /// (`carry_hop`), and joins the wire of the last direction it was
+    /// carried onto. False: not carried (the caller puts it on `d_in`'s
+    /// wire). Out of line: the hop code's size (issue 12).
+    #[inline(never)]
+    fn carry(&mut self, d_in: u32, id: u32, dst: u32) -> bool {
+        let mut d = d_in;
+        while let Some(next) = self.carry_hop(d, id, dst) {
+            d = next;
+            if !self.links[d as usize].carry_next {
+                break;
+            }
+        }
+        if d == d_in {
+            return false;
+        }
+        self.wire_push(d, id, dst);
+        true
+    }
+
+    /// Carries packet `id` (for node `dst`), whose transmission on `d`
+    /// ends at `busy_until_ns`, across `d`'s far end now: it starts on the
+    /// next direction at the instant it would have arrived (`t1`), without
+    /// an `Arrive` event at that node (issue 12: one event per hop of an
+    /// ACK crossing idle links). Returns the direction it now occupies, or
+    /// `None` (the packet goes on `d`'s wire and arrives as usual).
+    ///
+    /// Exact when the next direction `o` has `d` as its only feeder
+    /// ([`Link::sole_feeder`]: no other wire, and not its own node, can
+    /// hand it a packet) and no packet bound for `o` is on `d`'s wire
+    /// uncarried ([`Link::inbound_uncarried`]): nothing can then touch `o`
+    /// before `t1`, so its state now is its state at `t1` (a computed FIFO
+    /// is first caught up to `t1`), and the arrival at `t1` would find it
+    /// passing the packet straight through (`passes_through`) and start it
+    /// at `t1`. What that arrival would do is done here with `t1` as the
+    /// time: the hop count, the transmission's end, `o`'s counters, and
+    /// (in the caller) the packet joining `o`'s wire, whose `Arrive` is
+    /// ranked by (time, direction) alone, so no event changes order. `o`
+    /// must draw no loss (a loss frees the packet's slot, which would then
+    /// be reused earlier) and watch no queue policy (queue samples); a
+    /// tapped direction has no sole feeder (`set_capture`); `t1` must be
+    /// within the run (`o`'s counters at the end).
+    /// Else the packet is counted as on its way to `o` uncarried.
+    fn carry_hop(&mut self, d: u32, id: u32, dst: u32) -> Option<u32> {
+        let l = &self.links[d as usize];
+        let node = l.to;
+        if dst == node {
+            return None;
+        }
+        let t1 = l.busy_until_ns.saturating_add(l.delay_ns);
+        let o = self.routes.next(node, dst);
+        if o == NO_ROUTE || self.links[o as usize].sole_feeder != d {
+            return None;
+        }
+        let data = self.pkts.get(id);
+        let (size, hops) = (data.size_bytes, data.hops);
+        let lo = &mut self.links[o as usize];
+        let ok = self.carry_hops
+            && t1 <= self.duration_ns
+            && hops + 1 < MAX_HOPS
+            && lo.inbound_uncarried == 0
+            && lo.loss_ppm == 0
+            && lo.queue_policy.is_none()
+            && {
+                if lo.computed {
+                    lo.catch_up(t1);
+                }
+                passes_through(lo, t1, size)
+            };
+        if !ok {
+            lo.inbound_uncarried += 1;
+            return None;
+        }
+        lo.busy_until_ns = t1.saturating_add(lo.tx_time_ns(size));
+        lo.tx_packets += 1;
+        lo.tx_bytes += size as u64;
+        self.pkts.get_mut(id).hops = hops + 1;
+        Some(o)
+    }
+
+    /// [`Sim::put_on_wire`] without carrying.
+    #[inline(always)]
+    fn wire_push(&mut self, d: u32, id: u32, dst: u32) {
         let l = &mut self.links[d as usize];
         let at = l.busy_until_ns.saturating_add(l.delay_ns);
         if l.in_flight.is_empty() {
@@ -1450,6 +1605,7 @@ impl Sim {
     fn on_arrive(&mut self, d: u32, id: u32) {
         let l = &self.links[d as usize];
         let node = l.to;
+        let carry_next = l.carry_next;
         if let Some(pi) = l.ingress_policer {
             if !self.police_ingress(pi, id) {
                 return;
@@ -1460,6 +1616,14 @@ impl Sim {
             self.deliver(node, id);
             return;
         }
+        if carry_next {
+            // Counted by `carry_hop` if bound for a direction `d` feeds alone.
+            let o = self.routes.next(node, data.dst);
+            if o != NO_ROUTE && self.links[o as usize].sole_feeder == d {
+                self.links[o as usize].inbound_uncarried -= 1;
+            }
+        }
+        let data = self.pkts.get_mut(id);
         data.hops += 1;
         if data.hops >= MAX_HOPS {
             self.counters.dropped_loop += 1;
@@ -1907,6 +2071,12 @@ impl Sim {
     /// handed to `sink`).
     pub fn set_capture(&mut self, points: &[(u32, Point, u32)], sink: Box<dyn CaptureSink>) {
         self.taps = Some(Box::new(Taps::new(self.links.len(), points, sink)));
+        // A carried packet skips its next direction's taps (`carry_hop`):
+        // no packet is carried onto a tapped direction. (Called before the
+        // run: no packet is on its way yet.)
+        for &(d, _, _) in points {
+            self.links[d as usize].sole_feeder = NO_FEEDER;
+        }
         // A tap on a transmitter sees each packet when it starts: those
         // directions keep a `TxDone` per packet.
         for &(d, p, _) in points {
@@ -1930,6 +2100,14 @@ impl Sim {
             l.computed = false;
         }
         self.fold_tbf_wakes = false;
+        self.carry_hops = false;
+    }
+
+    /// No packet carried across a hop (`carry_hop`): an `Arrive` per hop,
+    /// for the tests that show both give the same run.
+    #[cfg(test)]
+    pub fn arrive_per_hop(&mut self) {
+        self.carry_hops = false;
     }
 
     /// Packets in flight or queued (arena slots in use).

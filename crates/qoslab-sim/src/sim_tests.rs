@@ -633,3 +633,121 @@ fn computed_departures_and_folded_wakes_give_the_run_a_txdone_per_packet_gave() 
         assert_eq!(new.stale_events, 0, "{name}");
     }
 }
+
+#[test]
+fn carried_hops_give_the_run_an_arrive_per_hop_gave() {
+    // The whole result (`SimResult::digest`: every flow, policy, queue
+    // sample, segment, RTT sample) with packets carried across the hops
+    // their wire feeds alone (`carry_hop`) against the same engine with an
+    // `Arrive` per hop: identical, events apart, and fewer events.
+    let grid_like = {
+        // Every link at one rate (transmitters in lock step), 3 s.
+        let d = DumbbellSpec {
+            senders: 2,
+            receivers: 2,
+            access: lp(10_000_000, Duration::from_ms(1)),
+            sender_delays: vec![],
+            bottleneck: LinkParams {
+                queue_limit_packets: 40,
+                ..lp(10_000_000, Duration::from_us(500))
+            },
+            bottleneck_egress: None,
+            bottleneck_reverse_egress: None,
+            ingress_police: None,
+            timer: TimerSpec::default(),
+        };
+        let mut c = tcp_ties(None, TimerSpec::default());
+        c.topology = Topology::Dumbbell(d);
+        c.traffic.truncate(1);
+        c
+    };
+    let mid_sender = {
+        // r sends to b as well: r → b has two feeders and is never carried
+        // onto; b → r → a (the ACKs) is.
+        let mut c = cfg(
+            Topology::Explicit(three(lp(20_000_000, Duration::from_ms(3)), None)),
+            vec![
+                TrafficSpec::TcpBulk {
+                    flows: 2,
+                    endpoints: ends("a", "b"),
+                    schedule: Schedule::default(),
+                    bytes: None,
+                    tcp: crate::config::TcpConfig::profile("linux").unwrap(),
+                    label: String::new(),
+                },
+                udp("r", "b", 4_000_000, 1000),
+            ],
+            2,
+        );
+        c.record = RecordSpec {
+            interval: Duration::from_ms(1),
+            goodput: true,
+            rtt: true,
+            queue: true,
+            segments: true,
+            exact_rtt_percentiles: true,
+            ..RecordSpec::default()
+        };
+        c
+    };
+    let cases = [
+        ("device fifo", tcp_ties(None, TimerSpec::default())),
+        (
+            "pfifo 12",
+            tcp_ties(
+                Some(PolicySpec::Fifo(qoslab_policy::spec::FifoSpec {
+                    limit: qoslab_policy::spec::FifoLimit::Packets(12),
+                    head_drop: false,
+                })),
+                TimerSpec::default(),
+            ),
+        ),
+        ("lossy, shaped, policed", busy_dumbbell()),
+        ("all links at 10 Mbit/s", grid_like),
+        ("a sender mid-path", mid_sender),
+    ];
+    for (name, c) in cases {
+        let mut new = Sim::new(&c).unwrap();
+        let carriers = new.links.iter().filter(|l| l.carry_next).count();
+        new.run_loop(&mut |_| true).unwrap();
+        // Each direction's uncarried count is what is on its feeder's wire
+        // bound for it (a count below zero panics in a debug build).
+        for (o, l) in new.links.iter().enumerate() {
+            let Some(f) = new.links.get(l.sole_feeder as usize) else {
+                continue;
+            };
+            let on_wire = f
+                .in_flight
+                .iter()
+                .filter(|&&(_, id, last)| {
+                    !last && new.routes.next(f.to, new.pkts.get(id).dst) == o as u32
+                })
+                .count();
+            let counted = if f.carry_next { on_wire } else { 0 };
+            assert_eq!(
+                l.inbound_uncarried as usize, counted,
+                "{name}: direction {o}"
+            );
+        }
+        let mut old = Sim::new(&c).unwrap();
+        old.arrive_per_hop();
+        old.run_loop(&mut |_| true).unwrap();
+        let (new, old) = (new.finish(), old.finish());
+        if name != "lossy, shaped, policed" {
+            // (There the ingress policer meets every packet at the
+            // bottleneck's far end, and lossy access links are not carried
+            // onto.)
+            assert!(
+                old.events > new.events,
+                "{name}: {} -> {} ({carriers} directions carry)",
+                old.events,
+                new.events
+            );
+        }
+        assert_eq!(
+            new.digest_line(name).rsplit_once(" events=").unwrap().0,
+            old.digest_line(name).rsplit_once(" events=").unwrap().0,
+            "{name}: {carriers} directions carry"
+        );
+    }
+}
