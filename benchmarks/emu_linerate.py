@@ -51,12 +51,22 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
    same GRO cases with the kernel's RT throttling lifted for the run
    (``qoslab emulate --gro on --rt-unthrottle``).
 
+With ``--floor`` instead: the machine's own latency floor, independent of qoslab, at idle
+and beside two of the loads above (the delay line's UDP + ping, one TCP flow through the
+1 Gbit/s TBF) run by ``qoslab emulate`` in its default form: cyclictest (rt-tests) on every
+CPU (how late a SCHED_FIFO 99 thread sleeping on a timer is woken: p50 / p99 / p99.9 /
+max) and oslat on the last CPU (how often and how long a thread that never sleeps is held
+off), each with the CPU steal of its window. If a timer wake-up is late by more than the
+delay line's ±20 µs at p99 here, no forwarder that sleeps can meet it on this machine.
+
     sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md
     sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3   # quick look
+    sudo .venv/bin/python benchmarks/emu_linerate.py --floor --runs 3
     sudo .venv/bin/python benchmarks/emu_linerate.py --label "loaded (7 builds)" --json
 
 Needs root, iperf3, ip, tc, ethtool, ping (and dumpcap with tshark for the delay line's
-one way at the hosts' veths; without them those columns stay empty). Every namespace and
+one way at the hosts' veths; without them those columns stay empty; cyclictest and oslat,
+Debian's rt-tests, for ``--floor``). Every namespace and
 process it starts is removed at the end, on an error and on Ctrl-C (``qoslab.emulate``'s
 own cleanup, and :class:`qoslab.emulate.netns.Netns` for the kernel-forwarding baseline).
 """
