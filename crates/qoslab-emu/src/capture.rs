@@ -77,8 +77,23 @@ impl ChunkWriter {
         let sent = self.tx.as_ref().map(|tx| tx.send(full));
         match sent {
             Some(Ok(())) => Ok(()),
-            // The thread stopped on an error: `finish` reports it.
-            _ => Err(io::Error::other("the capture's writer thread stopped")),
+            // The thread stopped on a write error: report that error.
+            _ => {
+                self.tx = None;
+                Err(self
+                    .join()
+                    .err()
+                    .unwrap_or_else(|| io::Error::other("the capture's writer thread stopped")))
+            }
+        }
+    }
+
+    fn join(&mut self) -> io::Result<()> {
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("writer thread panicked"))),
+            None => Ok(()),
         }
     }
 
@@ -86,13 +101,8 @@ impl ChunkWriter {
     fn close(&mut self) -> io::Result<()> {
         let handed = self.hand_over();
         self.tx = None;
-        let joined = match self.thread.take() {
-            Some(t) => t
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("writer thread panicked"))),
-            None => Ok(()),
-        };
-        joined.and(handed)
+        let joined = self.join();
+        handed.and(joined)
     }
 }
 
@@ -220,5 +230,26 @@ mod tests {
         }
         assert_eq!(seen, n);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_write_error_of_the_writer_thread_reaches_the_forwarder() {
+        // /dev/full: every write fails with ENOSPC.
+        let Ok(f) = File::options().write(true).open("/dev/full") else {
+            return;
+        };
+        let mut w = ChunkWriter::spawn(f, "full".into()).unwrap();
+        let chunk = vec![0u8; CHUNK_BYTES];
+        // The first chunk is taken by the thread, whose write fails; a later
+        // hand-over or the close reports that error, not a vague one.
+        let mut err = None;
+        for _ in 0..4 {
+            if let Err(e) = w.write_all(&chunk) {
+                err = Some(e);
+                break;
+            }
+        }
+        let err = err.or_else(|| w.close().err()).expect("an error");
+        assert_eq!(err.raw_os_error(), Some(libc::ENOSPC), "{err}");
     }
 }
