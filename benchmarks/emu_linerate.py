@@ -51,12 +51,22 @@ CPU steal (/proc/stat; a run whose steal exceeds ``--max-steal`` is repeated, at
    same GRO cases with the kernel's RT throttling lifted for the run
    (``qoslab emulate --gro on --rt-unthrottle``).
 
+With ``--floor`` instead: the machine's own latency floor, independent of qoslab, at idle
+and beside two of the loads above (the delay line's UDP + ping, one TCP flow through the
+1 Gbit/s TBF) run by ``qoslab emulate`` in its default form: cyclictest (rt-tests) on every
+CPU (how late a SCHED_FIFO 99 thread sleeping on a timer is woken: p50 / p99 / p99.9 /
+max) and oslat on the last CPU (how often and how long a thread that never sleeps is held
+off), each with the CPU steal of its window. If a timer wake-up is late by more than the
+delay line's ±20 µs at p99 here, no forwarder that sleeps can meet it on this machine.
+
     sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md
     sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3   # quick look
+    sudo .venv/bin/python benchmarks/emu_linerate.py --floor --runs 3
     sudo .venv/bin/python benchmarks/emu_linerate.py --label "loaded (7 builds)" --json
 
 Needs root, iperf3, ip, tc, ethtool, ping (and dumpcap with tshark for the delay line's
-one way at the hosts' veths; without them those columns stay empty). Every namespace and
+one way at the hosts' veths; without them those columns stay empty; cyclictest and oslat,
+Debian's rt-tests, for ``--floor``). Every namespace and
 process it starts is removed at the end, on an error and on Ctrl-C (``qoslab.emulate``'s
 own cleanup, and :class:`qoslab.emulate.netns.Netns` for the kernel-forwarding baseline).
 """
@@ -526,6 +536,292 @@ def stat(vals: list[float], scale: float = 1.0, fmt: str = "{:.1f}") -> str:
     if len(v) == 1:
         return fmt.format(med)
     return f"{fmt.format(med)} ({fmt.format(min(v))}-{fmt.format(max(v))})"
+
+
+# --- the machine's own latency floor (`--floor`) ------------------------------------
+
+#: cyclictest's wake-up period, µs: 5 000 wake-ups a second per CPU, the order of the
+#: delay line's releases at the benchmark's loads.
+FLOOR_INTERVAL_US = 200
+#: cyclictest's histogram range, µs (later wake-ups count as overflows, in the max).
+FLOOR_HIST_US = 20_000
+
+
+@dataclass
+class Floor:
+    """One cyclictest window: its wake-up latency histogram (all CPUs together), the
+    worst, and the CPU steal over the same window."""
+
+    hist: dict[int, int] = field(default_factory=dict)
+    overflows: int = 0
+    max_us: int = 0
+    steal: float = 0.0
+
+    def quantile(self, q: float) -> float:
+        """Nearest-rank quantile, µs (an overflow counts as the max)."""
+        n = sum(self.hist.values()) + self.overflows
+        if n == 0:
+            return float("nan")
+        rank, seen = max(1, -(-q * n // 1)), 0
+        for us in sorted(self.hist):
+            seen += self.hist[us]
+            if seen >= rank:
+                return float(us)
+        return float(self.max_us)
+
+
+class Cyclictest:
+    """rt-tests' cyclictest on every CPU (``-S``: one SCHED_FIFO thread per CPU, pinned),
+    priority 99, a wake-up every :data:`FLOOR_INTERVAL_US` on an absolute timer, memory
+    locked; ``--default-system``: it leaves /dev/cpu_dma_latency alone, so the CPUs idle
+    as they do for the forwarder's default form. What it measures is the machine's own
+    wake-up latency (timer interrupt, hypervisor, interrupts-off and softirq sections, the
+    scheduler): no userspace thread that sleeps on a timer here is woken sooner."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.json = work / "cyclictest.json"
+        self.stat0 = (0, 0)
+
+    def start(self, seconds: int) -> None:
+        self.json.unlink(missing_ok=True)
+        self.stat0 = proc_stat()
+        argv = ["cyclictest", "-S", "-m", "-p", "99", "-i", str(FLOOR_INTERVAL_US)]
+        argv += ["-D", str(seconds), "-q", "-h", str(FLOOR_HIST_US), "--default-system"]
+        argv += ["--histfile", str(self.work / "cyclictest.hist"), "--json", str(self.json)]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def progress(self, done_ns: int, total_ns: int, _live: dict[str, Any]) -> None:
+        """As an emulation's progress callback: start once the run is under way, stop a
+        second before its end (the load is then still running)."""
+        if self.proc is None and done_ns > 500_000_000:
+            self.start(max(1, int((total_ns - done_ns) / 1e9) - 1))
+
+    def finish(self) -> Floor:
+        if self.proc is None:
+            raise RuntimeError("cyclictest never started (the run ended too early)")
+        try:
+            _, err = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        s1, t1 = proc_stat()
+        if self.proc.returncode != 0 or not self.json.exists():
+            msg = err.decode(errors="replace").strip().splitlines()
+            raise RuntimeError(f"cyclictest failed: {msg[-1] if msg else self.proc.returncode}")
+        doc = json.loads(self.json.read_text(encoding="utf-8"))
+        f = Floor(steal=(s1 - self.stat0[0]) / max(1, t1 - self.stat0[1]))
+        for t in doc["thread"].values():
+            for us, n in t.get("histogram", {}).items():
+                f.hist[int(us)] = f.hist.get(int(us), 0) + int(n)
+            f.max_us = max(f.max_us, int(t["max"]))
+            f.overflows += int(t["cycles"]) - sum(int(n) for n in t.get("histogram", {}).values())
+        return f
+
+
+#: oslat's histogram: 1 µs buckets up to this many µs (longer stretches land in the last).
+SPIN_BUCKETS = 1024
+#: The delay line's target: a spinning thread held off longer than this at a frame's due
+#: time releases it late by more than issue 16 allows.
+TARGET_US = 20
+
+
+@dataclass
+class Spin:
+    """One oslat window on one CPU: how long a spinning thread at SCHED_FIFO 99 was held
+    off between two of its reads of the clock (µs histogram), and derived from it the
+    share of instants a frame due then would be released more than :data:`TARGET_US`
+    late, sum over stretches g > target of (g - target) / the window (stretches past the
+    histogram's last bucket counted as that bucket: a lower bound)."""
+
+    hist: dict[int, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    max_us: int = 0
+    steal: float = 0.0
+
+    def over(self, us: int = TARGET_US) -> float:
+        """Stretches longer than ``us`` per second."""
+        return sum(n for g, n in self.hist.items() if g > us) / max(self.seconds, 1e-9)
+
+    def late_share(self, us: int = TARGET_US) -> float:
+        late = sum((g - us) * n for g, n in self.hist.items() if g > us)
+        return late / max(self.seconds * 1e6, 1e-9)
+
+
+class Oslat:
+    """rt-tests' oslat: one thread spinning on CPU ``cpu`` at SCHED_FIFO 99 (nothing in
+    userspace preempts it), reading the clock in a loop; the gaps between two reads are
+    the times the machine took the CPU away (interrupts, the tick, the hypervisor): what a
+    forwarder that never sleeps loses at the very least."""
+
+    def __init__(self, work: Path, cpu: int) -> None:
+        self.work, self.cpu = work, cpu
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.json = work / "oslat.json"
+        self.stat0 = (0, 0)
+
+    def start(self, seconds: int) -> None:
+        self.json.unlink(missing_ok=True)
+        self.stat0 = proc_stat()
+        main = 0 if self.cpu != 0 else 1
+        argv = ["oslat", "-c", str(self.cpu), "-C", str(main), "-f", "99", "-D", str(seconds)]
+        argv += ["-b", str(SPIN_BUCKETS), "-z", "-q", "--json", str(self.json)]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def progress(self, done_ns: int, total_ns: int, _live: dict[str, Any]) -> None:
+        if self.proc is None and done_ns > 500_000_000:
+            self.start(max(1, int((total_ns - done_ns) / 1e9) - 1))
+
+    def finish(self) -> Spin:
+        if self.proc is None:
+            raise RuntimeError("oslat never started (the run ended too early)")
+        try:
+            _, err = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        s1, t1 = proc_stat()
+        if self.proc.returncode != 0 or not self.json.exists():
+            msg = err.decode(errors="replace").strip().splitlines()
+            raise RuntimeError(f"oslat failed: {msg[-1] if msg else self.proc.returncode}")
+        doc = json.loads(self.json.read_text(encoding="utf-8"))
+        (t,) = doc["thread"].values()
+        return Spin(
+            hist={int(g): int(n) for g, n in t.get("histogram", {}).items() if int(n)},
+            seconds=float(t["duration"]),
+            max_us=int(t["max"]),
+            steal=(s1 - self.stat0[0]) / max(1, t1 - self.stat0[1]),
+        )
+
+
+def probe_idle(probe: Cyclictest | Oslat, seconds: int) -> Floor | Spin:
+    """``probe`` with no emulation running (whatever else the machine runs)."""
+    probe.start(seconds)
+    return probe.finish()
+
+
+def probe_loaded(probe: Cyclictest | Oslat, text: str, work: Path) -> Floor | Spin:
+    """``probe`` beside an emulation of ``text`` in the default form (one forwarder thread,
+    no option), from half a second into the run to a second before its end: its load is
+    iperf3 and ping through the forwarder."""
+    from qoslab.emulate.run import emulate
+
+    path = work / "scenario.toml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        emulate(str(path), threads=1, progress=probe.progress)
+    except BaseException:
+        if probe.proc is not None and probe.proc.poll() is None:
+            probe.proc.kill()
+            probe.proc.wait()
+        raise
+    return probe.finish()
+
+
+def measure_floor(args: argparse.Namespace) -> dict[str, tuple[list[Floor], list[Spin]]]:
+    """``args.runs`` cyclictest windows and as many oslat windows (on the last CPU) per
+    load, alternated (idle, delay-line load, 1 Gbit/s TCP load, idle, ...), so that a
+    change in the host hits every row."""
+    for tool in ("cyclictest", "oslat"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} not found (Debian: apt-get install rt-tests)")
+    d = args.duration
+    loads = {
+        "idle (no emulation)": None,
+        "delay line: 300 Mbit/s UDP + ping, 4 ms": scenario(
+            name="delay",
+            duration_s=d,
+            flows=0,
+            rate_bps=None,
+            policy="",
+            delay=f"{DELAY_NS // 1_000_000}ms",
+            link="1gbit",
+            udp_bps=300_000_000,
+            ping_ms=10,
+        ),
+        "TBF 1 Gbit/s, 1 TCP flow": scenario(
+            name="linerate", duration_s=d, flows=1, rate_bps=1_000_000_000, policy="tbf"
+        ),
+    }
+    out: dict[str, tuple[list[Floor], list[Spin]]] = {k: ([], []) for k in loads}
+    cpu = (os.cpu_count() or 1) - 1
+    work = Path(tempfile.mkdtemp(prefix="qoslab-emu-floor-"))
+    try:
+        for i in range(args.runs):
+            for key, text in loads.items():
+                for probe in (Cyclictest(work), Oslat(work, cpu)):
+                    if not args.quiet:
+                        name = type(probe).__name__.lower()
+                        print(f"floor: {name}, {key}, run {i + 1}/{args.runs} …", file=sys.stderr)
+                    if text is None:
+                        got = probe_idle(probe, max(1, int(d) - 1))
+                    else:
+                        got = probe_loaded(probe, text, work)
+                    if isinstance(got, Floor):
+                        out[key][0].append(got)
+                    else:
+                        out[key][1].append(got)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def render_floor(
+    floors: dict[str, tuple[list[Floor], list[Spin]]], args: argparse.Namespace
+) -> str:
+    out = [
+        f"Taken {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
+        f"{platform.node() or 'this machine'} ({os.cpu_count()} vCPU, Linux "
+        f"{platform.release()}), **{args.label}**; {args.runs} window(s) of about"
+        f" {max(1, int(args.duration) - 1)} s per row and tool, alternated, median (min-max);"
+        " the loaded rows beside `qoslab emulate` in its default form (one forwarder"
+        " thread, no option); steal from /proc/stat over the same window. Regenerate with"
+        " `sudo .venv/bin/python benchmarks/emu_linerate.py --floor`.",
+        "",
+        "A thread sleeping on a timer: cyclictest (rt-tests) on every CPU, SCHED_FIFO 99,"
+        f" a wake-up every {FLOOR_INTERVAL_US} µs, `--default-system` (the CPUs idle as"
+        " they do for the default form): how late after its due time it runs, µs, both"
+        " CPUs together:",
+        "",
+        "| load | wake-up late p50 | p99 | p99.9 | max | wake-ups | steal |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, (fs, _) in floors.items():
+
+        def col(q: float, fs: list[Floor] = fs) -> str:
+            return stat([f.quantile(q) for f in fs], fmt="{:.0f}")
+
+        n = [float(sum(f.hist.values()) + f.overflows) for f in fs]
+        out.append(
+            f"| {key} | {col(0.5)} | {col(0.99)} | {col(0.999)}"
+            f" | {stat([float(f.max_us) for f in fs], fmt='{:.0f}')}"
+            f" | {stat(n, fmt='{:.0f}')} | {stat([f.steal * 100 for f in fs], fmt='{:.1f} %')} |"
+        )
+    cpu = (os.cpu_count() or 1) - 1
+    out += [
+        "",
+        f"A thread that never sleeps: oslat (rt-tests) spinning on CPU {cpu}, SCHED_FIFO 99:"
+        f" stretches longer than {TARGET_US} µs the machine held it off, per second, and the"
+        f" share of instants at which a frame due would be released more than {TARGET_US} µs"
+        f" late (sum of (stretch - {TARGET_US} µs) / window; stretches over"
+        f" {SPIN_BUCKETS} µs counted as {SPIN_BUCKETS}: a lower bound; above 1 % no"
+        " forwarder meets the target at p99):",
+        "",
+        f"| load | held off > {TARGET_US} µs, /s | instants late > {TARGET_US} µs"
+        " | longest, µs | steal |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for key, (_, ss) in floors.items():
+        out.append(
+            f"| {key} | {stat([x.over() for x in ss], fmt='{:.0f}')}"
+            f" | {stat([x.late_share() * 100 for x in ss], fmt='{:.2f} %')}"
+            f" | {stat([float(x.max_us) for x in ss], fmt='{:.0f}')}"
+            f" | {stat([x.steal * 100 for x in ss], fmt='{:.1f} %')} |"
+        )
+    return "\n".join(out) + "\n"
 
 
 # --- the benchmark ------------------------------------------------------------------
@@ -1017,7 +1313,8 @@ def main() -> int:
         epilog="examples:\n"
         "  sudo .venv/bin/python benchmarks/emu_linerate.py --write docs/performance.md\n"
         "  sudo .venv/bin/python benchmarks/emu_linerate.py --runs 1 --duration 3\n"
-        "  sudo .venv/bin/python benchmarks/emu_linerate.py --only goodput/tbf/1 --json\n",
+        "  sudo .venv/bin/python benchmarks/emu_linerate.py --only goodput/tbf/1 --json\n"
+        "  sudo .venv/bin/python benchmarks/emu_linerate.py --floor --runs 3\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--runs", type=int, default=3, help="accepted runs per case (default 3)")
@@ -1035,6 +1332,12 @@ def main() -> int:
     ap.add_argument("--write", metavar="FILE", help="put the tables into FILE between markers")
     ap.add_argument("--json", action="store_true", help="print every sample as JSON")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="instead: the machine's own wake-up latency (cyclictest, rt-tests) at idle and"
+        " beside the delay line's and a 1 Gbit/s TCP load, with steal (--runs windows each)",
+    )
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("emu_linerate: needs root (namespaces, AF_PACKET): run it with sudo", file=sys.stderr)
@@ -1047,6 +1350,14 @@ def main() -> int:
         raise KeyboardInterrupt  # so every namespace's cleanup (finally) runs
 
     signal.signal(signal.SIGTERM, on_term)
+    if args.floor:
+        try:
+            floors = measure_floor(args)
+        except RuntimeError as e:
+            print(f"emu_linerate: {e}", file=sys.stderr)
+            return 1
+        print(render_floor(floors, args), end="")
+        return 0
     t0 = time.monotonic()
     cases = measure(args)
     took = time.monotonic() - t0

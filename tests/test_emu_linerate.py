@@ -84,3 +84,35 @@ def test_one_thread_main_rows_have_no_duplicate_form() -> None:
     text = bench.render(cases, _args(threads=1), 1.0)
     assert "threads=1 (default)" not in text
     assert _row(text, "| threads=1 |")[1] == "0.0"
+
+
+def test_floor_quantiles_count_overflows_as_the_max() -> None:
+    # 98 wake-ups at 30 µs, one at 90, one past the histogram (the max, 5000 µs)
+    f = bench.Floor(hist={30: 98, 90: 1}, overflows=1, max_us=5000)
+    assert f.quantile(0.5) == 30
+    assert f.quantile(0.99) == 90
+    assert f.quantile(1.0) == 5000
+    assert bench.Floor().quantile(0.5) != bench.Floor().quantile(0.5)  # empty: NaN
+
+
+def test_spin_late_share_weights_each_stretch_by_its_excess() -> None:
+    # 1 s: 250 ticks of 60 µs (40 µs over the target each) and short gaps that do not count
+    s = bench.Spin(hist={1: 1_000_000, 20: 500, 60: 250}, seconds=1.0, max_us=60)
+    assert s.over() == 250
+    assert abs(s.late_share() - 250 * 40 / 1e6) < 1e-12
+    assert s.late_share(100) == 0.0
+
+
+def test_floor_table_has_both_probes_per_load() -> None:
+    floors = {
+        "idle (no emulation)": (
+            [bench.Floor(hist={30: 98, 200: 2}, max_us=200)],
+            [bench.Spin(hist={50: 300}, seconds=1.0, max_us=50)],
+        )
+    }
+    args = argparse.Namespace(runs=1, duration=6.0, label="test")
+    text = bench.render_floor(floors, args)
+    rows = [ln for ln in text.splitlines() if ln.startswith("| idle")]
+    assert len(rows) == 2
+    assert _row(text.split("A thread that never")[0], "| idle")[1:3] == ["30", "200"]
+    assert _row(text.split("A thread that never")[1], "| idle")[1:3] == ["300", "0.90 %"]

@@ -52,6 +52,24 @@ pub fn realtime_priority() -> bool {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
 }
 
+/// Undoes [`realtime_priority`] and [`pin_to_cpu`] for this thread (a
+/// helper thread spawned by a forwarder thread inherits both): ordinary
+/// scheduling (SCHED_OTHER) on any CPU. Best effort.
+pub fn ordinary_scheduling() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain syscalls on this thread (tid 0 = caller); all-zero is an
+    // empty cpu_set_t, filled below for every CPU the machine has.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
+        let n = libc::sysconf(libc::_SC_NPROCESSORS_CONF).clamp(1, 1024) as usize;
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for c in 0..n {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 /// Pins this thread to CPU `cpu` (sched_setaffinity(2)); `false` when not
 /// allowed or no such CPU (the thread then runs wherever it is put).
 pub fn pin_to_cpu(cpu: usize) -> bool {
