@@ -645,7 +645,7 @@ DIAGNOSIS = [
     " the USC comparison (per chunk 139 /"
     " 138, per capture 37 / 31 / 33, re-rendered: identical) and the engine digest are"
     " unchanged.",
-    "17. **BBR: a retransmission lost again is a loss (ninth pass; resolves the three BBR"
+    "18. **BBR: a retransmission lost again is a loss (ninth pass; resolves the three BBR"
     " misses).** Traced on the kernel with the new `--bbr CASE` (`ss -tinH` every 20 ms in"
     " the sender's namespace: BBR's bw, min RTT, pacing and cwnd gains, cwnd, lost,"
     " retransmissions) and tcp:tcp_probe, tcp:tcp_cong_state_set and tcp:tcp_retransmit_skb,"
