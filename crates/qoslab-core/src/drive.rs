@@ -475,6 +475,177 @@ impl ShapeStream {
         Ok(())
     }
 
+    /// [`Self::push_with`] for a [`Tbf`] without header columns, with each
+    /// packet's departure computed at its enqueue (issue 12, ninth
+    /// conditioner round). Exactly the event loop's results:
+    ///
+    /// TBF is a FIFO whose head's departure depends only on the buckets
+    /// left by the previous departure, so later arrivals never move an
+    /// earlier departure. The event loop sends packet j at
+    /// `D_j = max(A_j, ready_at)` with `ready_at = t_c + max(0, L2T(L_j) −
+    /// tokens, L2T_peak(L_j) − ptokens)` and `t_c = D_{j−1}` (its clock is
+    /// never behind `A_j` nor `D_{j−1}` when j becomes head, and a packet
+    /// queued when the chunk starts has the stream's clock in place of
+    /// `A_j`); the dequeue then commits `e = min(D_j − t_c, buffer)`,
+    /// `tokens = min(e + tokens, buffer) − L2T(L_j)` and the same for the
+    /// peak bucket (`Tbf::dequeue`, sch_tbf.c `tbf_dequeue`). The bfifo's
+    /// test at `A_j` needs the backlog then: the packets accepted before
+    /// with `D > A_j` (those with `D ≤ A_j` left before the arrival), found
+    /// by a pointer into the computed departures advanced by two
+    /// branch-free steps and a loop that runs only for a third departure
+    /// between two arrivals. This removes the loop's data-dependent "is the
+    /// head due before this arrival?" per departure.
+    ///
+    /// The streaming contract holds: departures and totals are written at
+    /// enqueue and, for the packets still due after the chunk's last
+    /// arrival, taken back at its end (slots `PENDING` again, sent totals
+    /// less theirs, the largest delay from a prefix maximum); the `Tbf` is
+    /// left as `dequeue` leaves it after the last departure that the event
+    /// loop would have made (`t_c`, buckets, queue, backlog).
+    #[doc(hidden)]
+    pub fn push_tbf(
+        &mut self,
+        tbf: &mut crate::shaper::Tbf,
+        times: &[u64],
+        sizes: &[u32],
+        fields: &TraceFields<'_>,
+    ) -> Result<(), TraceError> {
+        if !fields.is_plain() || times.is_empty() {
+            return self.push_with(tbf, times, sizes, fields);
+        }
+        let base = self.packets();
+        check_chunk(times, sizes, base, self.last_ns)?;
+        let n = times.len();
+        if self.head > 0 && self.head >= self.slots.len() / 2 {
+            self.slots.drain(..self.head);
+            self.head = 0;
+        }
+        self.slots.try_reserve(n).map_err(|_| TraceError {
+            index: base,
+            message: format!("out of memory holding {n} more packets"),
+        })?;
+        let q = tbf.queue.len();
+        let m = q + n;
+        // Per packet in the FIFO (queued at the start, then accepted):
+        // departure (with `u64::MAX` past the last, the pointer's stop),
+        // buckets after it, bytes before it, largest delay up to it, id.
+        let mut dep = vec![u64::MAX; m + 1];
+        let mut tok = vec![0i64; m];
+        let mut ptok = vec![0i64; m];
+        let mut cum = vec![0u64; m + 1];
+        let mut pmax = vec![0u64; m];
+        let mut ids = vec![0u64; m];
+        let buffer = tbf.buffer_ns;
+        let mtu = tbf.mtu_ns;
+        let rate = tbf.rate;
+        let peak = tbf.peak;
+        let (mut t_c, mut tokens, mut ptokens) = (tbf.t_c.as_ns(), tbf.tokens, tbf.ptokens);
+        let max0 = self.s.max_delay_ns;
+        let mut s = self.s;
+        let first = self.first;
+        let head = self.head;
+        // The event loop's departure of the next packet in the FIFO, not
+        // before `lower`; commits the buckets as `Tbf::dequeue` does.
+        let mut depart = |lower: u64, len: u32| -> (u64, i64, i64) {
+            let l2t = rate.l2t_ns(len);
+            let mut deficit = l2t - tokens;
+            let mut pl2t = 0;
+            if let Some(p) = &peak {
+                pl2t = p.l2t_ns(len);
+                deficit = deficit.max(pl2t - ptokens);
+            }
+            let d = lower.max(t_c + deficit.max(0) as u64);
+            let e = (d - t_c).min(buffer as u64) as i64;
+            tokens = (e + tokens).min(buffer) - l2t;
+            if peak.is_some() {
+                ptokens = (e + ptokens).min(mtu) - pl2t;
+            }
+            t_c = d;
+            (d, tokens, ptokens)
+        };
+        let clock0 = self.clock.as_ns();
+        let mut tail = 0usize;
+        for pkt in &tbf.queue {
+            let (d, tk, ptk) = depart(clock0, pkt.size_bytes);
+            let len = pkt.size_bytes as u64;
+            let slot = &mut self.slots[head + (pkt.id as usize - first)];
+            slot.1 = d;
+            let delay = d - slot.0;
+            s.sent_packets += 1;
+            s.sent_bytes += len;
+            s.total_delay_ns += delay as u128;
+            s.max_delay_ns = s.max_delay_ns.max(delay);
+            dep[tail] = d;
+            tok[tail] = tk;
+            ptok[tail] = ptk;
+            cum[tail + 1] = cum[tail] + len;
+            pmax[tail] = s.max_delay_ns;
+            ids[tail] = pkt.id;
+            tail += 1;
+        }
+        let mut p = 0usize;
+        for (i, (&a, &size)) in times.iter().zip(sizes).enumerate() {
+            // Departures at or before `a` leave before it arrives.
+            p += (dep[p] <= a) as usize;
+            p += (dep[p] <= a) as usize;
+            while dep[p] <= a {
+                p += 1;
+            }
+            let id = (base + i) as u64;
+            let len = size as u64;
+            let backlog = cum[tail] - cum[p];
+            // tbf_enqueue's max_size, then bfifo_enqueue's limit.
+            if size > tbf.max_size || backlog + len > tbf.limit {
+                self.slots.push((a, DROPPED));
+                s.dropped_packets += 1;
+                s.dropped_bytes += len;
+            } else {
+                let (d, tk, ptk) = depart(a, size);
+                self.slots.push((a, d));
+                let delay = d - a;
+                s.sent_packets += 1;
+                s.sent_bytes += len;
+                s.total_delay_ns += delay as u128;
+                s.max_delay_ns = s.max_delay_ns.max(delay);
+                dep[tail] = d;
+                tok[tail] = tk;
+                ptok[tail] = ptk;
+                cum[tail + 1] = cum[tail] + len;
+                pmax[tail] = s.max_delay_ns;
+                ids[tail] = id;
+                tail += 1;
+            }
+            s.max_backlog_packets = s.max_backlog_packets.max((tail - p) as u64);
+        }
+        // Take back what is still due after the last arrival.
+        for e in p..tail {
+            let slot = &mut self.slots[head + (ids[e] as usize - first)];
+            let delay = slot.1 - slot.0;
+            slot.1 = PENDING;
+            s.sent_packets -= 1;
+            s.sent_bytes -= cum[e + 1] - cum[e];
+            s.total_delay_ns -= delay as u128;
+        }
+        s.max_delay_ns = if p > 0 { pmax[p - 1] } else { max0 };
+        self.s = s;
+        if p > 0 {
+            tbf.t_c = Instant::from_ns(dep[p - 1]);
+            tbf.tokens = tok[p - 1];
+            tbf.ptokens = ptok[p - 1];
+        }
+        tbf.queue.drain(..p.min(q));
+        for e in p.max(q)..tail {
+            let len = (cum[e + 1] - cum[e]) as u32;
+            tbf.queue.push_back(Packet::new(ids[e], len));
+        }
+        tbf.backlog_bytes = cum[tail] - cum[p];
+        tbf.update_ready();
+        let last = times[n - 1];
+        self.clock = self.clock.max(Instant::from_ns(last));
+        self.last_ns = Some(last);
+        Ok(())
+    }
+
     /// After the last chunk: sends everything still queued. Every packet's
     /// departure is then known ([`Self::take`]); a packet the shaper neither
     /// sent nor reported dropped is [`DROPPED`].
@@ -851,6 +1022,145 @@ mod tests {
         // The sent ones left at the tbf's rate, in order.
         let sent: Vec<u64> = dep.iter().copied().filter(|&d| d != DROPPED).collect();
         assert!(sent.windows(2).all(|w| w[1] >= w[0] + 1_000_000), "spacing");
+    }
+
+    /// `push_tbf` (departures at enqueue) against the event loop
+    /// (`push_with`) on random TBFs (rates with whole and fractional ns
+    /// per byte, bursts below some packet sizes, limits at and around the
+    /// packet sizes, peak rates, mpu, overhead, ATM) and random traces
+    /// (bursts at one instant, long idles, sizes from 1 byte to above the
+    /// burst), split into random chunks: after every chunk the handed-out
+    /// departures, `ready`, the totals and the `Tbf` itself (queue, bucket
+    /// state, backlog, its next departure) are equal, and so is the end.
+    #[test]
+    fn tbf_departures_at_enqueue_equal_the_event_loop() {
+        use crate::rng::Rng;
+        use crate::shaper::Tbf;
+        let mut rng = Rng::new(12, 9);
+        let mut r = move |n: u64| rng.next_u64() % n;
+        for case in 0..400 {
+            // A quarter of the cases on a grid: 1 µs per byte, sizes of 1
+            // or 2 kB and gaps in whole ms, so departures fall on arrivals.
+            let grid = r(4) == 0;
+            let rate_bps = if grid {
+                8_000_000
+            } else {
+                [8_000_000, 100_000_000, 1_000_000_000, 64_000][r(4) as usize]
+                    + r(3) * (1 + r(9_999_991))
+            };
+            let burst = if grid { 2000 + r(4000) } else { 64 + r(6000) };
+            let max_len = 1 + r(2000);
+            let limit = match r(3) {
+                _ if grid => 2000 + r(20_000),
+                0 => max_len + r(3),
+                1 => burst + r(50_000),
+                _ => 1 + r(4000),
+            };
+            let rate_s = format!("{rate_bps}bit");
+            let burst_s = burst.to_string();
+            let limit_s = limit.to_string();
+            let peak_s = format!("{}bit", rate_bps * (2 + r(8)));
+            let mtu_s = (64 + r(3000)).to_string();
+            let mpu_s = r(100).to_string();
+            let ovh_s = r(40).to_string();
+            let mut kv: Vec<(&str, &str)> =
+                vec![("rate", &rate_s), ("burst", &burst_s), ("limit", &limit_s)];
+            if r(2) == 0 {
+                kv.push(("peakrate", &peak_s));
+                kv.push(("mtu", &mtu_s));
+            }
+            if r(3) == 0 {
+                kv.push(("mpu", &mpu_s));
+                kv.push(("overhead", &ovh_s));
+            }
+            if r(5) == 0 {
+                kv.push(("linklayer", "atm"));
+            }
+            let tbf = Tbf::from_params(&mut Params::new("tbf", kv.iter().copied())).unwrap();
+            let n = 1 + r(600) as usize;
+            let mean_gap = 1 + r(2_000_000);
+            let mut t = r(1000);
+            let (mut times, mut sizes) = (Vec::new(), Vec::new());
+            for _ in 0..n {
+                if grid {
+                    t += if r(2) == 0 { 0 } else { 1_000_000 * r(6) };
+                    times.push(t);
+                    sizes.push(1000 * (1 + r(2)) as u32);
+                    continue;
+                }
+                t += match r(4) {
+                    0 => 0,
+                    1 => r(50_000_000),
+                    _ => r(2 * mean_gap),
+                };
+                times.push(t);
+                sizes.push(1 + r(max_len) as u32);
+            }
+            let (mut ta, mut tb) = (tbf.clone(), tbf);
+            let (mut sa, mut sb) = (ShapeStream::default(), ShapeStream::default());
+            let (mut da, mut db) = (vec![0u64; n], vec![0u64; n]);
+            let (mut ka, mut kb) = (0, 0);
+            let mut i = 0;
+            while i < n {
+                let span = if r(2) == 0 { 8 } else { 300 };
+                let j = (i + 1 + r(span) as usize).min(n);
+                let f = TraceFields::default();
+                sa.push_with(&mut ta, &times[i..j], &sizes[i..j], &f)
+                    .unwrap();
+                sb.push_tbf(&mut tb, &times[i..j], &sizes[i..j], &f)
+                    .unwrap();
+                assert_eq!(sa.ready(), sb.ready(), "case {case} at {j}");
+                assert_eq!(sa.summary(), sb.summary(), "case {case} at {j}");
+                assert_eq!(sa.clock, sb.clock, "case {case} at {j}");
+                let ida: Vec<(u64, u32)> = ta.queue.iter().map(|p| (p.id, p.size_bytes)).collect();
+                let idb: Vec<(u64, u32)> = tb.queue.iter().map(|p| (p.id, p.size_bytes)).collect();
+                assert_eq!(ida, idb, "case {case} at {j}");
+                assert_eq!(
+                    (ta.t_c, ta.tokens, ta.ptokens, ta.backlog_bytes),
+                    (tb.t_c, tb.tokens, tb.ptokens, tb.backlog_bytes),
+                    "case {case} at {j}"
+                );
+                assert_eq!(ta.next_ready(sa.clock), tb.next_ready(sb.clock));
+                if r(2) == 0 {
+                    ka += sa.take(&mut da[ka..]);
+                    kb += sb.take(&mut db[kb..]);
+                    assert_eq!(ka, kb);
+                }
+                i = j;
+            }
+            assert_eq!(sa.finish(&mut ta), sb.finish(&mut tb), "case {case}");
+            ka += sa.take(&mut da[ka..]);
+            kb += sb.take(&mut db[kb..]);
+            assert_eq!((ka, kb), (n, n));
+            assert_eq!(da, db, "case {case}: {kv:?}");
+        }
+    }
+
+    /// The rare path of `push_tbf`'s pointer: a third departure between
+    /// two arrivals, due exactly at the second (1 µs per byte, burst of
+    /// three 1000-byte packets: six at 0 leave at 0, 0, 0, 1, 2, 3 ms).
+    #[test]
+    fn tbf_at_enqueue_third_departure_due_at_the_arrival() {
+        use crate::shaper::Tbf;
+        let kv = [("rate", "8mbit"), ("burst", "3000"), ("limit", "4000")];
+        let tbf = Tbf::from_params(&mut Params::new("tbf", kv)).unwrap();
+        let (mut ta, mut tb) = (tbf.clone(), tbf);
+        let (mut sa, mut sb) = (ShapeStream::default(), ShapeStream::default());
+        let f = TraceFields::default();
+        for (times, sizes) in [(&[0u64; 6][..], &[1000u32; 6][..]), (&[3_000_000], &[1000])] {
+            sa.push_with(&mut ta, times, sizes, &f).unwrap();
+            sb.push_tbf(&mut tb, times, sizes, &f).unwrap();
+            assert_eq!(sa.summary(), sb.summary());
+            assert_eq!(ta.queue.len(), tb.queue.len());
+            assert_eq!((ta.t_c, ta.tokens), (tb.t_c, tb.tokens));
+        }
+        assert_eq!(tb.queue.len(), 1);
+        assert_eq!(sa.finish(&mut ta), sb.finish(&mut tb));
+        let (mut da, mut db) = ([0u64; 7], [0u64; 7]);
+        assert_eq!((sa.take(&mut da), sb.take(&mut db)), (7, 7));
+        assert_eq!(da, db);
+        let ms = 1_000_000;
+        assert_eq!(db, [0, 0, 0, ms, 2 * ms, 3 * ms, 4 * ms]);
     }
 
     /// A bursty trace (seeded): gaps of 0 to ~2 ms, sizes 40 to 1500 bytes.
