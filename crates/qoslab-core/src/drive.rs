@@ -392,9 +392,6 @@ pub struct ShapeStream {
     slots: Vec<(u64, u64)>,
     head: usize,
     last_ns: Option<u64>,
-    /// `push_tbf`'s ring, kept between chunks so that its memory is
-    /// allocated once (its contents are rebuilt from the TBF each chunk).
-    tbf_ring: Vec<TbfEntry>,
 }
 
 impl ShapeStream {
@@ -528,97 +525,125 @@ impl ShapeStream {
             message: format!("out of memory holding {n} more packets"),
         })?;
         let q = tbf.queue.len();
-        let mut fifo = TbfFifo::new(std::mem::take(&mut self.tbf_ring), tbf.limit);
+        let m = q + n;
+        // Per packet in the FIFO (queued at the start, then accepted):
+        // departure (with `u64::MAX` past the last, the pointer's stop),
+        // buckets after it, bytes before it, largest delay up to it, id.
+        let mut dep = vec![u64::MAX; m + 1];
+        let mut tok = vec![0i64; m];
+        let mut ptok = vec![0i64; m];
+        let mut cum = vec![0u64; m + 1];
+        let mut pmax = vec![0u64; m];
+        let mut ids = vec![0u64; m];
+        let buffer = tbf.buffer_ns;
+        let mtu = tbf.mtu_ns;
+        let rate = tbf.rate;
+        let peak = tbf.peak;
+        let (mut t_c, mut tokens, mut ptokens) = (tbf.t_c.as_ns(), tbf.tokens, tbf.ptokens);
         let max0 = self.s.max_delay_ns;
         let mut s = self.s;
-        let (first, head) = (self.first, self.head);
-        let mut b = TbfBuckets::of(tbf);
+        let first = self.first;
+        let head = self.head;
+        // The event loop's departure of the next packet in the FIFO, not
+        // before `lower`; commits the buckets as `Tbf::dequeue` does.
+        let mut depart = |lower: u64, len: u32| -> (u64, i64, i64) {
+            let l2t = rate.l2t_ns(len);
+            let mut deficit = l2t - tokens;
+            let mut pl2t = 0;
+            if let Some(p) = &peak {
+                pl2t = p.l2t_ns(len);
+                deficit = deficit.max(pl2t - ptokens);
+            }
+            let d = lower.max(t_c + deficit.max(0) as u64);
+            let e = (d - t_c).min(buffer as u64) as i64;
+            tokens = (e + tokens).min(buffer) - l2t;
+            if peak.is_some() {
+                ptokens = (e + ptokens).min(mtu) - pl2t;
+            }
+            t_c = d;
+            (d, tokens, ptokens)
+        };
         let clock0 = self.clock.as_ns();
+        let mut tail = 0usize;
         for pkt in &tbf.queue {
-            let d = b.depart(clock0, pkt.size_bytes);
+            let (d, tk, ptk) = depart(clock0, pkt.size_bytes);
+            let len = pkt.size_bytes as u64;
             let slot = &mut self.slots[head + (pkt.id as usize - first)];
             slot.1 = d;
-            s.add_sent(d - slot.0, pkt.size_bytes);
-            fifo.accept(0, d, &b, s.max_delay_ns, pkt.id, pkt.size_bytes);
+            let delay = d - slot.0;
+            s.sent_packets += 1;
+            s.sent_bytes += len;
+            s.total_delay_ns += delay as u128;
+            s.max_delay_ns = s.max_delay_ns.max(delay);
+            dep[tail] = d;
+            tok[tail] = tk;
+            ptok[tail] = ptk;
+            cum[tail + 1] = cum[tail] + len;
+            pmax[tail] = s.max_delay_ns;
+            ids[tail] = pkt.id;
+            tail += 1;
         }
         let mut p = 0usize;
         for (i, (&a, &size)) in times.iter().zip(sizes).enumerate() {
             // Departures at or before `a` leave before it arrives.
-            p += (fifo.at(p).d <= a) as usize;
-            p += (fifo.at(p).d <= a) as usize;
-            while fifo.at(p).d <= a {
+            p += (dep[p] <= a) as usize;
+            p += (dep[p] <= a) as usize;
+            while dep[p] <= a {
                 p += 1;
             }
-            let backlog = fifo.cum - fifo.at(p).cum;
+            let id = (base + i) as u64;
+            let len = size as u64;
+            let backlog = cum[tail] - cum[p];
             // tbf_enqueue's max_size, then bfifo_enqueue's limit.
-            if size > tbf.max_size || backlog + size as u64 > tbf.limit {
+            if size > tbf.max_size || backlog + len > tbf.limit {
                 self.slots.push((a, DROPPED));
                 s.dropped_packets += 1;
-                s.dropped_bytes += size as u64;
+                s.dropped_bytes += len;
             } else {
-                let d = b.depart(a, size);
+                let (d, tk, ptk) = depart(a, size);
                 self.slots.push((a, d));
-                s.add_sent(d - a, size);
-                fifo.accept(p, d, &b, s.max_delay_ns, (base + i) as u64, size);
+                let delay = d - a;
+                s.sent_packets += 1;
+                s.sent_bytes += len;
+                s.total_delay_ns += delay as u128;
+                s.max_delay_ns = s.max_delay_ns.max(delay);
+                dep[tail] = d;
+                tok[tail] = tk;
+                ptok[tail] = ptk;
+                cum[tail + 1] = cum[tail] + len;
+                pmax[tail] = s.max_delay_ns;
+                ids[tail] = id;
+                tail += 1;
             }
-            s.max_backlog_packets = s.max_backlog_packets.max((fifo.tail - p) as u64);
+            s.max_backlog_packets = s.max_backlog_packets.max((tail - p) as u64);
         }
         // Take back what is still due after the last arrival.
-        let tail = fifo.tail;
         for e in p..tail {
-            let slot = &mut self.slots[head + (fifo.at(e).id as usize - first)];
+            let slot = &mut self.slots[head + (ids[e] as usize - first)];
             let delay = slot.1 - slot.0;
             slot.1 = PENDING;
             s.sent_packets -= 1;
-            s.sent_bytes -= fifo.at(e + 1).cum - fifo.at(e).cum;
+            s.sent_bytes -= cum[e + 1] - cum[e];
             s.total_delay_ns -= delay as u128;
         }
-        s.max_delay_ns = if p > 0 { fifo.at(p - 1).pmax } else { max0 };
+        s.max_delay_ns = if p > 0 { pmax[p - 1] } else { max0 };
         self.s = s;
         if p > 0 {
-            let e = fifo.at(p - 1);
-            tbf.t_c = Instant::from_ns(e.d);
-            tbf.tokens = e.tok;
-            tbf.ptokens = e.ptok;
+            tbf.t_c = Instant::from_ns(dep[p - 1]);
+            tbf.tokens = tok[p - 1];
+            tbf.ptokens = ptok[p - 1];
         }
         tbf.queue.drain(..p.min(q));
         for e in p.max(q)..tail {
-            let len = (fifo.at(e + 1).cum - fifo.at(e).cum) as u32;
-            tbf.queue.push_back(Packet::new(fifo.at(e).id, len));
+            let len = (cum[e + 1] - cum[e]) as u32;
+            tbf.queue.push_back(Packet::new(ids[e], len));
         }
-        tbf.backlog_bytes = fifo.cum - fifo.at(p).cum;
+        tbf.backlog_bytes = cum[tail] - cum[p];
         tbf.update_ready();
-        self.tbf_ring = fifo.ring;
         let last = times[n - 1];
         self.clock = self.clock.max(Instant::from_ns(last));
         self.last_ns = Some(last);
         Ok(())
-    }
-
-    /// [`Self::finish_with`] for a [`Tbf`]: the queued packets' departures
-    /// from the buckets, as `push_tbf` computes them (the event loop's).
-    #[doc(hidden)]
-    pub fn finish_tbf(&mut self, tbf: &mut crate::shaper::Tbf) -> Result<ShapeSummary, TraceError> {
-        let mut b = TbfBuckets::of(tbf);
-        let mut clock = self.clock.as_ns();
-        while let Some(pkt) = tbf.queue.pop_front() {
-            let d = b.depart(clock, pkt.size_bytes);
-            tbf.backlog_bytes -= pkt.size_bytes as u64;
-            (tbf.t_c, tbf.tokens, tbf.ptokens) = (Instant::from_ns(d), b.tokens, b.ptokens);
-            self.clock = Instant::from_ns(d);
-            clock = d;
-            if d >= DEPARTURE_LIMIT_NS {
-                return Err(horizon_error(pkt.id as usize, "departure", d));
-            }
-            let Some(slot) = self.slot(pkt.id) else {
-                debug_assert!(false, "packet {} left the shaper twice", pkt.id);
-                continue;
-            };
-            slot.1 = d;
-            let delay = d - slot.0;
-            self.s.add_sent(delay, pkt.size_bytes);
-        }
-        self.finish_with(tbf)
     }
 
     /// After the last chunk: sends everything still queued. Every packet's
@@ -765,163 +790,6 @@ impl ShapeStream {
             self.s.total_delay_ns += delay as u128;
         }
         Ok(())
-    }
-}
-
-impl ShapeSummary {
-    /// One more packet sent after `delay_ns`.
-    #[inline(always)]
-    fn add_sent(&mut self, delay_ns: u64, size_bytes: u32) {
-        self.sent_packets += 1;
-        self.sent_bytes += size_bytes as u64;
-        self.total_delay_ns += delay_ns as u128;
-        self.max_delay_ns = self.max_delay_ns.max(delay_ns);
-    }
-}
-
-/// A [`Tbf`](crate::shaper::Tbf)'s buckets after its latest computed
-/// departure, for [`ShapeStream::push_tbf`].
-struct TbfBuckets {
-    t_c: u64,
-    tokens: i64,
-    ptokens: i64,
-    buffer_ns: i64,
-    mtu_ns: i64,
-    rate: crate::shaper::tbf::RateCfg,
-    peak: Option<crate::shaper::tbf::RateCfg>,
-}
-
-impl TbfBuckets {
-    fn of(t: &crate::shaper::Tbf) -> Self {
-        TbfBuckets {
-            t_c: t.t_c.as_ns(),
-            tokens: t.tokens,
-            ptokens: t.ptokens,
-            buffer_ns: t.buffer_ns,
-            mtu_ns: t.mtu_ns,
-            rate: t.rate,
-            peak: t.peak,
-        }
-    }
-
-    /// The event loop's departure of the next packet in the FIFO (`len`
-    /// bytes), not before `lower`: `Tbf::next_ready`'s `ready_at` then
-    /// `Tbf::dequeue`'s commit (sch_tbf.c `tbf_dequeue`).
-    #[inline(always)]
-    fn depart(&mut self, lower: u64, len: u32) -> u64 {
-        let l2t = self.rate.l2t_ns(len);
-        let mut deficit = l2t - self.tokens;
-        let mut pl2t = 0;
-        if let Some(p) = &self.peak {
-            pl2t = p.l2t_ns(len);
-            deficit = deficit.max(pl2t - self.ptokens);
-        }
-        let d = lower.max(self.t_c + deficit.max(0) as u64);
-        let e = (d - self.t_c).min(self.buffer_ns as u64) as i64;
-        self.tokens = (e + self.tokens).min(self.buffer_ns) - l2t;
-        if self.peak.is_some() {
-            self.ptokens = (e + self.ptokens).min(self.mtu_ns) - pl2t;
-        }
-        self.t_c = d;
-        d
-    }
-}
-
-/// A packet in [`ShapeStream::push_tbf`]'s FIFO: its departure, the
-/// buckets after it, the bytes accepted before it, the largest delay up to
-/// it, its id.
-#[derive(Clone, Copy, Debug)]
-struct TbfEntry {
-    d: u64,
-    cum: u64,
-    tok: i64,
-    ptok: i64,
-    pmax: u64,
-    id: u64,
-}
-
-impl TbfEntry {
-    /// The entry past the last.
-    const END: TbfEntry = TbfEntry {
-        d: u64::MAX,
-        cum: 0,
-        tok: 0,
-        ptok: 0,
-        pmax: 0,
-        id: 0,
-    };
-}
-
-/// [`ShapeStream::push_tbf`]'s FIFO: entries by their number from the
-/// chunk's start in a ring of a power-of-two size that grows (doubling)
-/// when the packets in the TBF, plus the last one that left and the entry
-/// past the last, no longer fit, so it is as long as the queue gets, not
-/// the trace. Entry `tail` is the one past the last: departure `u64::MAX`
-/// (where the pointer stops), `cum` the bytes accepted so far.
-struct TbfFifo {
-    ring: Vec<TbfEntry>,
-    mask: usize,
-    tail: usize,
-    cum: u64,
-}
-
-impl TbfFifo {
-    /// `ring` from the previous chunk, or one sized as `Tbf::new` sizes
-    /// its queue (the limit in 64-byte frames, at most 2¹⁶).
-    fn new(mut ring: Vec<TbfEntry>, limit_bytes: u64) -> Self {
-        if ring.is_empty() {
-            let n = (limit_bytes / 64 + 2).min(1 << 16) as usize;
-            ring = vec![TbfEntry::END; n.next_power_of_two()];
-        }
-        ring[0] = TbfEntry::END;
-        let mask = ring.len() - 1;
-        TbfFifo {
-            ring,
-            mask,
-            tail: 0,
-            cum: 0,
-        }
-    }
-
-    #[inline(always)]
-    fn at(&self, i: usize) -> &TbfEntry {
-        &self.ring[i & self.mask]
-    }
-
-    /// Appends a packet; `p` is the first entry still in the TBF (entry
-    /// `p − 1`, the last to leave, is kept for the buckets it left).
-    #[inline(always)]
-    fn accept(&mut self, p: usize, d: u64, b: &TbfBuckets, pmax: u64, id: u64, len: u32) {
-        let cum = self.cum;
-        self.ring[self.tail & self.mask] = TbfEntry {
-            d,
-            cum,
-            tok: b.tokens,
-            ptok: b.ptokens,
-            pmax,
-            id,
-        };
-        self.tail += 1;
-        self.cum = cum + len as u64;
-        let lo = p.saturating_sub(1);
-        if self.tail - lo >= self.ring.len() {
-            self.grow(lo);
-        }
-        // The one past the last: only what the pointer and the backlog read.
-        let end = &mut self.ring[self.tail & self.mask];
-        end.d = u64::MAX;
-        end.cum = self.cum;
-    }
-
-    #[cold]
-    fn grow(&mut self, lo: usize) {
-        let mut ring = vec![TbfEntry::END; self.ring.len() * 2];
-        let mask = ring.len() - 1;
-        for i in lo..self.tail {
-            ring[i & mask] = self.ring[i & self.mask];
-        }
-        self.ring = ring;
-        self.mask = mask;
     }
 }
 
@@ -1260,7 +1128,7 @@ mod tests {
                 }
                 i = j;
             }
-            assert_eq!(sa.finish_with(&mut ta), sb.finish(&mut tb), "case {case}");
+            assert_eq!(sa.finish(&mut ta), sb.finish(&mut tb), "case {case}");
             ka += sa.take(&mut da[ka..]);
             kb += sb.take(&mut db[kb..]);
             assert_eq!((ka, kb), (n, n));
@@ -1287,7 +1155,7 @@ mod tests {
             assert_eq!((ta.t_c, ta.tokens), (tb.t_c, tb.tokens));
         }
         assert_eq!(tb.queue.len(), 1);
-        assert_eq!(sa.finish_with(&mut ta), sb.finish(&mut tb));
+        assert_eq!(sa.finish(&mut ta), sb.finish(&mut tb));
         let (mut da, mut db) = ([0u64; 7], [0u64; 7]);
         assert_eq!((sa.take(&mut da), sb.take(&mut db)), (7, 7));
         assert_eq!(da, db);

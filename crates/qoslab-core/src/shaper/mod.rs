@@ -261,7 +261,7 @@ impl Shaper for AnyShaper {
         stream: &mut crate::drive::ShapeStream,
     ) -> Result<crate::drive::ShapeSummary, crate::drive::TraceError> {
         match self {
-            AnyShaper::Tbf(s) => stream.finish_tbf(s),
+            AnyShaper::Tbf(s) => stream.finish_with(s),
             AnyShaper::IntervalShaper(s) => stream.finish_with(s),
             AnyShaper::Ras(s) => stream.finish_with(s),
         }

@@ -681,13 +681,6 @@ impl Shaper for Tbf {
     ) -> Result<(), crate::drive::TraceError> {
         stream.push_tbf(self, times, sizes, fields)
     }
-
-    fn finish_stream(
-        &mut self,
-        stream: &mut crate::drive::ShapeStream,
-    ) -> Result<crate::drive::ShapeSummary, crate::drive::TraceError> {
-        stream.finish_tbf(self)
-    }
     fn backlog_bytes(&self) -> u64 {
         self.backlog_bytes
     }
