@@ -251,7 +251,7 @@ impl Shaper for AnyShaper {
         fields: &crate::drive::TraceFields<'_>,
     ) -> Result<(), crate::drive::TraceError> {
         match self {
-            AnyShaper::Tbf(s) => stream.push_tbf(s, times, sizes, fields),
+            AnyShaper::Tbf(s) => stream.push_with(s, times, sizes, fields),
             AnyShaper::IntervalShaper(s) => stream.push_with(s, times, sizes, fields),
             AnyShaper::Ras(s) => stream.push_with(s, times, sizes, fields),
         }

@@ -77,7 +77,7 @@ const PSCHED_TICK_NS: u64 = 64;
 
 /// The kernel's `struct psched_ratecfg`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RateCfg {
+struct RateCfg {
     rate_bytes_ps: u64,
     mult: u32,
     shift: u8,
@@ -135,7 +135,7 @@ impl RateCfg {
 
     /// `psched_l2t_ns`: time to send `len` bytes, in ns, rounded down.
     #[inline(always)]
-    pub(crate) fn l2t_ns(&self, len: u32) -> i64 {
+    fn l2t_ns(&self, len: u32) -> i64 {
         let len = self.charged_len(len);
         // len < 2^32 and mult < 2^32: the product fits in u64, and the
         // result (≤ 2^64 >> shift) fits i64 because shift ≥ 1 for every
@@ -165,21 +165,19 @@ impl RateCfg {
 /// A Linux TBF qdisc with its default bfifo.
 #[derive(Clone, Debug)]
 pub struct Tbf {
-    // Crate-visible for `drive::ShapeStream::push_tbf`, which computes the
-    // departures at enqueue and leaves these as `dequeue` would have.
-    pub(crate) queue: VecDeque<Packet>,
-    pub(crate) backlog_bytes: u64,
+    queue: VecDeque<Packet>,
+    backlog_bytes: u64,
     // Parameters (tbf_sched_data).
-    pub(crate) limit: u64,
-    pub(crate) max_size: u32,
-    pub(crate) buffer_ns: i64,
-    pub(crate) mtu_ns: i64,
-    pub(crate) rate: RateCfg,
-    pub(crate) peak: Option<RateCfg>,
+    limit: u64,
+    max_size: u32,
+    buffer_ns: i64,
+    mtu_ns: i64,
+    rate: RateCfg,
+    peak: Option<RateCfg>,
     // Variables.
-    pub(crate) tokens: i64,
-    pub(crate) ptokens: i64,
-    pub(crate) t_c: Instant,
+    tokens: i64,
+    ptokens: i64,
+    t_c: Instant,
     /// While the queue is not empty: the first instant its head conforms
     /// (`Instant::ZERO` if it already does at any time from `t_c` on).
     /// Kept in step by [`Tbf::update_ready`] at every change of the head,
@@ -485,7 +483,7 @@ impl Tbf {
     /// −ptoks)`: the capped bucket never binds while a deficit remains.
     /// Debug builds check both against the full arithmetic at every call.
     #[inline(always)]
-    pub(crate) fn update_ready(&mut self) {
+    fn update_ready(&mut self) {
         let Some(head) = self.queue.front() else {
             return;
         };
@@ -668,18 +666,6 @@ impl Shaper for Tbf {
 
     fn backlog_packets(&self) -> usize {
         self.queue.len()
-    }
-
-    /// Departures computed at enqueue (`ShapeStream::push_tbf`), the same
-    /// as the event loop's.
-    fn push_chunk(
-        &mut self,
-        stream: &mut crate::drive::ShapeStream,
-        times: &[u64],
-        sizes: &[u32],
-        fields: &crate::drive::TraceFields<'_>,
-    ) -> Result<(), crate::drive::TraceError> {
-        stream.push_tbf(self, times, sizes, fields)
     }
     fn backlog_bytes(&self) -> u64 {
         self.backlog_bytes
