@@ -38,6 +38,13 @@ pub struct SentSegment {
     /// `TCP_SKB_CB(skb)->ack_seq` for `tcp_mark_lost_retrans`); 0 if never
     /// retransmitted.
     pub retrans_snd_nxt: u64,
+    /// A lower bound on the SACKed run starting here: when `sacked`, the
+    /// segments at this index and the `sacked_run − 1` after it are all
+    /// SACKed (0 = not yet known). Only a hint for skipping runs in
+    /// [`Scoreboard::rack_detect`] and [`Scoreboard::sack`]: SACKed marks
+    /// are only cleared all at once ([`Scoreboard::forget_sacked`]), and
+    /// removing segments from the head leaves the counts forward true.
+    pub sacked_run: u32,
 }
 
 impl SentSegment {
@@ -164,22 +171,43 @@ impl Scoreboard {
     /// Mark the segments lying wholly inside the SACK block [start, end)
     /// SACKed; hand each newly SACKed segment to `f`.
     pub fn sack(&mut self, start: u64, end: u64, mut f: impl FnMut(&SentSegment)) {
-        let first = self.segs.partition_point(|s| s.seq < start);
-        for i in first..self.segs.len() {
+        let mut i = self.segs.partition_point(|s| s.seq < start);
+        while i < self.segs.len() {
             let seg = self.segs[i];
             if seg.end() > end {
                 break;
             }
             if seg.sacked {
+                // Ends grow with the index: the run's segments would all
+                // be skipped here, or the first one too long ends the
+                // loop, as the segment after the run then does.
+                i = self.sacked_run_end(i);
                 continue;
             }
             self.forget(&seg);
             self.highest_sacked_end = self.highest_sacked_end.max(seg.end());
             self.segs[i].sacked = true;
+            self.segs[i].sacked_run = 1;
             let now = self.segs[i];
             self.unforget(&now);
             f(&now);
+            i += 1;
         }
+    }
+
+    /// The index of the first segment at or after `i` (which is SACKed)
+    /// that is not SACKed, or the length: hops over the runs' recorded
+    /// lengths and records the whole span at `i`, so the next walk
+    /// crosses it in one step.
+    fn sacked_run_end(&mut self, i: usize) -> usize {
+        let n = self.segs.len();
+        let mut j = i + (self.segs[i].sacked_run.max(1) as usize);
+        while j < n && self.segs[j].sacked {
+            j += self.segs[j].sacked_run.max(1) as usize;
+        }
+        let j = j.min(n);
+        self.segs[i].sacked_run = u32::try_from(j - i).unwrap_or(u32::MAX);
+        j
     }
 
     /// RFC 6675 §4 IsLost for every un-SACKed segment: lost when
@@ -292,6 +320,7 @@ impl Scoreboard {
             if seg.sacked {
                 self.forget(&seg);
                 self.segs[i].sacked = false;
+                self.segs[i].sacked_run = 0;
                 let now = self.segs[i];
                 self.unforget(&now);
                 unmarked += seg.len as u64;
@@ -342,9 +371,15 @@ impl Scoreboard {
         now: Instant,
     ) -> (u64, Option<Duration>) {
         let (mut newly, mut remaining) = (0, None::<Duration>);
-        for i in 0..self.segs.len() {
+        let mut i = 0;
+        while i < self.segs.len() {
             let s = self.segs[i];
-            if s.sacked || (s.lost && !s.retrans_in_flight) {
+            if s.sacked {
+                i = self.sacked_run_end(i);
+                continue;
+            }
+            i += 1;
+            if s.lost && !s.retrans_in_flight {
                 continue;
             }
             if (s.sent_at, s.end()) >= (rack_xmit, rack_end) {
@@ -355,7 +390,7 @@ impl Scoreboard {
             }
             let deadline = s.sent_at.saturating_add(wait);
             if deadline <= now {
-                newly += self.mark_lost_at(i);
+                newly += self.mark_lost_at(i - 1);
             } else {
                 let left = deadline - now;
                 remaining = Some(remaining.map_or(left, |r| r.max(left)));
@@ -565,6 +600,7 @@ mod tests {
                 retrans_in_flight: false,
                 lost: false,
                 sacked: false,
+                sacked_run: 0,
                 tx: TxRateInfo::default(),
             });
         }
@@ -730,6 +766,7 @@ mod tests {
                 retrans_in_flight: false,
                 lost: false,
                 sacked: false,
+                sacked_run: 0,
                 tx: TxRateInfo::default(),
             });
         }

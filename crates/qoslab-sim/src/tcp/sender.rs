@@ -2230,6 +2230,7 @@ impl TcpSender {
             retrans_in_flight: false,
             lost: false,
             sacked: false,
+            sacked_run: 0,
             tx,
             retrans_snd_nxt: 0,
         });
