@@ -487,6 +487,309 @@ def timer_retransmissions(seg: dict[str, Any], ack: dict[str, Any], flow_id: int
     return int(1 + (np.diff(times) > ACK_CLOCK_NS).sum())
 
 
+# ---------------------------------------------------------------- the lab host's reordering
+
+# Segments the server sends closer together than this are one burst (one TSO/GSO write or
+# one ACK's worth): the lab's inter-send gaps are 0-21 us inside a burst and >= 100 us
+# between bursts (police1.5M-bc100k: 77 % of gaps below 50 us, the next above 120 us).
+BURST_GAP_NS = 50_000
+# Linux's initial `tp->reordering` (sysctl_tcp_reordering, net/ipv4/tcp_input.c): a
+# reordering of more than this many segments disables FACK (`tcp_update_reordering`).
+LINUX_REORDERING = 3
+
+
+def reordering(
+    seg: dict[str, Any],
+    ack: dict[str, Any],
+    sack: dict[str, Any],
+    flow_id: int,
+    chunk_starts: Any = (),
+    rtt_ns: int = int(RTT_S * 1e9),
+) -> dict[str, Any]:
+    """How flow `flow_id`'s data segments reached the peer out of order, from a capture at
+    the sender: the peer's cumulative ACKs and SACK blocks say when each segment was first
+    received (the first ACK covering it), and an original sent once (no retransmission
+    before that ACK) received after a segment sent later was overtaken on the way.
+    Losses do not count: a lost original is retransmitted before it is covered.
+
+    Per overtaken segment: its displacement (how many later-sent originals were received
+    before it, and the send-time span from it to the latest of them), its place in its
+    burst (segments sent less than ``BURST_GAP_NS`` apart), and flags to compare with all
+    originals (burst start; a burst holding a retransmission or a segment later lost; sent
+    within one RTT of a chunk's start). Per ACK that covers an overtaken segment, the
+    degree Linux 3.x's `tcp_sacktag_one` / `tcp_clean_rtx_queue` hand to
+    `tcp_update_reordering`: segments from the overtaken one to the highest SACKed byte
+    (`fackets_out - fack_count`, in segments of the most common data length); a degree
+    above ``LINUX_REORDERING`` turns FACK off for the connection. (Linux also skips
+    segments it marked retransmitted, which this replay matches, and ACKs in the Loss
+    state without an undo marker, which it does not model.)"""
+    import numpy as np
+
+    m = (seg["flow"] == flow_id) & (seg["len"] > 0)
+    order = np.argsort(seg["time_ns"][m], kind="stable")
+    t = seg["time_ns"][m][order].astype(np.int64)
+    seq = seg["seq"][m][order].astype(np.int64)
+    end = seq + seg["len"][m][order].astype(np.int64)
+    empty: dict[str, Any] = {"originals": 0, "segments": [], "events": []}
+    if not len(t):
+        return empty
+    lens, counts = np.unique(end - seq, return_counts=True)
+    smss = int(lens[np.argmax(counts)])
+    before = np.concatenate(([seq[0]], np.maximum.accumulate(end)[:-1]))
+    orig = seq >= before
+    rtx = ~orig
+    # Bursts in send order, and what each holds.
+    burst = np.concatenate(([0], np.cumsum(np.diff(t) > BURST_GAP_NS)))
+    first = np.concatenate(([0], np.nonzero(np.diff(burst))[0] + 1))
+    pos = np.arange(len(t)) - first[burst]
+    size = np.bincount(burst)[burst]
+    burst_rtx = np.bincount(burst, weights=rtx)[burst] > 0
+    # Originals (in sequence = send order) and their first retransmission, if any.
+    ot, os_, oe = t[orig], seq[orig], end[orig]
+    oidx = np.nonzero(orig)[0]
+    first_rtx = np.full(len(ot), np.iinfo(np.int64).max)
+    for rt, rs, re in zip(t[rtx], seq[rtx], end[rtx], strict=True):
+        lo, hi = np.searchsorted(oe, rs, side="right"), np.searchsorted(os_, re, side="left")
+        first_rtx[lo:hi] = np.minimum(first_rtx[lo:hi], rt)
+    lost = first_rtx < np.iinfo(np.int64).max
+    burst_lost = np.zeros(burst[-1] + 1, dtype=bool)
+    burst_lost[burst[oidx[lost]]] = True
+    # The peer's ACKs in arrival order, each with its SACK blocks.
+    am = ack["flow"] == flow_id
+    ao = np.argsort(ack["time_ns"][am], kind="stable")
+    at = ack["time_ns"][am][ao].astype(np.int64)
+    an = ack["ack"][am][ao].astype(np.int64)
+    sm = sack["flow"] == flow_id
+    blocks: dict[int, list[tuple[int, int]]] = {}
+    for st, sl, sr in zip(sack["time_ns"][sm], sack["left"][sm], sack["right"][sm], strict=True):
+        blocks.setdefault(int(st), []).append((int(sl), int(sr)))
+    cov = np.full(len(ot), -1, dtype=np.int64)  # index of the first ACK covering it
+    cov_hi = np.zeros(len(ot), dtype=np.int64)  # the highest SACKed byte before that ACK
+    fack_hi = np.zeros(len(ot), dtype=np.int64)  # ... and once that ACK was processed
+    highest = 0  # highest byte acknowledged or SACKed so far
+    done = 0  # originals below the cumulative ACK
+    for k in range(len(at)):
+        newly: list[Any] = []
+        if an[k] > 0:
+            n = int(np.searchsorted(oe, an[k], side="right"))
+            if n > done:
+                newly.append(np.arange(done, n))
+                done = n
+        for sl, sr in blocks.get(int(at[k]), ()):
+            lo, hi = np.searchsorted(os_, sl, side="left"), np.searchsorted(oe, sr, side="right")
+            if hi > lo:
+                newly.append(np.arange(lo, hi))
+        after = max(highest, int(an[k]), *(sr for _, sr in blocks.get(int(at[k]), ())))
+        for ix in newly:
+            ix = ix[cov[ix] < 0]
+            cov[ix] = k
+            cov_hi[ix] = highest
+            fack_hi[ix] = after
+        highest = after
+    # Overtaken: received after a later-sent original, and sent once before that.
+    ok = cov >= 0
+    later_min = np.minimum.accumulate(np.where(ok, cov, np.iinfo(np.int64).max)[::-1])[::-1]
+    later_min = np.concatenate((later_min[1:], [np.iinfo(np.int64).max]))
+    covt = np.where(ok, at[np.clip(cov, 0, None)], 0)
+    over = ok & (later_min < cov) & (first_rtx >= covt) & (oe <= cov_hi)
+    chunk = np.asarray(chunk_starts, dtype=np.int64)
+    seg_rows = []
+    for i in np.nonzero(over)[0]:
+        ahead = np.nonzero(ok[i + 1 :] & (cov[i + 1 :] < cov[i]))[0] + i + 1
+        g = oidx[i]
+        since = ot[i] - chunk[chunk <= ot[i]] if len(chunk) else np.array([])
+        seg_rows.append(
+            {
+                "t_ns": int(ot[i]),
+                "seq": int(os_[i]),
+                "len": int(oe[i] - os_[i]),
+                "displacement_segments": len(ahead),
+                "displacement_us": (int(ot[ahead[-1]]) - int(ot[i])) / 1e3,
+                "burst_pos": int(pos[g]),
+                "burst_size": int(size[g]),
+                "burst_start": bool(pos[g] == 0),
+                "burst_rtx": bool(burst_rtx[g]),
+                "burst_lost": bool(burst_lost[burst[g]]),
+                "chunk_first_rtt": bool(len(since) and since.min() < rtt_ns),
+                "ack": int(cov[i]),
+                "degree": -(-(int(fack_hi[i]) - int(os_[i])) // smss),
+            }
+        )
+    events = []
+    for k in sorted({r["ack"] for r in seg_rows}):
+        rs = [r for r in seg_rows if r["ack"] == k]
+        events.append({"t_ns": int(at[k]), "degree": max(r["degree"] for r in rs)})
+    # Baselines: the same flags over every original.
+    since_all = np.full(len(ot), np.iinfo(np.int64).max)
+    for cs in chunk:
+        d = ot - cs
+        since_all = np.where(d >= 0, np.minimum(since_all, d), since_all)
+    return {
+        "originals": len(ot),
+        "smss": smss,
+        "base": {
+            "burst_start": float((pos[oidx] == 0).mean()),
+            "burst_rtx": float(burst_rtx[oidx].mean()),
+            "burst_lost": float(burst_lost[burst[oidx]].mean()),
+            "chunk_first_rtt": float((since_all < rtt_ns).mean()),
+        },
+        "segments": seg_rows,
+        "events": events,
+    }
+
+
+def late_records(data: bytes) -> int:
+    """Records of the classic pcap `data` written after a record with a later time stamp
+    (the server-side view of the same disorder: :func:`time_ordered`)."""
+    import struct
+
+    n, last, off = 0, (0, 0), 24
+    while off + 16 <= len(data):
+        sec, sub, incl = struct.unpack_from("<III", data, off)
+        if (sec, sub) < last:
+            n += 1
+        last = max(last, (sec, sub))
+        off += 16 + incl
+    return n
+
+
+def reordering_case(c: dict[str, Any]) -> dict[str, Any]:
+    """:func:`reordering` for every connection of case `c`'s capture, with the chunk
+    starts (the client's requests, as :func:`truth` takes them)."""
+    import lzma
+
+    import numpy as np
+    from qoslab import _core
+
+    raw = lzma.decompress((CAPTURES / c["file"]).read_bytes())
+    data = time_ordered(raw, c["file"])
+    conns = []
+    for port in c["ports"]:
+        a = _core.analyze_capture(data, 1_000_000_000, port)
+        tcp = [f for f in a["flows"] if f["protocol"] == "tcp"]
+        if len(tcp) != 2:
+            raise SystemExit(f"{c['file']}: port {port}: expected 2 TCP flows, got {len(tcp)}")
+        dflow = max(tcp, key=lambda f: f["payload_bytes"])
+        rflow = min(tcp, key=lambda f: f["payload_bytes"])
+        seg, ack, sack = (a["series"][k] for k in ("segments", "acks", "sacks"))
+        rq = (seg["flow"] == rflow["id"]) & (seg["len"] > 0)
+        starts = np.unique(seg["time_ns"][rq].astype(np.int64))
+        r = reordering(seg, ack, sack, dflow["id"], starts)
+        # Times from the connection's first packet (the client's SYN), not the file's.
+        t0 = min(int(rflow["start_ns"]), int(dflow["start_ns"]))
+        for x in r["segments"] + r["events"]:
+            x["t_ns"] -= t0
+        r["port"] = port
+        conns.append(r)
+    return {"late_records": late_records(raw), "conns": conns}
+
+
+def reordering_summary(name: str, conns: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row of the per-capture table: connections pooled."""
+    import numpy as np
+
+    segs = [s for r in conns for s in r["segments"]]
+    evs = [e for r in conns for e in r["events"]]
+    orig = sum(r["originals"] for r in conns)
+    disp = np.array([s["displacement_segments"] for s in segs])
+    us = np.array([s["displacement_us"] for s in segs])
+    big = [e for e in evs if e["degree"] > LINUX_REORDERING]
+    return {
+        "case": name,
+        "originals": orig,
+        "overtaken": len(segs),
+        "per_1000": 1000 * len(segs) / orig if orig else 0.0,
+        "first_s": min((s["t_ns"] for s in segs), default=None),
+        "disp_median": float(np.median(disp)) if len(segs) else None,
+        "disp_max": int(disp.max()) if len(segs) else None,
+        "us_median": float(np.median(us)) if len(segs) else None,
+        "us_max": float(us.max()) if len(segs) else None,
+        "linux_events": len(big),
+        "linux_first_s": min((e["t_ns"] for e in big), default=None),
+        "linux_max_degree": max((e["degree"] for e in evs), default=None),
+    }
+
+
+FLAGS = ("burst_start", "burst_rtx", "burst_lost", "chunk_first_rtt")
+
+
+def reordering_pooled(per_case: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Every connection of every capture pooled, with each flag's share among overtaken
+    segments beside its share among all originals (a ratio above 1: more likely there)."""
+    import numpy as np
+
+    conns = [r for rs in per_case.values() for r in rs]
+    segs = [s for r in conns for s in r["segments"]]
+    orig = sum(r["originals"] for r in conns)
+    out: dict[str, Any] = {
+        "captures": len(per_case),
+        "with_reordering": sum(1 for rs in per_case.values() if any(r["segments"] for r in rs)),
+        "originals": orig,
+        "overtaken": len(segs),
+        "per_1000": 1000 * len(segs) / orig if orig else 0.0,
+    }
+    if segs:
+        d = np.array([s["displacement_segments"] for s in segs])
+        us = np.array([s["displacement_us"] for s in segs])
+        out["disp_pct"] = [float(np.percentile(d, q)) for q in (50, 90, 100)]
+        out["us_pct"] = [float(np.percentile(us, q)) for q in (50, 90, 100)]
+        out["burst_pos_median"] = float(np.median([s["burst_pos"] for s in segs]))
+        out["burst_size_median"] = float(np.median([s["burst_size"] for s in segs]))
+        out["len_full"] = sum(1 for s in segs if s["len"] >= max(r.get("smss", 0) for r in conns))
+        for f in FLAGS:
+            share = sum(s[f] for s in segs) / len(segs)
+            base = sum(r["base"][f] * r["originals"] for r in conns if r["originals"]) / orig
+            out[f] = [share, base]
+    return out
+
+
+def _opt(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def reordering_lines(results: dict[str, dict[str, Any]]) -> list[str]:
+    """The per-capture table and the pooled summary, as Markdown lines."""
+    lines = [
+        "| case | late records | originals | overtaken | per 1000 | first (s) "
+        "| displacement seg (median/max) | displacement us (median/max) "
+        "| Linux degree > 3 (ACKs) | FACK off at (s) | max degree |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, e in results.items():
+        s = reordering_summary(name, e["conns"])
+        fack_off = s["linux_first_s"] and s["linux_first_s"] / 1e9
+        lines.append(
+            f"| {name} | {e['late_records']} | {s['originals']} | {s['overtaken']} "
+            f"| {s['per_1000']:.1f} | {_opt(s['first_s'] and s['first_s'] / 1e9, '.3f')} "
+            f"| {_opt(s['disp_median'], '.0f')}/{_opt(s['disp_max'], 'd')} "
+            f"| {_opt(s['us_median'], '.0f')}/{_opt(s['us_max'], '.0f')} "
+            f"| {s['linux_events']} | {_opt(fack_off, '.3f')} "
+            f"| {_opt(s['linux_max_degree'], 'd')} |"
+        )
+    p = reordering_pooled({n: e["conns"] for n, e in results.items()})
+    lines.append("")
+    lines.append(
+        f"Pooled: {p['captures']} captures, {p['with_reordering']} with reordering; "
+        f"{p['overtaken']} of {p['originals']} original segments overtaken "
+        f"({p['per_1000']:.2f} per 1000)."
+    )
+    if p["overtaken"]:
+        lines.append(
+            "Displacement (median/90th/max): "
+            + "/".join(f"{x:.0f}" for x in p["disp_pct"])
+            + " segments, "
+            + "/".join(f"{x:.0f}" for x in p["us_pct"])
+            + f" us; place in burst median {p['burst_pos_median']:.0f} of "
+            f"{p['burst_size_median']:.0f}; full-sized {p['len_full']} of {p['overtaken']}."
+        )
+        lines.append(
+            "Share among overtaken vs among all originals: "
+            + "; ".join(f"{f} {p[f][0]:.0%} vs {p[f][1]:.0%}" for f in FLAGS)
+            + "."
+        )
+    return lines
+
+
 # ---------------------------------------------------------------- simulation
 
 
@@ -1433,6 +1736,8 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  python validation/usc_truth.py --render\n"
         "  python validation/usc_truth.py --case police1.5M-bc100k\n"
+        "  python validation/usc_truth.py --reordering\n"
+        "  python validation/usc_truth.py --reordering --case police1.5M-bc100k --json\n"
         "  python validation/usc_truth.py --scenarios /tmp/usc-scenarios",
     )
     p.add_argument("--render", action="store_true", help="measure all, write JSON + docs")
@@ -1444,8 +1749,28 @@ def main(argv: list[str] | None = None) -> int:
         help=f"OS profile of both hosts, for every case (default {LAB_PROFILE}, the lab's)",
     )
     p.add_argument("--json-out", type=Path, help="with --render: write the JSON here instead")
+    p.add_argument(
+        "--reordering",
+        action="store_true",
+        help="measure the lab server's reordering in every capture (or the --case ones), "
+        "print a per-capture table and a pooled summary, and exit (with --json: as JSON)",
+    )
+    p.add_argument("--json", action="store_true", help="with --reordering: JSON output")
     a = p.parse_args(argv)
     all_cases = cases()
+    if a.reordering:
+        known = {c["name"]: c for c in all_cases}
+        bad = [n for n in a.case if n not in known]
+        if bad:
+            print(f"usc_truth.py: unknown case {bad[0]!r}; known: {', '.join(known)}")
+            return 2
+        sel = [known[n] for n in a.case] if a.case else sorted(all_cases, key=sort_key)
+        res = {c["name"]: reordering_case(c) for c in sel}
+        if a.json:
+            print(json.dumps(res))
+        else:
+            print("\n".join(reordering_lines(res)))
+        return 0
     if a.scenarios:
         a.scenarios.mkdir(parents=True, exist_ok=True)
         for c in all_cases:
