@@ -254,6 +254,9 @@ def test_reordering_finds_the_overtaken_segment_and_linux_degree() -> None:
     # fackets_out - fack_count: from seq 201 to the highest SACKed byte 601, 4 segments,
     # above Linux's initial tp->reordering of 3, so FACK would go off at 105 ms.
     assert r["events"] == [{"t_ns": 105_000_000, "degree": 4}]
+    assert r["bursts_by_size"] == [[0, 0], [1, 1], [0, 0], [0, 0], [0, 0]]  # one of 5-9
+    pooled = ut.reordering_pooled({"x": [r]})
+    assert pooled["blocks"] == 1 and pooled["block_pct"] == [1.0, 1.0, 1.0]
     row = ut.reordering_summary("x", [r])
     assert row["per_1000"] == pytest.approx(1000 / 6)
     assert row["linux_events"] == 1

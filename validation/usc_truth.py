@@ -42,6 +42,7 @@ Commands (no root, after scripts/setup.sh):
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -496,6 +497,8 @@ BURST_GAP_NS = 50_000
 # Linux's initial `tp->reordering` (sysctl_tcp_reordering, net/ipv4/tcp_input.c): a
 # reordering of more than this many segments disables FACK (`tcp_update_reordering`).
 LINUX_REORDERING = 3
+# Burst sizes (segments) for the share of bursts that hold an overtaken segment.
+BURST_BINS = (1, 5, 10, 20, 40)
 
 
 def reordering(
@@ -530,7 +533,12 @@ def reordering(
     t = seg["time_ns"][m][order].astype(np.int64)
     seq = seg["seq"][m][order].astype(np.int64)
     end = seq + seg["len"][m][order].astype(np.int64)
-    empty: dict[str, Any] = {"originals": 0, "segments": [], "events": []}
+    empty: dict[str, Any] = {
+        "originals": 0,
+        "segments": [],
+        "events": [],
+        "bursts_by_size": [[0, 0] for _ in BURST_BINS],
+    }
     if not len(t):
         return empty
     lens, counts = np.unique(end - seq, return_counts=True)
@@ -600,6 +608,8 @@ def reordering(
         since = ot[i] - chunk[chunk <= ot[i]] if len(chunk) else np.array([])
         seg_rows.append(
             {
+                "index": int(i),
+                "burst": int(burst[g]),
                 "t_ns": int(ot[i]),
                 "seq": int(os_[i]),
                 "len": int(oe[i] - os_[i]),
@@ -624,9 +634,16 @@ def reordering(
     for cs in chunk:
         d = ot - cs
         since_all = np.where(d >= 0, np.minimum(since_all, d), since_all)
+    hit = np.zeros(burst[-1] + 1, dtype=bool)
+    hit[[r["burst"] for r in seg_rows]] = True
+    bsize = np.bincount(burst)
+    bbin = np.searchsorted(BURST_BINS, bsize, side="right") - 1
     return {
         "originals": len(ot),
         "smss": smss,
+        "bursts_by_size": [
+            [int((bbin == b).sum()), int(hit[bbin == b].sum())] for b in range(len(BURST_BINS))
+        ],
         "base": {
             "burst_start": float((pos[oidx] == 0).mean()),
             "burst_rtx": float(burst_rtx[oidx].mean()),
@@ -681,7 +698,11 @@ def reordering_case(c: dict[str, Any]) -> dict[str, Any]:
             x["t_ns"] -= t0
         r["port"] = port
         conns.append(r)
-    return {"late_records": late_records(raw), "conns": conns}
+    import datetime
+    import struct
+
+    day = datetime.datetime.fromtimestamp(struct.unpack_from("<I", raw, 24)[0], datetime.UTC)
+    return {"late_records": late_records(raw), "date": day.strftime("%Y-%m-%d"), "conns": conns}
 
 
 def reordering_summary(name: str, conns: list[dict[str, Any]]) -> dict[str, Any]:
@@ -736,6 +757,27 @@ def reordering_pooled(per_case: dict[str, list[dict[str, Any]]]) -> dict[str, An
         out["burst_pos_median"] = float(np.median([s["burst_pos"] for s in segs]))
         out["burst_size_median"] = float(np.median([s["burst_size"] for s in segs]))
         out["len_full"] = sum(1 for s in segs if s["len"] >= max(r.get("smss", 0) for r in conns))
+        # Blocks: runs of consecutive originals overtaken together.
+        blocks = [
+            1 + sum(1 for _ in run)
+            for r in conns
+            for run in _runs([s["index"] for s in r["segments"]])
+        ]
+        out["blocks"] = len(blocks)
+        out["blocks_per_1000"] = 1000 * len(blocks) / orig
+        out["block_pct"] = [float(np.percentile(blocks, q)) for q in (50, 90, 100)]
+        bins = np.sum([r["bursts_by_size"] for r in conns], axis=0)
+        out["bursts_by_size"] = {
+            f"{lo}-{hi - 1}" if hi else f"{lo}+": [int(n), int(h)]
+            for (lo, hi), (n, h) in zip(
+                itertools.zip_longest(BURST_BINS, BURST_BINS[1:]), bins, strict=True
+            )
+        }
+        evs = [e for r in conns for e in r["events"]]
+        out["linux_events"] = sum(1 for e in evs if e["degree"] > LINUX_REORDERING)
+        out["degree_pct"] = [
+            float(np.percentile([e["degree"] for e in evs], q)) for q in (50, 90, 100)
+        ]
         for f in FLAGS:
             share = sum(s[f] for s in segs) / len(segs)
             base = sum(r["base"][f] * r["originals"] for r in conns if r["originals"]) / orig
@@ -743,44 +785,206 @@ def reordering_pooled(per_case: dict[str, list[dict[str, Any]]]) -> dict[str, An
     return out
 
 
+def _runs(ix: list[int]) -> list[list[int]]:
+    """`ix` (ascending) split where it is not consecutive, each run less its first."""
+    out: list[list[int]] = []
+    for a, b in itertools.pairwise([None, *ix]):
+        if a is None or b != a + 1:
+            out.append([])
+        else:
+            out[-1].append(b)
+    return out
+
+
 def _opt(x: float | None, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
 
-def reordering_lines(results: dict[str, dict[str, Any]]) -> list[str]:
-    """The per-capture table and the pooled summary, as Markdown lines."""
+def reordering_report(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per-capture rows, everything pooled, and pooled per category (:func:`category`),
+    from :func:`reordering_case`'s results (the form kept in validation/usc_truth.json)."""
+    cs = {c["name"]: c for c in cases()}
+    rows = []
+    for name, e in results.items():
+        rows.append(
+            {
+                **reordering_summary(name, e["conns"]),
+                "late_records": e["late_records"],
+                "date": e.get("date", ""),
+            }
+        )
+    by: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for name, e in results.items():
+        cat = category(cs[name]) if name in cs else "other"
+        if cat.startswith("policer"):
+            cat = "policer, one connection"
+        elif cat.startswith("shaper"):
+            cat = "shaper, one connection"
+        by.setdefault(cat, {})[name] = e["conns"]
+    return {
+        "rows": rows,
+        "pooled": reordering_pooled({n: e["conns"] for n, e in results.items()}),
+        "by_category": {k: reordering_pooled(v) for k, v in sorted(by.items())},
+        "by_date": {
+            d: reordering_pooled({n: e["conns"] for n, e in results.items() if e.get("date") == d})
+            for d in sorted({e.get("date", "") for e in results.values()})
+        },
+    }
+
+
+def _pooled_line(label: str, p: dict[str, Any]) -> str:
+    line = (
+        f"{label}: {p['captures']} captures, {p['with_reordering']} with reordering; "
+        f"{p['overtaken']} of {p['originals']} original segments overtaken "
+        f"({p['per_1000']:.2f} per 1000)"
+    )
+    if not p["overtaken"]:
+        return line + "."
+    return (
+        line
+        + f" in {p['blocks']} blocks ({p['blocks_per_1000']:.2f} per 1000; block length "
+        + "/".join(f"{x:.0f}" for x in p["block_pct"])
+        + " median/90th/max); displacement "
+        + "/".join(f"{x:.0f}" for x in p["disp_pct"])
+        + " segments, "
+        + "/".join(f"{x:.0f}" for x in p["us_pct"])
+        + " us; Linux degree "
+        + "/".join(f"{x:.0f}" for x in p["degree_pct"])
+        + f", above 3 at {p['linux_events']} ACKs; bursts holding one, by burst size: "
+        + ", ".join(f"{k}: {h} of {n}" for k, (n, h) in p["bursts_by_size"].items())
+        + "."
+    )
+
+
+POLICED, SHAPED = "policer, one connection", "shaper, one connection"
+
+
+def _big(p: dict[str, Any]) -> tuple[int, int]:
+    """Bursts of 10 segments or more, and those of them holding an overtaken segment."""
+    big = [
+        v for k, v in p.get("bursts_by_size", {}).items() if int(k.split("-")[0].rstrip("+")) >= 10
+    ]
+    return sum(n for n, _ in big), sum(h for _, h in big)
+
+
+def reordering_paragraph(report: dict[str, Any]) -> str:
+    """The measured reordering as a bullet of the diagnosis (figures from `report`)."""
+    import textwrap
+
+    p, cat = report["pooled"], report["by_category"]
+    pol, sha = cat.get(POLICED), cat.get(SHAPED)
+    if not p["overtaken"] or not pol or not sha:
+        return ""
+    rows = {r["case"]: r for r in report["rows"]}
+    early = [
+        r
+        for r in rows.values()
+        if r["case"].startswith("police")
+        and "conn" not in r["case"]
+        and r["first_s"] is not None
+        and r["first_s"] < 0.35e9
+    ]
+    fk = [r["linux_first_s"] for r in early if r["linux_first_s"] is not None]
+    pb, ph = _big(pol)
+    sb, sh = _big(sha)
+
+    def share(q: dict[str, Any]) -> str:
+        return f"{q['per_1000']:.2f} per 1000 ({q['with_reordering']} of {q['captures']} captures)"
+
+    def vs(flag: str) -> str:
+        return f"{100 * p[flag][0]:.0f} % of them against {100 * p[flag][1]:.0f} %"
+
+    def pct(xs: list[float]) -> str:
+        return "/".join(f"{x:.0f}" for x in xs)
+
+    bins = ", ".join(f"{k}: {100 * h / n:.2f} %" for k, (n, h) in p["bursts_by_size"].items() if n)
+    others = "; ".join(f"{k}: {share(q)}" for k, q in cat.items() if k not in (POLICED, SHAPED))
+    text = (
+        "**The lab host's reordering, measured** (`python validation/usc_truth.py "
+        "--reordering` prints the per-capture table). Replaying each capture's client ACKs "
+        "and SACKs (an original sent once that the client acknowledges after a segment sent "
+        "later was overtaken on the way; a lost one is resent before it is covered and does "
+        f"not count): {p['overtaken']} of {p['originals']} original segments "
+        f"({p['per_1000']:.2f} per 1000) in {p['with_reordering']} of {p['captures']} "
+        f"captures, in {p['blocks']} blocks of consecutive segments. Single-connection "
+        f"policer captures: {share(pol)}; shaper captures: {share(sha)}; {others}. Every "
+        f"overtaken segment is a full-sized original ({p['len_full']} of {p['overtaken']}) "
+        "taken from inside a burst (segments sent less than 50 us apart): a burst's first "
+        f"segment in {vs('burst_start')} of all originals, median place "
+        f"{p['burst_pos_median']:.0f} in a burst of "
+        f"{p['burst_size_median']:.0f}. Block length {pct(p['block_pct'])} segments "
+        f"(median/90th/max); each overtaken segment reaches the client after "
+        f"{pct(p['disp_pct'])} later-sent segments, the last of them sent "
+        f"{pct(p['us_pct'])} us after it. It goes with large bursts: the share of bursts "
+        f"holding an overtaken segment is {bins} by burst size (segments). The shaper "
+        f"captures send few large bursts ({sb} of 10 segments or more, {sh} with "
+        f"reordering, where the policed captures' rate, {ph} of {pb}, predicts "
+        f"{sb * ph / pb if pb else 0:.1f}), so they cannot tell a property of their "
+        "session (captured a day later) from one of burst size. In "
+        f"{len(early)} of the 20 single-connection policer captures the first overtaken "
+        f"segment was sent at {min(r['first_s'] for r in early) / 1e9:.3f}-"
+        f"{max(r['first_s'] for r in early) / 1e9:.3f} s after the SYN, in the third "
+        "slow-start flight (SYN, request, two round trips), and Linux 3.x "
+        "would turn FACK off at the ACK one round trip later"
+        + (f" ({min(fk) / 1e9:.3f}-{max(fk) / 1e9:.3f} s: the 0.41 s above)" if fk else "")
+        + ". The degree `tcp_update_reordering` would be handed (`fackets_out - "
+        "fack_count`, segments from the overtaken one to the highest SACKed byte) is "
+        f"{pct(p['degree_pct'])} (median/90th/max), above 3 at {p['linux_events']} ACKs. "
+        "Overtaken segments share their burst more often with a segment resent later "
+        f"({vs('burst_lost')}: lost to the policer "
+        "or resent spuriously, a capture at the sender cannot tell which) and with a "
+        f"retransmission ({vs('burst_rtx')}); a "
+        "chunk's first round trip plays no part "
+        f"({vs('chunk_first_rtt')}). What a "
+        "uniform model needs (not in the simulator yet): a reorder stage on the server "
+        "host's transmit path, after the TCP sender and before its link, the same for "
+        "every USC scenario, that holds a block of consecutive segments from inside a burst "
+        "with the per-burst-size probability above and releases it after the measured "
+        "number of later segments (or time); nothing in tcp/ changes, and "
+        "`note_reordering` then sees what the lab's sender saw. The measurement is taken "
+        "at the sender: a lost ACK makes a segment look late only if the next ACK's three "
+        "SACK blocks no longer cover it, which the random-loss captures (ACKs lost too) "
+        "allow; there the counts are an upper bound."
+    )
+    # A figure and its unit stay on one line.
+    text = text.replace(" %", "\u00a0%").replace(" us", "\u00a0us")
+    out = textwrap.fill(text, width=92, initial_indent="- ", subsequent_indent="  ")
+    return out.replace("\u00a0", " ")
+
+
+def reordering_lines(report: dict[str, Any]) -> list[str]:
+    """:func:`reordering_report` as a per-capture Markdown table and pooled summaries."""
     lines = [
-        "| case | late records | originals | overtaken | per 1000 | first (s) "
+        "| case | captured | late records | originals | overtaken | per 1000 | first sent (s) "
         "| displacement seg (median/max) | displacement us (median/max) "
         "| Linux degree > 3 (ACKs) | FACK off at (s) | max degree |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, e in results.items():
-        s = reordering_summary(name, e["conns"])
+    for s in report["rows"]:
+        first = s["first_s"] and s["first_s"] / 1e9
         fack_off = s["linux_first_s"] and s["linux_first_s"] / 1e9
         lines.append(
-            f"| {name} | {e['late_records']} | {s['originals']} | {s['overtaken']} "
-            f"| {s['per_1000']:.1f} | {_opt(s['first_s'] and s['first_s'] / 1e9, '.3f')} "
+            f"| {s['case']} | {s['date']} | {s['late_records']} | {s['originals']} "
+            f"| {s['overtaken']} "
+            f"| {s['per_1000']:.1f} | {_opt(first, '.3f')} "
             f"| {_opt(s['disp_median'], '.0f')}/{_opt(s['disp_max'], 'd')} "
             f"| {_opt(s['us_median'], '.0f')}/{_opt(s['us_max'], '.0f')} "
             f"| {s['linux_events']} | {_opt(fack_off, '.3f')} "
             f"| {_opt(s['linux_max_degree'], 'd')} |"
         )
-    p = reordering_pooled({n: e["conns"] for n, e in results.items()})
-    lines.append("")
-    lines.append(
-        f"Pooled: {p['captures']} captures, {p['with_reordering']} with reordering; "
-        f"{p['overtaken']} of {p['originals']} original segments overtaken "
-        f"({p['per_1000']:.2f} per 1000)."
-    )
+    p = report["pooled"]
+    lines += ["", _pooled_line("Pooled", p)]
+    for cat, q in report["by_category"].items():
+        lines.append(_pooled_line(f"- {cat}", q))
+    for day, q in report["by_date"].items():
+        lines.append(_pooled_line(f"- captured {day}", q))
     if p["overtaken"]:
         lines.append(
-            "Displacement (median/90th/max): "
-            + "/".join(f"{x:.0f}" for x in p["disp_pct"])
-            + " segments, "
-            + "/".join(f"{x:.0f}" for x in p["us_pct"])
-            + f" us; place in burst median {p['burst_pos_median']:.0f} of "
-            f"{p['burst_size_median']:.0f}; full-sized {p['len_full']} of {p['overtaken']}."
+            f"Place in burst: median {p['burst_pos_median']:.0f} of "
+            f"{p['burst_size_median']:.0f}; full-sized {p['len_full']} of {p['overtaken']}. "
+            "Bursts holding an overtaken segment, by burst size: "
+            + ", ".join(f"{k}: {h} of {n}" for k, (n, h) in p["bursts_by_size"].items())
+            + "."
         )
         lines.append(
             "Share among overtaken vs among all originals: "
@@ -1135,7 +1339,12 @@ def render(data: dict[str, Any]) -> str:
             )
         )
     out += loss_table(data, cs)
-    out += ["", DIAGNOSIS.strip(), "", "### Per capture", ""]
+    diag = DIAGNOSIS.strip()
+    extra = reordering_paragraph(data["reordering"]) if "reordering" in data else ""
+    if extra:
+        assert REORDER_ANCHOR in diag, "the diagnosis lost its reordering bullet"
+        diag = diag.replace(REORDER_ANCHOR, REORDER_ANCHOR + "\n" + extra + "\n", 1)
+    out += ["", diag, "", "### Per capture", ""]
     out += [
         "| case | chunks | goodput truth | sim | ratio | | retx truth | sim | | RTO truth | sim "
         "| | timer retx truth | sim | | sim timer RTOs |",
@@ -1198,6 +1407,8 @@ def render(data: dict[str, Any]) -> str:
 
 # Written from the tables above (re-read them after a re-render: the numbers move with the
 # simulator, this text does not).
+# The measured reordering (:func:`reordering_paragraph`) goes after this line.
+REORDER_ANCHOR = "  as 3.x did. Left open.\n"
 DIAGNOSIS = """
 **Diagnosis** (the first part written from the render of 2026-11-25 at the commit named
 above, the rest from earlier renders as dated; profile `linux-3.x`; the tables are
@@ -1765,11 +1976,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"usc_truth.py: unknown case {bad[0]!r}; known: {', '.join(known)}")
             return 2
         sel = [known[n] for n in a.case] if a.case else sorted(all_cases, key=sort_key)
-        res = {c["name"]: reordering_case(c) for c in sel}
+        rep = reordering_report({c["name"]: reordering_case(c) for c in sel})
         if a.json:
-            print(json.dumps(res))
+            print(json.dumps(rep))
         else:
-            print("\n".join(reordering_lines(res)))
+            print("\n".join(reordering_lines(rep)))
         return 0
     if a.scenarios:
         a.scenarios.mkdir(parents=True, exist_ok=True)
@@ -1790,6 +2001,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.render:
         data = run_all(all_cases, a.profile)
+        data["reordering"] = reordering_report({c["name"]: reordering_case(c) for c in all_cases})
         if a.json_out:  # a comparison run: the committed JSON and docs stay as they are
             write_atomic(a.json_out, json.dumps(data, indent=1) + "\n")
             print(render(data))
