@@ -36,7 +36,12 @@ Commands (no root, after scripts/setup.sh):
   case, write validation/usc_truth.json and the ``usc-truth`` section of
   docs/validation.md;
 - ``--case NAME`` (repeatable): print one case's chunks, sim beside truth, and exit;
-- ``--scenarios DIR``: also write the 53 scenario files there (TOML).
+- ``--scenarios DIR``: also write the 53 scenario files there (TOML);
+- ``--reordering`` (with ``--case``, ``--json``): measure the lab server's reordering in
+  every capture (:func:`reordering`: segments the client received after later-sent ones,
+  and the degree Linux 3.x's ``tcp_update_reordering`` would have seen) and print a
+  per-capture table and pooled summaries; ``--render`` also writes them into the JSON and
+  a paragraph of the diagnosis.
 """
 
 from __future__ import annotations
@@ -574,7 +579,7 @@ def reordering(
     cov = np.full(len(ot), -1, dtype=np.int64)  # index of the first ACK covering it
     cov_hi = np.zeros(len(ot), dtype=np.int64)  # the highest SACKed byte before that ACK
     fack_hi = np.zeros(len(ot), dtype=np.int64)  # ... and once that ACK was processed
-    highest = 0  # highest byte acknowledged or SACKed so far
+    highest = 0  # highest byte SACKed so far
     done = 0  # originals below the cumulative ACK
     for k in range(len(at)):
         newly: list[Any] = []
@@ -587,7 +592,8 @@ def reordering(
             lo, hi = np.searchsorted(os_, sl, side="left"), np.searchsorted(oe, sr, side="right")
             if hi > lo:
                 newly.append(np.arange(lo, hi))
-        after = max(highest, int(an[k]), *(sr for _, sr in blocks.get(int(at[k]), ())))
+        # `fackets_out` counts to the highest SACKed byte, not to the cumulative ACK.
+        after = max([highest, *(sr for _, sr in blocks.get(int(at[k]), ()))])
         for ix in newly:
             ix = ix[cov[ix] < 0]
             cov[ix] = k
