@@ -726,13 +726,13 @@ def reordering_summary(name: str, conns: list[dict[str, Any]]) -> dict[str, Any]
         "originals": orig,
         "overtaken": len(segs),
         "per_1000": 1000 * len(segs) / orig if orig else 0.0,
-        "first_s": min((s["t_ns"] for s in segs), default=None),
+        "first_s": min((s["t_ns"] / 1e9 for s in segs), default=None),
         "disp_median": float(np.median(disp)) if len(segs) else None,
         "disp_max": int(disp.max()) if len(segs) else None,
         "us_median": float(np.median(us)) if len(segs) else None,
         "us_max": float(us.max()) if len(segs) else None,
         "linux_events": len(big),
-        "linux_first_s": min((e["t_ns"] for e in big), default=None),
+        "linux_first_s": min((e["t_ns"] / 1e9 for e in big), default=None),
         "linux_max_degree": max((e["degree"] for e in evs), default=None),
     }
 
@@ -888,7 +888,7 @@ def reordering_paragraph(report: dict[str, Any]) -> str:
         if r["case"].startswith("police")
         and "conn" not in r["case"]
         and r["first_s"] is not None
-        and r["first_s"] < 0.35e9
+        and r["first_s"] < 0.35
     ]
     fk = [r["linux_first_s"] for r in early if r["linux_first_s"] is not None]
     pb, ph = _big(pol)
@@ -928,11 +928,11 @@ def reordering_paragraph(report: dict[str, Any]) -> str:
         f"{sb * ph / pb if pb else 0:.1f}), so they cannot tell a property of their "
         "session (captured a day later) from one of burst size. In "
         f"{len(early)} of the 20 single-connection policer captures the first overtaken "
-        f"segment was sent at {min(r['first_s'] for r in early) / 1e9:.3f}-"
-        f"{max(r['first_s'] for r in early) / 1e9:.3f} s after the SYN, in the third "
+        f"segment was sent at {min(r['first_s'] for r in early):.3f}-"
+        f"{max(r['first_s'] for r in early):.3f} s after the SYN, in the third "
         "slow-start flight (SYN, request, two round trips), and Linux 3.x "
         "would turn FACK off at the ACK one round trip later"
-        + (f" ({min(fk) / 1e9:.3f}-{max(fk) / 1e9:.3f} s: the 0.41 s above)" if fk else "")
+        + (f" ({min(fk):.3f}-{max(fk):.3f} s: the 0.41 s above)" if fk else "")
         + ". The degree `tcp_update_reordering` would be handed (`fackets_out - "
         "fack_count`, segments from the overtaken one to the highest SACKed byte) is "
         f"{pct(p['degree_pct'])} (median/90th/max), above 3 at {p['linux_events']} ACKs. "
@@ -967,15 +967,13 @@ def reordering_lines(report: dict[str, Any]) -> list[str]:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in report["rows"]:
-        first = s["first_s"] and s["first_s"] / 1e9
-        fack_off = s["linux_first_s"] and s["linux_first_s"] / 1e9
         lines.append(
             f"| {s['case']} | {s['date']} | {s['late_records']} | {s['originals']} "
             f"| {s['overtaken']} "
-            f"| {s['per_1000']:.1f} | {_opt(first, '.3f')} "
+            f"| {s['per_1000']:.1f} | {_opt(s['first_s'], '.3f')} "
             f"| {_opt(s['disp_median'], '.0f')}/{_opt(s['disp_max'], 'd')} "
             f"| {_opt(s['us_median'], '.0f')}/{_opt(s['us_max'], '.0f')} "
-            f"| {s['linux_events']} | {_opt(fack_off, '.3f')} "
+            f"| {s['linux_events']} | {_opt(s['linux_first_s'], '.3f')} "
             f"| {_opt(s['linux_max_degree'], 'd')} |"
         )
     p = report["pooled"]
