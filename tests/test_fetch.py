@@ -8,6 +8,7 @@ import itertools
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import qoslab
@@ -207,3 +208,79 @@ def test_each_capture_has_its_own_seed() -> None:
     c = loss[0]
     assert ut.scenario(c)["scenario"]["seed"] == ut.case_seed(c) == ut.case_seed(c, 0)
     assert ut.case_seed(c, 2) == ut.case_seed(c) + 2
+
+
+def _rows(**cols: list[int]) -> dict[str, Any]:
+    import numpy as np
+
+    return {k: np.array(v, dtype=np.int64) for k, v in cols.items()}
+
+
+def _reorder_capture(retransmit_third: bool) -> tuple[dict[str, Any], ...]:
+    """Seven 100-byte segments sent 1 us apart (one burst); the client receives the
+    third after the next three (its SACKs say so) and with the seventh, or, with
+    `retransmit_third`, the third is lost and resent before the ACKs."""
+    times = [0, 1000, 2000, 3000, 4000, 5000, 6000]
+    seqs = [1, 101, 201, 301, 401, 501, 601]
+    if retransmit_third:
+        times.append(50_000_000)
+        seqs.append(201)
+    seg = _rows(time_ns=times, flow=[1] * len(times), seq=seqs, len=[100] * len(times))
+    ms = 1_000_000
+    ack = _rows(
+        time_ns=[100 * ms, 101 * ms, 102 * ms, 103 * ms, 104 * ms, 105 * ms],
+        flow=[1] * 6,
+        ack=[101, 201, 201, 201, 201, 701],
+    )
+    sack = _rows(
+        time_ns=[102 * ms, 103 * ms, 104 * ms],
+        flow=[1] * 3,
+        left=[301, 301, 301],
+        right=[401, 501, 601],
+    )
+    return seg, ack, sack
+
+
+def test_reordering_finds_the_overtaken_segment_and_linux_degree() -> None:
+    seg, ack, sack = _reorder_capture(retransmit_third=False)
+    r = ut.reordering(seg, ack, sack, 1, chunk_starts=[0])
+    assert r["originals"] == 7
+    [s] = r["segments"]
+    assert s["seq"] == 201
+    # Overtaken by seq 301, 401 and 501, not by 601 (acknowledged with it).
+    assert s["displacement_segments"] == 3
+    assert s["displacement_us"] == pytest.approx(3.0)  # sent 3 us before seq 501
+    assert (s["burst_pos"], s["burst_size"], s["burst_start"]) == (2, 7, False)
+    assert s["chunk_first_rtt"] and not s["burst_rtx"]
+    # fackets_out - fack_count: from seq 201 to the highest SACKed byte 601 (not to the
+    # cumulative ACK 701), 4 segments, above Linux's initial tp->reordering of 3, so FACK
+    # would go off at 105 ms.
+    assert r["events"] == [{"t_ns": 105_000_000, "degree": 4}]
+    assert r["bursts_by_size"] == [[0, 0], [1, 1], [0, 0], [0, 0], [0, 0]]  # one of 5-9
+    pooled = ut.reordering_pooled({"x": [r]})
+    assert pooled["blocks"] == 1 and pooled["block_pct"] == [1.0, 1.0, 1.0]
+    row = ut.reordering_summary("x", [r])
+    assert row["per_1000"] == pytest.approx(1000 / 7)
+    assert row["linux_events"] == 1
+
+
+def test_reordering_does_not_count_a_lost_segment() -> None:
+    seg, ack, sack = _reorder_capture(retransmit_third=True)
+    r = ut.reordering(seg, ack, sack, 1)
+    assert r["originals"] == 7
+    assert r["segments"] == [] and r["events"] == []
+    assert r["base"]["burst_lost"] == pytest.approx(1.0)
+
+
+def test_reordering_in_order_delivery_is_clean() -> None:
+    seg, _, _ = _reorder_capture(retransmit_third=False)
+    ms = 1_000_000
+    ack = _rows(
+        time_ns=[100 * ms + k * ms for k in range(7)],
+        flow=[1] * 7,
+        ack=[101, 201, 301, 401, 501, 601, 701],
+    )
+    sack = _rows(time_ns=[], flow=[], left=[], right=[])
+    r = ut.reordering(seg, ack, sack, 1)
+    assert r["segments"] == []
+    assert ut.reordering_pooled({"x": [r]})["overtaken"] == 0

@@ -36,12 +36,18 @@ Commands (no root, after scripts/setup.sh):
   case, write validation/usc_truth.json and the ``usc-truth`` section of
   docs/validation.md;
 - ``--case NAME`` (repeatable): print one case's chunks, sim beside truth, and exit;
-- ``--scenarios DIR``: also write the 53 scenario files there (TOML).
+- ``--scenarios DIR``: also write the 53 scenario files there (TOML);
+- ``--reordering`` (with ``--case``, ``--json``): measure the lab server's reordering in
+  every capture (:func:`reordering`: segments the client received after later-sent ones,
+  and the degree Linux 3.x's ``tcp_update_reordering`` would have seen) and print a
+  per-capture table and pooled summaries; ``--render`` also writes them into the JSON and
+  a paragraph of the diagnosis.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -487,6 +493,511 @@ def timer_retransmissions(seg: dict[str, Any], ack: dict[str, Any], flow_id: int
     return int(1 + (np.diff(times) > ACK_CLOCK_NS).sum())
 
 
+# ---------------------------------------------------------------- the lab host's reordering
+
+# Segments the server sends closer together than this are one burst (one TSO/GSO write or
+# one ACK's worth): the lab's inter-send gaps are 0-21 us inside a burst and >= 100 us
+# between bursts (police1.5M-bc100k: 77 % of gaps below 50 us, the next above 120 us).
+BURST_GAP_NS = 50_000
+# Linux's initial `tp->reordering` (sysctl_tcp_reordering, net/ipv4/tcp_input.c): a
+# reordering of more than this many segments disables FACK (`tcp_update_reordering`).
+LINUX_REORDERING = 3
+# Burst sizes (segments) for the share of bursts that hold an overtaken segment.
+BURST_BINS = (1, 5, 10, 20, 40)
+
+
+def reordering(
+    seg: dict[str, Any],
+    ack: dict[str, Any],
+    sack: dict[str, Any],
+    flow_id: int,
+    chunk_starts: Any = (),
+    rtt_ns: int = int(RTT_S * 1e9),
+) -> dict[str, Any]:
+    """How flow `flow_id`'s data segments reached the peer out of order, from a capture at
+    the sender: the peer's cumulative ACKs and SACK blocks say when each segment was first
+    received (the first ACK covering it), and an original sent once (no retransmission
+    before that ACK) received after a segment sent later was overtaken on the way.
+    Losses do not count: a lost original is retransmitted before it is covered.
+
+    Per overtaken segment: its displacement (how many later-sent originals were received
+    before it, and the send-time span from it to the latest of them), its place in its
+    burst (segments sent less than ``BURST_GAP_NS`` apart), and flags to compare with all
+    originals (burst start; a burst holding a retransmission or a segment later lost; sent
+    within one RTT of a chunk's start). Per ACK that covers an overtaken segment, the
+    degree Linux 3.x's `tcp_sacktag_one` / `tcp_clean_rtx_queue` hand to
+    `tcp_update_reordering`: segments from the overtaken one to the highest SACKed byte
+    (`fackets_out - fack_count`, in segments of the most common data length); a degree
+    above ``LINUX_REORDERING`` turns FACK off for the connection. (Linux also skips
+    segments it marked retransmitted, which this replay matches, and ACKs in the Loss
+    state without an undo marker, which it does not model.)"""
+    import numpy as np
+
+    m = (seg["flow"] == flow_id) & (seg["len"] > 0)
+    order = np.argsort(seg["time_ns"][m], kind="stable")
+    t = seg["time_ns"][m][order].astype(np.int64)
+    seq = seg["seq"][m][order].astype(np.int64)
+    end = seq + seg["len"][m][order].astype(np.int64)
+    empty: dict[str, Any] = {
+        "originals": 0,
+        "segments": [],
+        "events": [],
+        "bursts_by_size": [[0, 0] for _ in BURST_BINS],
+    }
+    if not len(t):
+        return empty
+    lens, counts = np.unique(end - seq, return_counts=True)
+    smss = int(lens[np.argmax(counts)])
+    before = np.concatenate(([seq[0]], np.maximum.accumulate(end)[:-1]))
+    orig = seq >= before
+    rtx = ~orig
+    # Bursts in send order, and what each holds.
+    burst = np.concatenate(([0], np.cumsum(np.diff(t) > BURST_GAP_NS)))
+    first = np.concatenate(([0], np.nonzero(np.diff(burst))[0] + 1))
+    pos = np.arange(len(t)) - first[burst]
+    size = np.bincount(burst)[burst]
+    burst_rtx = np.bincount(burst, weights=rtx)[burst] > 0
+    # Originals (in sequence = send order) and their first retransmission, if any.
+    ot, os_, oe = t[orig], seq[orig], end[orig]
+    oidx = np.nonzero(orig)[0]
+    first_rtx = np.full(len(ot), np.iinfo(np.int64).max)
+    for rt, rs, re in zip(t[rtx], seq[rtx], end[rtx], strict=True):
+        lo, hi = np.searchsorted(oe, rs, side="right"), np.searchsorted(os_, re, side="left")
+        first_rtx[lo:hi] = np.minimum(first_rtx[lo:hi], rt)
+    lost = first_rtx < np.iinfo(np.int64).max
+    burst_lost = np.zeros(burst[-1] + 1, dtype=bool)
+    burst_lost[burst[oidx[lost]]] = True
+    # The peer's ACKs in arrival order, each with its SACK blocks.
+    am = ack["flow"] == flow_id
+    ao = np.argsort(ack["time_ns"][am], kind="stable")
+    at = ack["time_ns"][am][ao].astype(np.int64)
+    an = ack["ack"][am][ao].astype(np.int64)
+    sm = sack["flow"] == flow_id
+    blocks: dict[int, list[tuple[int, int]]] = {}
+    for st, sl, sr in zip(sack["time_ns"][sm], sack["left"][sm], sack["right"][sm], strict=True):
+        blocks.setdefault(int(st), []).append((int(sl), int(sr)))
+    cov = np.full(len(ot), -1, dtype=np.int64)  # index of the first ACK covering it
+    cov_hi = np.zeros(len(ot), dtype=np.int64)  # the highest SACKed byte before that ACK
+    fack_hi = np.zeros(len(ot), dtype=np.int64)  # ... and once that ACK was processed
+    highest = 0  # highest byte SACKed so far
+    done = 0  # originals below the cumulative ACK
+    for k in range(len(at)):
+        newly: list[Any] = []
+        if an[k] > 0:
+            n = int(np.searchsorted(oe, an[k], side="right"))
+            if n > done:
+                newly.append(np.arange(done, n))
+                done = n
+        for sl, sr in blocks.get(int(at[k]), ()):
+            lo, hi = np.searchsorted(os_, sl, side="left"), np.searchsorted(oe, sr, side="right")
+            if hi > lo:
+                newly.append(np.arange(lo, hi))
+        # `fackets_out` counts to the highest SACKed byte, not to the cumulative ACK.
+        after = max([highest, *(sr for _, sr in blocks.get(int(at[k]), ()))])
+        for ix in newly:
+            ix = ix[cov[ix] < 0]
+            cov[ix] = k
+            cov_hi[ix] = highest
+            fack_hi[ix] = after
+        highest = after
+    # Overtaken: received after a later-sent original, and sent once before that.
+    ok = cov >= 0
+    later_min = np.minimum.accumulate(np.where(ok, cov, np.iinfo(np.int64).max)[::-1])[::-1]
+    later_min = np.concatenate((later_min[1:], [np.iinfo(np.int64).max]))
+    covt = np.where(ok, at[np.clip(cov, 0, None)], 0)
+    over = ok & (later_min < cov) & (first_rtx >= covt) & (oe <= cov_hi)
+    chunk = np.asarray(chunk_starts, dtype=np.int64)
+    seg_rows = []
+    for i in np.nonzero(over)[0]:
+        ahead = np.nonzero(ok[i + 1 :] & (cov[i + 1 :] < cov[i]))[0] + i + 1
+        g = oidx[i]
+        since = ot[i] - chunk[chunk <= ot[i]] if len(chunk) else np.array([])
+        seg_rows.append(
+            {
+                "index": int(i),
+                "burst": int(burst[g]),
+                "t_ns": int(ot[i]),
+                "seq": int(os_[i]),
+                "len": int(oe[i] - os_[i]),
+                "displacement_segments": len(ahead),
+                "displacement_us": (int(ot[ahead[-1]]) - int(ot[i])) / 1e3,
+                "burst_pos": int(pos[g]),
+                "burst_size": int(size[g]),
+                "burst_start": bool(pos[g] == 0),
+                "burst_rtx": bool(burst_rtx[g]),
+                "burst_lost": bool(burst_lost[burst[g]]),
+                "chunk_first_rtt": bool(len(since) and since.min() < rtt_ns),
+                "ack": int(cov[i]),
+                "degree": -(-(int(fack_hi[i]) - int(os_[i])) // smss),
+            }
+        )
+    events = []
+    for k in sorted({r["ack"] for r in seg_rows}):
+        rs = [r for r in seg_rows if r["ack"] == k]
+        events.append({"t_ns": int(at[k]), "degree": max(r["degree"] for r in rs)})
+    # Baselines: the same flags over every original.
+    since_all = np.full(len(ot), np.iinfo(np.int64).max)
+    for cs in chunk:
+        d = ot - cs
+        since_all = np.where(d >= 0, np.minimum(since_all, d), since_all)
+    hit = np.zeros(burst[-1] + 1, dtype=bool)
+    hit[[r["burst"] for r in seg_rows]] = True
+    bsize = np.bincount(burst)
+    bbin = np.searchsorted(BURST_BINS, bsize, side="right") - 1
+    return {
+        "originals": len(ot),
+        "smss": smss,
+        "bursts_by_size": [
+            [int((bbin == b).sum()), int(hit[bbin == b].sum())] for b in range(len(BURST_BINS))
+        ],
+        "base": {
+            "burst_start": float((pos[oidx] == 0).mean()),
+            "burst_rtx": float(burst_rtx[oidx].mean()),
+            "burst_lost": float(burst_lost[burst[oidx]].mean()),
+            "chunk_first_rtt": float((since_all < rtt_ns).mean()),
+        },
+        "segments": seg_rows,
+        "events": events,
+    }
+
+
+def late_records(data: bytes) -> int:
+    """Records of the classic pcap `data` written after a record with a later time stamp
+    (the server-side view of the same disorder: :func:`time_ordered`)."""
+    import struct
+
+    n, last, off = 0, (0, 0), 24
+    while off + 16 <= len(data):
+        sec, sub, incl = struct.unpack_from("<III", data, off)
+        if (sec, sub) < last:
+            n += 1
+        last = max(last, (sec, sub))
+        off += 16 + incl
+    return n
+
+
+def reordering_case(c: dict[str, Any]) -> dict[str, Any]:
+    """:func:`reordering` for every connection of case `c`'s capture, with the chunk
+    starts (the client's requests, as :func:`truth` takes them)."""
+    import lzma
+
+    import numpy as np
+    from qoslab import _core
+
+    raw = lzma.decompress((CAPTURES / c["file"]).read_bytes())
+    data = time_ordered(raw, c["file"])
+    conns = []
+    for port in c["ports"]:
+        a = _core.analyze_capture(data, 1_000_000_000, port)
+        tcp = [f for f in a["flows"] if f["protocol"] == "tcp"]
+        if len(tcp) != 2:
+            raise SystemExit(f"{c['file']}: port {port}: expected 2 TCP flows, got {len(tcp)}")
+        dflow = max(tcp, key=lambda f: f["payload_bytes"])
+        rflow = min(tcp, key=lambda f: f["payload_bytes"])
+        seg, ack, sack = (a["series"][k] for k in ("segments", "acks", "sacks"))
+        rq = (seg["flow"] == rflow["id"]) & (seg["len"] > 0)
+        starts = np.unique(seg["time_ns"][rq].astype(np.int64))
+        r = reordering(seg, ack, sack, dflow["id"], starts)
+        # Times from the connection's first packet (the client's SYN), not the file's.
+        t0 = min(int(rflow["start_ns"]), int(dflow["start_ns"]))
+        for x in r["segments"] + r["events"]:
+            x["t_ns"] -= t0
+        r["port"] = port
+        conns.append(r)
+    import datetime
+    import struct
+
+    day = datetime.datetime.fromtimestamp(struct.unpack_from("<I", raw, 24)[0], datetime.UTC)
+    return {"late_records": late_records(raw), "date": day.strftime("%Y-%m-%d"), "conns": conns}
+
+
+def reordering_summary(name: str, conns: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row of the per-capture table: connections pooled."""
+    import numpy as np
+
+    segs = [s for r in conns for s in r["segments"]]
+    evs = [e for r in conns for e in r["events"]]
+    orig = sum(r["originals"] for r in conns)
+    disp = np.array([s["displacement_segments"] for s in segs])
+    us = np.array([s["displacement_us"] for s in segs])
+    big = [e for e in evs if e["degree"] > LINUX_REORDERING]
+    return {
+        "case": name,
+        "originals": orig,
+        "overtaken": len(segs),
+        "per_1000": 1000 * len(segs) / orig if orig else 0.0,
+        "first_s": min((s["t_ns"] / 1e9 for s in segs), default=None),
+        "disp_median": float(np.median(disp)) if len(segs) else None,
+        "disp_max": int(disp.max()) if len(segs) else None,
+        "us_median": float(np.median(us)) if len(segs) else None,
+        "us_max": float(us.max()) if len(segs) else None,
+        "linux_events": len(big),
+        "linux_first_s": min((e["t_ns"] / 1e9 for e in big), default=None),
+        "linux_max_degree": max((e["degree"] for e in evs), default=None),
+    }
+
+
+FLAGS = ("burst_start", "burst_rtx", "burst_lost", "chunk_first_rtt")
+
+
+def reordering_pooled(per_case: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Every connection of every capture pooled, with each flag's share among overtaken
+    segments beside its share among all originals (a ratio above 1: more likely there)."""
+    import numpy as np
+
+    conns = [r for rs in per_case.values() for r in rs]
+    segs = [s for r in conns for s in r["segments"]]
+    orig = sum(r["originals"] for r in conns)
+    out: dict[str, Any] = {
+        "captures": len(per_case),
+        "with_reordering": sum(1 for rs in per_case.values() if any(r["segments"] for r in rs)),
+        "originals": orig,
+        "overtaken": len(segs),
+        "per_1000": 1000 * len(segs) / orig if orig else 0.0,
+    }
+    if segs:
+        d = np.array([s["displacement_segments"] for s in segs])
+        us = np.array([s["displacement_us"] for s in segs])
+        out["disp_pct"] = [float(np.percentile(d, q)) for q in (50, 90, 100)]
+        out["us_pct"] = [float(np.percentile(us, q)) for q in (50, 90, 100)]
+        out["burst_pos_median"] = float(np.median([s["burst_pos"] for s in segs]))
+        out["burst_size_median"] = float(np.median([s["burst_size"] for s in segs]))
+        out["len_full"] = sum(1 for s in segs if s["len"] >= max(r.get("smss", 0) for r in conns))
+        # Blocks: runs of consecutive originals overtaken together.
+        blocks = [
+            1 + sum(1 for _ in run)
+            for r in conns
+            for run in _runs([s["index"] for s in r["segments"]])
+        ]
+        out["blocks"] = len(blocks)
+        out["blocks_per_1000"] = 1000 * len(blocks) / orig
+        out["block_pct"] = [float(np.percentile(blocks, q)) for q in (50, 90, 100)]
+        bins = np.sum([r["bursts_by_size"] for r in conns], axis=0)
+        out["bursts_by_size"] = {
+            f"{lo}-{hi - 1}" if hi else f"{lo}+": [int(n), int(h)]
+            for (lo, hi), (n, h) in zip(
+                itertools.zip_longest(BURST_BINS, BURST_BINS[1:]), bins, strict=True
+            )
+        }
+        evs = [e for r in conns for e in r["events"]]
+        out["linux_events"] = sum(1 for e in evs if e["degree"] > LINUX_REORDERING)
+        out["degree_pct"] = [
+            float(np.percentile([e["degree"] for e in evs], q)) for q in (50, 90, 100)
+        ]
+        for f in FLAGS:
+            share = sum(s[f] for s in segs) / len(segs)
+            base = sum(r["base"][f] * r["originals"] for r in conns if r["originals"]) / orig
+            out[f] = [share, base]
+    return out
+
+
+def _runs(ix: list[int]) -> list[list[int]]:
+    """`ix` (ascending) split where it is not consecutive, each run less its first."""
+    out: list[list[int]] = []
+    for a, b in itertools.pairwise([None, *ix]):
+        if a is None or b != a + 1:
+            out.append([])
+        else:
+            out[-1].append(b)
+    return out
+
+
+def _opt(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def reordering_report(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per-capture rows, everything pooled, and pooled per category (:func:`category`),
+    from :func:`reordering_case`'s results (the form kept in validation/usc_truth.json)."""
+    cs = {c["name"]: c for c in cases()}
+    rows = []
+    for name, e in results.items():
+        rows.append(
+            {
+                **reordering_summary(name, e["conns"]),
+                "late_records": e["late_records"],
+                "date": e.get("date", ""),
+            }
+        )
+    by: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for name, e in results.items():
+        cat = category(cs[name]) if name in cs else "other"
+        if cat.startswith("policer"):
+            cat = "policer, one connection"
+        elif cat.startswith("shaper"):
+            cat = "shaper, one connection"
+        by.setdefault(cat, {})[name] = e["conns"]
+    return {
+        "rows": rows,
+        "pooled": reordering_pooled({n: e["conns"] for n, e in results.items()}),
+        "by_category": {k: reordering_pooled(v) for k, v in sorted(by.items())},
+        "by_date": {
+            d: reordering_pooled({n: e["conns"] for n, e in results.items() if e.get("date") == d})
+            for d in sorted({e.get("date", "") for e in results.values()})
+        },
+    }
+
+
+def _pooled_line(label: str, p: dict[str, Any]) -> str:
+    line = (
+        f"{label}: {p['captures']} captures, {p['with_reordering']} with reordering; "
+        f"{p['overtaken']} of {p['originals']} original segments overtaken "
+        f"({p['per_1000']:.2f} per 1000)"
+    )
+    if not p["overtaken"]:
+        return line + "."
+    return (
+        line
+        + f" in {p['blocks']} blocks ({p['blocks_per_1000']:.2f} per 1000; block length "
+        + "/".join(f"{x:.0f}" for x in p["block_pct"])
+        + " median/90th/max); displacement "
+        + "/".join(f"{x:.0f}" for x in p["disp_pct"])
+        + " segments, "
+        + "/".join(f"{x:.0f}" for x in p["us_pct"])
+        + " us; Linux degree "
+        + "/".join(f"{x:.0f}" for x in p["degree_pct"])
+        + f", above 3 at {p['linux_events']} ACKs; bursts holding one, by burst size: "
+        + ", ".join(f"{k}: {h} of {n}" for k, (n, h) in p["bursts_by_size"].items())
+        + "."
+    )
+
+
+POLICED, SHAPED = "policer, one connection", "shaper, one connection"
+
+
+def _big(p: dict[str, Any]) -> tuple[int, int]:
+    """Bursts of 10 segments or more, and those of them holding an overtaken segment."""
+    big = [
+        v for k, v in p.get("bursts_by_size", {}).items() if int(k.split("-")[0].rstrip("+")) >= 10
+    ]
+    return sum(n for n, _ in big), sum(h for _, h in big)
+
+
+def reordering_paragraph(report: dict[str, Any]) -> str:
+    """The measured reordering as a bullet of the diagnosis (figures from `report`)."""
+    import textwrap
+
+    p, cat = report["pooled"], report["by_category"]
+    pol, sha = cat.get(POLICED), cat.get(SHAPED)
+    if not p["overtaken"] or not pol or not sha:
+        return ""
+    rows = {r["case"]: r for r in report["rows"]}
+    early = [
+        r
+        for r in rows.values()
+        if r["case"].startswith("police")
+        and "conn" not in r["case"]
+        and r["first_s"] is not None
+        and r["first_s"] < 0.35
+    ]
+    fk = [r["linux_first_s"] for r in early if r["linux_first_s"] is not None]
+    pb, ph = _big(pol)
+    sb, sh = _big(sha)
+
+    def share(q: dict[str, Any]) -> str:
+        return f"{q['per_1000']:.2f} per 1000 ({q['with_reordering']} of {q['captures']} captures)"
+
+    def vs(flag: str) -> str:
+        return f"{100 * p[flag][0]:.0f} % of them against {100 * p[flag][1]:.0f} %"
+
+    def pct(xs: list[float]) -> str:
+        return "/".join(f"{x:.0f}" for x in xs)
+
+    bins = ", ".join(f"{k}: {100 * h / n:.2f} %" for k, (n, h) in p["bursts_by_size"].items() if n)
+    others = "; ".join(f"{k}: {share(q)}" for k, q in cat.items() if k not in (POLICED, SHAPED))
+    text = (
+        "**The lab host's reordering, measured** (`python validation/usc_truth.py "
+        "--reordering` prints the per-capture table). Replaying each capture's client ACKs "
+        "and SACKs (an original sent once that the client acknowledges after a segment sent "
+        "later was overtaken on the way; a lost one is resent before it is covered and does "
+        f"not count): {p['overtaken']} of {p['originals']} original segments "
+        f"({p['per_1000']:.2f} per 1000) in {p['with_reordering']} of {p['captures']} "
+        f"captures, in {p['blocks']} blocks of consecutive segments. Single-connection "
+        f"policer captures: {share(pol)}; shaper captures: {share(sha)}; {others}. Every "
+        f"overtaken segment is a full-sized original ({p['len_full']} of {p['overtaken']}) "
+        "taken from inside a burst (segments sent less than 50 us apart): a burst's first "
+        f"segment in {vs('burst_start')} of all originals, median place "
+        f"{p['burst_pos_median']:.0f} in a burst of "
+        f"{p['burst_size_median']:.0f}. Block length {pct(p['block_pct'])} segments "
+        f"(median/90th/max); each overtaken segment reaches the client after "
+        f"{pct(p['disp_pct'])} later-sent segments, the last of them sent "
+        f"{pct(p['us_pct'])} us after it. It goes with large bursts: the share of bursts "
+        f"holding an overtaken segment is {bins} by burst size (segments). The shaper "
+        f"captures send few large bursts ({sb} of 10 segments or more, {sh} with "
+        f"reordering, where the policed captures' rate, {ph} of {pb}, predicts "
+        f"{sb * ph / pb if pb else 0:.1f}), so they cannot tell a property of their "
+        "session (captured a day later) from one of burst size. In "
+        f"{len(early)} of the 20 single-connection policer captures the first overtaken "
+        f"segment was sent at {min(r['first_s'] for r in early):.3f}-"
+        f"{max(r['first_s'] for r in early):.3f} s after the SYN, in the third "
+        "slow-start flight (SYN, request, two round trips), and Linux 3.x "
+        "would turn FACK off at the ACK one round trip later"
+        + (f" ({min(fk):.3f}-{max(fk):.3f} s: the 0.41 s above)" if fk else "")
+        + ". The degree `tcp_update_reordering` would be handed (`fackets_out - "
+        "fack_count`, segments from the overtaken one to the highest SACKed byte) is "
+        f"{pct(p['degree_pct'])} (median/90th/max), above 3 at {p['linux_events']} ACKs. "
+        "Overtaken segments share their burst more often with a segment resent later "
+        f"({vs('burst_lost')}: lost to the policer "
+        "or resent spuriously, a capture at the sender cannot tell which) and with a "
+        f"retransmission ({vs('burst_rtx')}); a "
+        "chunk's first round trip plays no part "
+        f"({vs('chunk_first_rtt')}). What a "
+        "uniform model needs (not in the simulator yet): a reorder stage on the server "
+        "host's transmit path, after the TCP sender and before its link, the same for "
+        "every USC scenario, that holds a block of consecutive segments from inside a burst "
+        "with the per-burst-size probability above and releases it after the measured "
+        "number of later segments (or time); nothing in tcp/ changes, and "
+        "`note_reordering` then sees what the lab's sender saw. The measurement is taken "
+        "at the sender: a lost ACK makes a segment look late only if the next ACK's three "
+        "SACK blocks no longer cover it, which the random-loss captures (ACKs lost too) "
+        "allow; there the counts are an upper bound."
+    )
+    # A figure and its unit stay on one line.
+    text = text.replace(" %", "\u00a0%").replace(" us", "\u00a0us")
+    out = textwrap.fill(text, width=92, initial_indent="- ", subsequent_indent="  ")
+    return out.replace("\u00a0", " ")
+
+
+def reordering_lines(report: dict[str, Any]) -> list[str]:
+    """:func:`reordering_report` as a per-capture Markdown table and pooled summaries."""
+    lines = [
+        "| case | captured | late records | originals | overtaken | per 1000 | first sent (s) "
+        "| displacement seg (median/max) | displacement us (median/max) "
+        "| Linux degree > 3 (ACKs) | FACK off at (s) | max degree |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in report["rows"]:
+        lines.append(
+            f"| {s['case']} | {s['date']} | {s['late_records']} | {s['originals']} "
+            f"| {s['overtaken']} "
+            f"| {s['per_1000']:.1f} | {_opt(s['first_s'], '.3f')} "
+            f"| {_opt(s['disp_median'], '.0f')}/{_opt(s['disp_max'], 'd')} "
+            f"| {_opt(s['us_median'], '.0f')}/{_opt(s['us_max'], '.0f')} "
+            f"| {s['linux_events']} | {_opt(s['linux_first_s'], '.3f')} "
+            f"| {_opt(s['linux_max_degree'], 'd')} |"
+        )
+    p = report["pooled"]
+    lines += ["", _pooled_line("Pooled", p)]
+    for cat, q in report["by_category"].items():
+        lines.append(_pooled_line(f"- {cat}", q))
+    for day, q in report["by_date"].items():
+        lines.append(_pooled_line(f"- captured {day}", q))
+    if p["overtaken"]:
+        lines.append(
+            f"Place in burst: median {p['burst_pos_median']:.0f} of "
+            f"{p['burst_size_median']:.0f}; full-sized {p['len_full']} of {p['overtaken']}. "
+            "Bursts holding an overtaken segment, by burst size: "
+            + ", ".join(f"{k}: {h} of {n}" for k, (n, h) in p["bursts_by_size"].items())
+            + "."
+        )
+        lines.append(
+            "Share among overtaken vs among all originals: "
+            + "; ".join(f"{f} {p[f][0]:.0%} vs {p[f][1]:.0%}" for f in FLAGS)
+            + "."
+        )
+    return lines
+
+
 # ---------------------------------------------------------------- simulation
 
 
@@ -832,7 +1343,12 @@ def render(data: dict[str, Any]) -> str:
             )
         )
     out += loss_table(data, cs)
-    out += ["", DIAGNOSIS.strip(), "", "### Per capture", ""]
+    diag = DIAGNOSIS.strip()
+    extra = reordering_paragraph(data["reordering"]) if "reordering" in data else ""
+    if extra:
+        assert REORDER_ANCHOR in diag, "the diagnosis lost its reordering bullet"
+        diag = diag.replace(REORDER_ANCHOR, REORDER_ANCHOR + "\n" + extra + "\n", 1)
+    out += ["", diag, "", "### Per capture", ""]
     out += [
         "| case | chunks | goodput truth | sim | ratio | | retx truth | sim | | RTO truth | sim "
         "| | timer retx truth | sim | | sim timer RTOs |",
@@ -895,6 +1411,8 @@ def render(data: dict[str, Any]) -> str:
 
 # Written from the tables above (re-read them after a re-render: the numbers move with the
 # simulator, this text does not).
+# The measured reordering (:func:`reordering_paragraph`) goes after this line.
+REORDER_ANCHOR = "  as 3.x did. Left open.\n"
 DIAGNOSIS = """
 **Diagnosis** (the first part written from the render of 2026-11-25 at the commit named
 above, the rest from earlier renders as dated; profile `linux-3.x`; the tables are
@@ -1433,6 +1951,8 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  python validation/usc_truth.py --render\n"
         "  python validation/usc_truth.py --case police1.5M-bc100k\n"
+        "  python validation/usc_truth.py --reordering\n"
+        "  python validation/usc_truth.py --reordering --case police1.5M-bc100k --json\n"
         "  python validation/usc_truth.py --scenarios /tmp/usc-scenarios",
     )
     p.add_argument("--render", action="store_true", help="measure all, write JSON + docs")
@@ -1444,8 +1964,28 @@ def main(argv: list[str] | None = None) -> int:
         help=f"OS profile of both hosts, for every case (default {LAB_PROFILE}, the lab's)",
     )
     p.add_argument("--json-out", type=Path, help="with --render: write the JSON here instead")
+    p.add_argument(
+        "--reordering",
+        action="store_true",
+        help="measure the lab server's reordering in every capture (or the --case ones), "
+        "print a per-capture table and a pooled summary, and exit (with --json: as JSON)",
+    )
+    p.add_argument("--json", action="store_true", help="with --reordering: JSON output")
     a = p.parse_args(argv)
     all_cases = cases()
+    if a.reordering:
+        known = {c["name"]: c for c in all_cases}
+        bad = [n for n in a.case if n not in known]
+        if bad:
+            print(f"usc_truth.py: unknown case {bad[0]!r}; known: {', '.join(known)}")
+            return 2
+        sel = [known[n] for n in a.case] if a.case else sorted(all_cases, key=sort_key)
+        rep = reordering_report({c["name"]: reordering_case(c) for c in sel})
+        if a.json:
+            print(json.dumps(rep))
+        else:
+            print("\n".join(reordering_lines(rep)))
+        return 0
     if a.scenarios:
         a.scenarios.mkdir(parents=True, exist_ok=True)
         for c in all_cases:
@@ -1465,6 +2005,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.render:
         data = run_all(all_cases, a.profile)
+        data["reordering"] = reordering_report({c["name"]: reordering_case(c) for c in all_cases})
         if a.json_out:  # a comparison run: the committed JSON and docs stay as they are
             write_atomic(a.json_out, json.dumps(data, indent=1) + "\n")
             print(render(data))
