@@ -570,37 +570,38 @@ class Floor:
         return float(self.max_us)
 
 
-class Cyclictest:
-    """rt-tests' cyclictest on every CPU (``-S``: one SCHED_FIFO thread per CPU, pinned),
-    priority 99, a wake-up every :data:`FLOOR_INTERVAL_US` on an absolute timer, memory
-    locked; ``--default-system``: it leaves /dev/cpu_dma_latency alone, so the CPUs idle
-    as they do for the forwarder's default form. What it measures is the machine's own
-    wake-up latency (timer interrupt, hypervisor, interrupts-off and softirq sections, the
-    scheduler): no userspace thread that sleeps on a timer here is woken sooner."""
+class RtTool:
+    """One rt-tests tool (cyclictest or oslat) run beside an emulation: started once the
+    run is under way, stopped a second before its end (the load is then still running),
+    its JSON report read with the steal over the same window."""
+
+    name = ""
 
     def __init__(self, work: Path) -> None:
         self.work = work
         self.proc: subprocess.Popen[bytes] | None = None
-        self.json = work / "cyclictest.json"
+        self.json = work / f"{self.name}.json"
         self.stat0 = (0, 0)
+
+    def argv(self, seconds: int) -> list[str]:
+        raise NotImplementedError
 
     def start(self, seconds: int) -> None:
         self.json.unlink(missing_ok=True)
         self.stat0 = proc_stat()
-        argv = ["cyclictest", "-S", "-m", "-p", "99", "-i", str(FLOOR_INTERVAL_US)]
-        argv += ["-D", str(seconds), "-q", "-h", str(FLOOR_HIST_US), "--default-system"]
-        argv += ["--histfile", str(self.work / "cyclictest.hist"), "--json", str(self.json)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            self.argv(seconds), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
 
     def progress(self, done_ns: int, total_ns: int, _live: dict[str, Any]) -> None:
-        """As an emulation's progress callback: start once the run is under way, stop a
-        second before its end (the load is then still running)."""
+        """As an emulation's progress callback."""
         if self.proc is None and done_ns > 500_000_000:
             self.start(max(1, int((total_ns - done_ns) / 1e9) - 1))
 
-    def finish(self) -> Floor:
+    def report(self) -> tuple[dict[str, Any], float]:
+        """Waits for the tool; its JSON report and the steal share over its window."""
         if self.proc is None:
-            raise RuntimeError("cyclictest never started (the run ended too early)")
+            raise RuntimeError(f"{self.name} never started (the run ended too early)")
         try:
             _, err = self.proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
@@ -610,9 +611,30 @@ class Cyclictest:
         s1, t1 = proc_stat()
         if self.proc.returncode != 0 or not self.json.exists():
             msg = err.decode(errors="replace").strip().splitlines()
-            raise RuntimeError(f"cyclictest failed: {msg[-1] if msg else self.proc.returncode}")
+            raise RuntimeError(f"{self.name} failed: {msg[-1] if msg else self.proc.returncode}")
         doc = json.loads(self.json.read_text(encoding="utf-8"))
-        f = Floor(steal=(s1 - self.stat0[0]) / max(1, t1 - self.stat0[1]))
+        return doc, (s1 - self.stat0[0]) / max(1, t1 - self.stat0[1])
+
+
+class Cyclictest(RtTool):
+    """rt-tests' cyclictest on every CPU (``-S``: one SCHED_FIFO thread per CPU, pinned),
+    priority 99, a wake-up every :data:`FLOOR_INTERVAL_US` on an absolute timer, memory
+    locked; ``--default-system``: it leaves /dev/cpu_dma_latency alone, so the CPUs idle
+    as they do for the forwarder's default form. What it measures is the machine's own
+    wake-up latency (timer interrupt, hypervisor, interrupts-off and softirq sections, the
+    scheduler): no userspace thread that sleeps on a timer here is woken sooner."""
+
+    name = "cyclictest"
+
+    def argv(self, seconds: int) -> list[str]:
+        argv = ["cyclictest", "-S", "-m", "-p", "99", "-i", str(FLOOR_INTERVAL_US)]
+        argv += ["-D", str(seconds), "-q", "-h", str(FLOOR_HIST_US), "--default-system"]
+        argv += ["--histfile", str(self.work / "cyclictest.hist"), "--json", str(self.json)]
+        return argv
+
+    def finish(self) -> Floor:
+        doc, steal = self.report()
+        f = Floor(steal=steal)
         for t in doc["thread"].values():
             for us, n in t.get("histogram", {}).items():
                 f.hist[int(us)] = f.hist.get(int(us), 0) + int(n)
@@ -650,50 +672,32 @@ class Spin:
         return late / max(self.seconds * 1e6, 1e-9)
 
 
-class Oslat:
+class Oslat(RtTool):
     """rt-tests' oslat: one thread spinning on CPU ``cpu`` at SCHED_FIFO 99 (nothing in
     userspace preempts it), reading the clock in a loop; the gaps between two reads are
     the times the machine took the CPU away (interrupts, the tick, the hypervisor): what a
     forwarder that never sleeps loses at the very least."""
 
-    def __init__(self, work: Path, cpu: int) -> None:
-        self.work, self.cpu = work, cpu
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.json = work / "oslat.json"
-        self.stat0 = (0, 0)
+    name = "oslat"
 
-    def start(self, seconds: int) -> None:
-        self.json.unlink(missing_ok=True)
-        self.stat0 = proc_stat()
+    def __init__(self, work: Path, cpu: int) -> None:
+        super().__init__(work)
+        self.cpu = cpu
+
+    def argv(self, seconds: int) -> list[str]:
         main = 0 if self.cpu != 0 else 1
         argv = ["oslat", "-c", str(self.cpu), "-C", str(main), "-f", "99", "-D", str(seconds)]
         argv += ["-b", str(SPIN_BUCKETS), "-z", "-q", "--json", str(self.json)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    def progress(self, done_ns: int, total_ns: int, _live: dict[str, Any]) -> None:
-        if self.proc is None and done_ns > 500_000_000:
-            self.start(max(1, int((total_ns - done_ns) / 1e9) - 1))
+        return argv
 
     def finish(self) -> Spin:
-        if self.proc is None:
-            raise RuntimeError("oslat never started (the run ended too early)")
-        try:
-            _, err = self.proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise
-        s1, t1 = proc_stat()
-        if self.proc.returncode != 0 or not self.json.exists():
-            msg = err.decode(errors="replace").strip().splitlines()
-            raise RuntimeError(f"oslat failed: {msg[-1] if msg else self.proc.returncode}")
-        doc = json.loads(self.json.read_text(encoding="utf-8"))
+        doc, steal = self.report()
         (t,) = doc["thread"].values()
         return Spin(
             hist={int(g): int(n) for g, n in t.get("histogram", {}).items() if int(n)},
             seconds=float(t["duration"]),
             max_us=int(t["max"]),
-            steal=(s1 - self.stat0[0]) / max(1, t1 - self.stat0[1]),
+            steal=steal,
         )
 
 

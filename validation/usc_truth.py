@@ -368,6 +368,22 @@ def time_ordered(data: bytes, name: str = "capture") -> bytes:
     return b"".join(parts)
 
 
+def analyse_connection(
+    data: bytes, file: str, port: int
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The capture analysis of the connection on client port `port`: the analysis, its
+    data flow (server to client) and its request flow (client to server)."""
+    from qoslab import _core
+
+    a = _core.analyze_capture(data, 1_000_000_000, port)
+    tcp = [f for f in a["flows"] if f["protocol"] == "tcp"]
+    if len(tcp) != 2:
+        raise SystemExit(f"{file}: port {port}: expected 2 TCP flows, got {len(tcp)}")
+    dflow = max(tcp, key=lambda f: f["payload_bytes"])
+    rflow = min(tcp, key=lambda f: f["payload_bytes"])
+    return a, dflow, rflow
+
+
 def truth(c: dict[str, Any]) -> list[dict[str, Any]]:
     """Per connection (client port): its chunks and its RTO count, from the capture
     (its records in time-stamp order, :func:`time_ordered`)."""
@@ -379,12 +395,7 @@ def truth(c: dict[str, Any]) -> list[dict[str, Any]]:
     data = time_ordered(lzma.decompress((CAPTURES / c["file"]).read_bytes()), c["file"])
     conns = []
     for port in c["ports"]:
-        a = _core.analyze_capture(data, 1_000_000_000, port)
-        tcp = [f for f in a["flows"] if f["protocol"] == "tcp"]
-        if len(tcp) != 2:
-            raise SystemExit(f"{c['file']}: port {port}: expected 2 TCP flows, got {len(tcp)}")
-        dflow = max(tcp, key=lambda f: f["payload_bytes"])
-        rflow = min(tcp, key=lambda f: f["payload_bytes"])
+        a, dflow, rflow = analyse_connection(data, c["file"], port)
         seg, ack = a["series"]["segments"], a["series"]["acks"]
         rq = (seg["flow"] == rflow["id"]) & (seg["len"] > 0) & ~seg["retransmit"]
         req_t, req_seq = seg["time_ns"][rq], seg["seq"][rq]
@@ -682,18 +693,12 @@ def reordering_case(c: dict[str, Any]) -> dict[str, Any]:
     import lzma
 
     import numpy as np
-    from qoslab import _core
 
     raw = lzma.decompress((CAPTURES / c["file"]).read_bytes())
     data = time_ordered(raw, c["file"])
     conns = []
     for port in c["ports"]:
-        a = _core.analyze_capture(data, 1_000_000_000, port)
-        tcp = [f for f in a["flows"] if f["protocol"] == "tcp"]
-        if len(tcp) != 2:
-            raise SystemExit(f"{c['file']}: port {port}: expected 2 TCP flows, got {len(tcp)}")
-        dflow = max(tcp, key=lambda f: f["payload_bytes"])
-        rflow = min(tcp, key=lambda f: f["payload_bytes"])
+        a, dflow, rflow = analyse_connection(data, c["file"], port)
         seg, ack, sack = (a["series"][k] for k in ("segments", "acks", "sacks"))
         rq = (seg["flow"] == rflow["id"]) & (seg["len"] > 0)
         starts = np.unique(seg["time_ns"][rq].astype(np.int64))
