@@ -156,12 +156,22 @@ def start(n: Net, tmp: Path, **kw: object) -> _core.EmuHandle:
     )
 
 
-def ping_avg_ms(n: Net, stat: int = 1) -> float:
-    """Five pings' average RTT (``stat=0``: the minimum)."""
+def ping_ms(n: Net) -> tuple[float, float]:
+    """Five pings' minimum and average RTT, ms."""
     out = n.run("s0", "ping", "-c", "5", "-i", "0.2", "-W", "2", IPS["d0"]).stdout
     m = re.search(r"= ([\d.]+)/([\d.]+)/", out)
     assert m, out
-    return float(m.group(stat + 1))
+    return float(m.group(1)), float(m.group(2))
+
+
+def assert_delay_line_rtt(rtt_min: float, rtt_avg: float) -> None:
+    """2 x 20 ms of propagation, plus 4 x 1 Gbit/s serialisations and the hosts' own
+    stacks: well under a millisecond more, at the minimum. The average of five may carry
+    one wake-up the host itself made late (this VM's timer wake-ups reach milliseconds at
+    p99.9 and max with nothing of ours running: docs/performance.md, the latency floor),
+    so it only has to show no systematic stall."""
+    assert 40.0 <= rtt_min <= 41.5, (rtt_min, rtt_avg)
+    assert rtt_avg <= 45.0, (rtt_min, rtt_avg)
 
 
 def iperf_bps(n: Net) -> float:
@@ -183,15 +193,13 @@ def test_tcp_through_the_userspace_tbf_and_ping_through_the_delay(net: Net, tmp_
     pcap = tmp_path / "r1-r2-egress.pcap"
     h = start(net, tmp_path, captures=[("r1->r2", "egress", str(pcap))])
     try:
-        rtt = ping_avg_ms(net)
+        rtt_min, rtt_avg = ping_ms(net)
         bps = iperf_bps(net)
         live = h.stats()
     finally:
         res = h.stop()
-    print(f"ping {rtt:.2f} ms, iperf3 {bps / 1e6:.3f} Mbit/s, lateness {res['timing']}")
-    # 2 x 20 ms of propagation, plus 4 x 1 Gbit/s serialisations and the
-    # hosts' own stacks: well under a millisecond.
-    assert 40.0 <= rtt <= 41.5, rtt
+    print(f"ping {rtt_min:.2f}/{rtt_avg:.2f} ms, iperf3 {bps / 1e6:.3f} Mbit/s")
+    assert_delay_line_rtt(rtt_min, rtt_avg)
     assert abs(bps - EXPECTED_BPS) / EXPECTED_BPS < 0.04, (bps, EXPECTED_BPS)
     assert live["running"] and live["frames_in"] > 1000
     (pol,) = res["policies"]
@@ -225,10 +233,10 @@ def test_tcp_through_the_userspace_tbf_and_ping_through_the_delay(net: Net, tmp_
 def test_one_thread_forwards_both_directions(net: Net, tmp_path: Path) -> None:
     h = start(net, tmp_path, threads=1)
     try:
-        rtt = ping_avg_ms(net)
+        rtt_min, rtt_avg = ping_ms(net)
     finally:
         res = h.stop()
-    assert 40.0 <= rtt <= 41.5, rtt
+    assert_delay_line_rtt(rtt_min, rtt_avg)
     assert res["threads"] == 1
     links = {x["name"]: x for x in res["links"]}
     assert links["r1->r2"]["packets"] >= 5 and links["r2->r1"]["packets"] >= 5
@@ -249,7 +257,7 @@ def test_busy_poll_never_sleeps_and_keeps_the_delay(net: Net, tmp_path: Path) ->
         # The minimum: a thread that never sleeps is held off its CPU for the fair
         # tasks' share (up to 50 ms at a time) when they queue on it, as on a loaded
         # machine (docs/performance.md, issue 16); the delay line itself is exact.
-        rtt = ping_avg_ms(net, stat=0)
+        rtt, _ = ping_ms(net)
     finally:
         res = h.stop()
     assert 40.0 <= rtt <= 41.5, rtt
