@@ -547,6 +547,22 @@ FLOOR_INTERVAL_US = 200
 FLOOR_HIST_US = 20_000
 
 
+def delay_line_scenario(duration_s: float) -> str:
+    """The delay line's load: 4 ms each way on a 1 Gbit/s bottleneck, 300 Mbit/s of UDP
+    beside a ping every 10 ms (the delay rows and the floor's loaded row)."""
+    return scenario(
+        name="delay",
+        duration_s=duration_s,
+        flows=0,
+        rate_bps=None,
+        policy="",
+        delay=f"{DELAY_NS // 1_000_000}ms",
+        link="1gbit",
+        udp_bps=300_000_000,
+        ping_ms=10,
+    )
+
+
 @dataclass
 class Floor:
     """One cyclictest window: its wake-up latency histogram (all CPUs together), the
@@ -735,17 +751,7 @@ def measure_floor(args: argparse.Namespace) -> dict[str, tuple[list[Floor], list
     d = args.duration
     loads = {
         "idle (no emulation)": None,
-        "delay line: 300 Mbit/s UDP + ping, 4 ms": scenario(
-            name="delay",
-            duration_s=d,
-            flows=0,
-            rate_bps=None,
-            policy="",
-            delay=f"{DELAY_NS // 1_000_000}ms",
-            link="1gbit",
-            udp_bps=300_000_000,
-            ping_ms=10,
-        ),
+        "delay line: 300 Mbit/s UDP + ping, 4 ms": delay_line_scenario(d),
         "TBF 1 Gbit/s, 1 TCP flow": scenario(
             name="linerate", duration_s=d, flows=1, rate_bps=1_000_000_000, policy="tbf"
         ),
@@ -911,17 +917,7 @@ def measure_in(args: argparse.Namespace, work: Path) -> dict[str, Case]:
     # The default form with idle CPUs polling (`--idle-poll`: PM QoS CPU latency 0).
     add("latency/idle-poll", emu(idle, threads=1, idle_poll=True))
     add("latency/kernel-forwarding", lambda: kernel_forward_ping(d, 10))
-    loaded = scenario(
-        name="delay",
-        duration_s=d,
-        flows=0,
-        rate_bps=None,
-        policy="",
-        delay=f"{DELAY_NS // 1_000_000}ms",
-        link="1gbit",
-        udp_bps=300_000_000,
-        ping_ms=10,
-    )
+    loaded = delay_line_scenario(d)
     add("delay/userspace", emu(loaded, veth_one_way=True))
     if args.threads != 1:
         add("delay/threads1", emu(loaded, threads=1, veth_one_way=True))
