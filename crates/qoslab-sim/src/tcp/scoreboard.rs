@@ -634,6 +634,66 @@ mod tests {
         assert_eq!(b.pipe(), 0);
     }
 
+    proptest::proptest! {
+        /// The SACKed-run hints (`sacked_run`) only skip work: after any
+        /// sequence of SACK blocks, each followed by a RACK pass, the SACKed
+        /// segments are exactly those lying wholly inside a block seen, each
+        /// is handed over once, every hint covers SACKed segments only, and
+        /// RACK marks lost exactly the un-SACKed segments sent before the
+        /// newest SACKed one (a plain walk, computed here apart).
+        #[test]
+        fn sacked_run_hints_change_no_result(
+            blocks in proptest::collection::vec((0u64..40_000, 1u64..12_000), 1..30)
+        ) {
+            let n = 40u64;
+            let mut b = board(n);
+            for i in 0..n as usize {
+                b.segs[i].sent_at = Instant::from_ns(i as u64 * 1_000_000);
+            }
+            let mut sacked = vec![false; n as usize];
+            let mut lost = vec![false; n as usize];
+            for (start, len) in blocks {
+                let (start, end) = (1 + start, 1 + start + len);
+                let mut handed = Vec::new();
+                b.sack(start, end, |s| handed.push((s.seq - 1) / 1000));
+                let mut want = Vec::new();
+                for i in 0..n {
+                    let (lo, hi) = (1 + i * 1000, 1 + (i + 1) * 1000);
+                    if lo >= start && hi <= end && !sacked[i as usize] {
+                        sacked[i as usize] = true;
+                        want.push(i);
+                    }
+                }
+                proptest::prop_assert_eq!(handed, want);
+                if let Some(h) = sacked.iter().rposition(|&x| x) {
+                    let seg = *b.get(h).unwrap();
+                    let (newly, _) = b.rack_detect(
+                        seg.sent_at,
+                        seg.end(),
+                        Duration::ZERO,
+                        Instant::from_ns(1_000_000_000_000),
+                    );
+                    let mut want_newly = 0;
+                    for i in 0..h {
+                        if !sacked[i] && !lost[i] {
+                            lost[i] = true;
+                            want_newly += 1000;
+                        }
+                    }
+                    proptest::prop_assert_eq!(newly, want_newly);
+                }
+                for i in 0..n as usize {
+                    let s = b.get(i).unwrap();
+                    proptest::prop_assert_eq!((s.sacked, s.lost), (sacked[i], lost[i]));
+                    if s.sacked {
+                        let run = s.sacked_run as usize;
+                        proptest::prop_assert!(sacked[i..(i + run).min(n as usize)].iter().all(|&x| x));
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn pipe_follows_rfc6675_setpipe() {
         let mut b = board(10);
